@@ -1,0 +1,53 @@
+// Big-endian (network order) loads and stores of 1..8-byte unsigned values.
+// In constant evaluation they shift bytes; at run time they use Boost.Endian (not constexpr).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include <boost/endian/conversion.hpp>
+
+namespace pushwire::wire {
+
+/// Reads N bytes at p as a big-endian unsigned number. 1 <= N <= 8.
+template <std::size_t N>
+constexpr std::uint64_t load_be(const std::byte* p) noexcept {
+  static_assert(N >= 1 && N <= 8);
+  if (!std::is_constant_evaluated()) {
+    return boost::endian::endian_load<std::uint64_t, N, boost::endian::order::big>(
+        reinterpret_cast<const unsigned char*>(p));
+  }
+  std::uint64_t v = 0;
+  for (std::size_t i = 0; i < N; ++i) v = (v << 8) | static_cast<std::uint8_t>(p[i]);
+  return v;
+}
+
+/// Writes the low 8*N bits of v at p, most significant byte first. 1 <= N <= 8.
+template <std::size_t N>
+constexpr void store_be(std::byte* p, std::uint64_t v) noexcept {
+  static_assert(N >= 1 && N <= 8);
+  if (!std::is_constant_evaluated()) {
+    boost::endian::endian_store<std::uint64_t, N, boost::endian::order::big>(
+        reinterpret_cast<unsigned char*>(p), v);
+    return;
+  }
+  for (std::size_t i = 0; i < N; ++i) p[N - 1 - i] = static_cast<std::byte>((v >> (8 * i)) & 0xFF);
+}
+
+constexpr std::uint16_t load_be16(const std::byte* p) noexcept {
+  return static_cast<std::uint16_t>(load_be<2>(p));
+}
+constexpr std::uint32_t load_be24(const std::byte* p) noexcept {
+  return static_cast<std::uint32_t>(load_be<3>(p));
+}
+constexpr std::uint32_t load_be32(const std::byte* p) noexcept {
+  return static_cast<std::uint32_t>(load_be<4>(p));
+}
+constexpr std::uint64_t load_be64(const std::byte* p) noexcept { return load_be<8>(p); }
+constexpr void store_be16(std::byte* p, std::uint16_t v) noexcept { store_be<2>(p, v); }
+constexpr void store_be24(std::byte* p, std::uint32_t v) noexcept { store_be<3>(p, v); }
+constexpr void store_be32(std::byte* p, std::uint32_t v) noexcept { store_be<4>(p, v); }
+constexpr void store_be64(std::byte* p, std::uint64_t v) noexcept { store_be<8>(p, v); }
+
+}  // namespace pushwire::wire
