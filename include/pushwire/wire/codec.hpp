@@ -26,6 +26,7 @@
 #include <type_traits>
 
 #include <pushwire/wire/array_view.hpp>
+#include <pushwire/wire/detail/copy.hpp>
 #include <pushwire/wire/endian.hpp>
 #include <pushwire/wire/errc.hpp>
 #include <pushwire/wire/fields.hpp>
@@ -437,15 +438,15 @@ struct tail_codec {
     return {};
   }
 
-  static constexpr error put_elems(std::byte* p, std::size_t base, const view& v) {
+  // dst is exactly the tail's bytes (wire_size guarantees it; the clamps prove it to compilers).
+  static constexpr error put_elems(std::span<std::byte> dst, std::size_t base, const view& v) {
     if constexpr (is_bytes) {
-      for (std::size_t i = 0; i < v.size(); ++i) p[i] = v[i];
+      copy_bytes(dst.data(), v.data(), std::min(v.size(), dst.size()));
     } else if (v.wire_backed()) {
-      const auto src = v.wire_bytes();
-      for (std::size_t i = 0; i < src.size(); ++i) p[i] = src[i];
+      copy_bytes(dst.data(), v.wire_bytes().data(), std::min(v.wire_bytes().size(), dst.size()));
     } else {
       for (std::size_t i = 0; i < v.size(); ++i)
-        if (auto e = field_codec<Elem>::put(p + i * elem_size, v[i]); e.code != errc{})
+        if (auto e = field_codec<Elem>::put(dst.data() + i * elem_size, v[i]); e.code != errc{})
           return at(e, base + i * elem_size, {});
     }
     return {};
@@ -493,7 +494,7 @@ struct field_codec<counted<Count, Elem, Name, Min>> {
     if (v.size() < Min) return {errc::zero_count, prefix_off, Name.view()};
     if (v.size() > std::numeric_limits<Count>::max()) return {errc::too_large, prefix_off, Name.view()};
     store_be<sizeof(Count)>(whole.data() + prefix_off, v.size());
-    return tail::put_elems(whole.data() + tail_off, tail_off, v);
+    return tail::put_elems(whole.subspan(tail_off), tail_off, v);
   }
 };
 
@@ -525,7 +526,7 @@ struct field_codec<rest<Elem, Min>> {
   static constexpr error put_tail(std::span<std::byte> whole, std::size_t, std::size_t tail_off,
                                   const M& v) {
     if (v.size() < Min) return {errc::zero_count, tail_off, {}};
-    return tail::put_elems(whole.data() + tail_off, tail_off, v);
+    return tail::put_elems(whole.subspan(tail_off), tail_off, v);
   }
 };
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <span>
 
+#include <pushwire/wire/detail/copy.hpp>
 #include <pushwire/wire/endian.hpp>
 #include <pushwire/wire/errc.hpp>
 
@@ -81,8 +82,7 @@ class writer {
   constexpr void u64(std::uint64_t v) noexcept { be<8>(v); }
 
   constexpr void bytes(std::span<const std::byte> b) noexcept {
-    if (std::byte* p = take(b.size()))
-      for (std::size_t i = 0; i < b.size(); ++i) p[i] = b[i];
+    if (std::byte* p = take(b.size())) detail::copy_bytes(p, b.data(), b.size());
   }
   constexpr void zeros(std::size_t n) noexcept {
     if (std::byte* p = take(n))

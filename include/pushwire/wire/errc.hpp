@@ -10,46 +10,45 @@
 
 namespace pushwire::wire {
 
-/// Why a decode or an encode failed. The value 0 is never an error (std::error_code's "success").
-/// The spec (spec/push-push.md, "Errors") gives the order in which a decoder checks for them.
+/// Why a decode or an encode failed; the meaning of each code is in errc_table below.
+/// The value 0 is never an error (std::error_code's "success").
 enum class errc : std::uint8_t {
-  /// The input ends before its fixed part, a counted array, or a sized byte string does.
   truncated = 1,
-  /// The input is longer than its counts and sizes imply.
   trailing_bytes,
-  /// A push-push function code that no message type has.
   unknown_function,
-  /// A version field other than the one this library speaks (push-push v1).
   unsupported_version,
-  /// A count that must be at least 1 is 0, or an uncounted array that must be non-empty is empty.
   zero_count,
-  /// A count disagrees with the whole number of elements the frame holds.
   count_mismatch,
-  /// A frame, or an indication, exceeds an explicit limit (e.g. msg::limits::max_frame).
   too_large,
-  /// A reserved field that must be zero is not.
   reserved_nonzero,
-  /// A field holds a value its definition forbids (e.g. a pool's element_size = 0, a value wider
-  /// than its field on encode, CfgUtil data of the wrong size for its request code).
   invalid_field,
-  /// A known function code, but not the one a typed decoder was asked for.
   wrong_function,
-  /// An encoder's output buffer is smaller than the encoded size.
   no_space,
 };
 
-inline constexpr std::array errc_names{
-    std::string_view{"truncated"},      std::string_view{"trailing_bytes"},
-    std::string_view{"unknown_function"}, std::string_view{"unsupported_version"},
-    std::string_view{"zero_count"},     std::string_view{"count_mismatch"},
-    std::string_view{"too_large"},      std::string_view{"reserved_nonzero"},
-    std::string_view{"invalid_field"},  std::string_view{"wrong_function"},
-    std::string_view{"no_space"},
+struct errc_info {
+  std::string_view name;     ///< as pushwire-dump prints it
+  std::string_view meaning;  ///< as spec/ documents it
 };
+
+/// Indexed by errc value - 1.
+inline constexpr std::array<errc_info, 11> errc_table{{
+    {"truncated", "The input ends before its fixed part, a counted array, or a sized byte string does."},
+    {"trailing_bytes", "The input is longer than its counts and sizes imply, or ends inside an element that no count accounts for."},
+    {"unknown_function", "A push-push function code that no message type has."},
+    {"unsupported_version", "A version field other than the one this library speaks (push-push: 1)."},
+    {"zero_count", "A count that must be at least 1 is 0, or an uncounted array that must be non-empty is empty."},
+    {"count_mismatch", "A count disagrees with the whole number of elements the frame holds."},
+    {"too_large", "A frame exceeds an explicit limit (msg::limits::max_frame, default 4096), or a value exceeds the range of the field that must carry it (idata)."},
+    {"reserved_nonzero", "A reserved field that must be zero is not."},
+    {"invalid_field", "A field holds a value its definition forbids: a pool's element_count or element_size of 0, a value wider than its field on encode, CfgUtil data of the wrong size or range for its request code."},
+    {"wrong_function", "A known function code, but not the one a typed decoder was asked for."},
+    {"no_space", "An encoder's output buffer is smaller than the encoded size."},
+}};
 
 /// Every error code, in value order (for tests that must reach each one, and for documentation).
 inline constexpr auto all_errc = [] {
-  std::array<errc, errc_names.size()> a{};
+  std::array<errc, errc_table.size()> a{};
   for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<errc>(i + 1);
   return a;
 }();
@@ -58,7 +57,7 @@ inline constexpr auto all_errc = [] {
 constexpr std::string_view to_string(errc e) noexcept {
   const auto i = static_cast<std::size_t>(e);
   if (i == 0) return "ok";
-  return i <= errc_names.size() ? errc_names[i - 1] : std::string_view{"unknown"};
+  return i <= errc_table.size() ? errc_table[i - 1].name : std::string_view{"unknown"};
 }
 
 /// Where a decode failed: the code, the byte offset of the offending field in the input, and its

@@ -22,6 +22,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <ranges>
 #include <span>
 #include <string_view>
 #include <type_traits>
@@ -46,8 +47,7 @@ struct uint_n {
   value_type value{};
   constexpr uint_n() = default;
   constexpr uint_n(value_type v) : value(v) {}  // NOLINT: implicit by design
-  constexpr operator value_type() const { return value; }  // NOLINT
-  friend constexpr bool operator==(uint_n, uint_n) = default;
+  constexpr operator value_type() const { return value; }  // NOLINT: compares as value_type
 };
 using u24 = uint_n<24>;
 using u48 = uint_n<48>;
@@ -63,8 +63,7 @@ struct bits {
   V value{};
   constexpr bits() = default;
   constexpr bits(V v) : value(v) {}  // NOLINT: implicit by design
-  constexpr operator V() const { return value; }  // NOLINT
-  friend constexpr bool operator==(bits, bits) = default;
+  constexpr operator V() const { return value; }  // NOLINT: compares as V
 };
 
 /// One bit: bit Bit (7 = most significant) of byte Byte.
@@ -97,6 +96,14 @@ struct fixed_string {
   constexpr std::string_view view() const { return {chars, N - 1}; }
 };
 
+/// A contiguous range of Elem that a view may safely refer to: an lvalue, or a borrowed range
+/// such as a span (a temporary vector would dangle, so it is rejected).
+template <class R, class Elem>
+concept viewable_range_of =
+    std::ranges::contiguous_range<R> && std::ranges::sized_range<R> &&
+    std::is_same_v<std::remove_cv_t<std::ranges::range_value_t<R>>, Elem> &&
+    (std::is_lvalue_reference_v<R> || std::ranges::borrowed_range<R>);
+
 namespace detail {
 template <class Elem>
 using view_for = std::conditional_t<std::is_same_v<Elem, std::byte>, std::span<const std::byte>,
@@ -116,8 +123,10 @@ struct counted : detail::view_for<Elem> {
   static constexpr std::size_t min_count = MinCount;
   constexpr counted() = default;
   constexpr counted(view_type v) : view_type(v) {}  // NOLINT: implicit by design
-  template <std::size_t N>
-  constexpr counted(const std::array<Elem, N>& a) : view_type(std::span<const Elem>(a)) {}  // NOLINT
+  template <class R>
+    requires(viewable_range_of<R, Elem> && !std::is_same_v<std::remove_cvref_t<R>, view_type>)
+  constexpr counted(R&& r)  // NOLINT: implicit by design
+      : view_type(std::span<const Elem>(std::ranges::data(r), std::ranges::size(r))) {}
 };
 
 /// Elems filling the rest of the input; fewer than MinCount is errc::zero_count.
@@ -128,8 +137,10 @@ struct rest : detail::view_for<Elem> {
   static constexpr std::size_t min_count = MinCount;
   constexpr rest() = default;
   constexpr rest(view_type v) : view_type(v) {}  // NOLINT: implicit by design
-  template <std::size_t N>
-  constexpr rest(const std::array<Elem, N>& a) : view_type(std::span<const Elem>(a)) {}  // NOLINT
+  template <class R>
+    requires(viewable_range_of<R, Elem> && !std::is_same_v<std::remove_cvref_t<R>, view_type>)
+  constexpr rest(R&& r)  // NOLINT: implicit by design
+      : view_type(std::span<const Elem>(std::ranges::data(r), std::ranges::size(r))) {}
 };
 
 /// One value name of an enumeration, for printing, specs and dissector value strings.

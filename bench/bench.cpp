@@ -1,0 +1,130 @@
+// pushwire-bench: codec throughput beside same-run baselines (memcpy, zlib's crc32).
+// Names: BM_encode_<Function>, BM_decode_<Function>, BM_decode_any, BM_memcpy/N, BM_zlib_crc32/N.
+#include <array>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+#include <zlib.h>
+
+#include <pushwire/pushwire.hpp>
+
+namespace {
+
+using namespace pushwire;
+using namespace pushwire::msg;
+
+// Representative messages: a few entries each, a 1 KiB SendData, 64-byte CfgUtil data.
+const std::array<pool_descriptor, 4> pools{{
+    {1, 64, 2048, 0x1000, 0x7f0000000000, 1}, {2, 64, 2048, 0x1001, 0x7f0000100000, 2},
+    {3, 256, 512, 0x1002, 0x7f0000200000, 3}, {4, 16, 65536, 0x1003, 0x7f0000300000, 4}}};
+const std::array<pool_update_entry, 8> updates{{{1, 0, 8}, {1, 8, 8}, {2, 0, 4}, {2, 4, 4},
+                                                {3, 0, 64}, {3, 64, 64}, {4, 0, 1}, {4, 1, 1}}};
+const std::array<std::uint32_t, 4> refs{1, 2, 3, 4};
+const std::vector<std::byte> kib(1024, std::byte{0x5a});
+const std::array<indication, 8> inds{{{300, 1, 1500}, {300, 2, 1500}, {300, 3, 9000}, {301, 0, 64},
+                                      {301, 1, 64}, {302, 7, 70000}, {303, 0, 0}, {304, 9, 1}}};
+const std::vector<std::byte> stats(64, std::byte{1});
+
+template <class M>
+M sample();
+template <> buffer_recv_pool sample() { return {.header = {.transaction_context = 1}, .pools = pools}; }
+template <> buffer_recv_pool_get sample() { return {.header = {.transaction_context = 2}, .element_size = 2048, .element_count = 64}; }
+template <> buffer_recv_pool_update sample() { return {.header = {.transaction_context = 3}, .entries = updates}; }
+template <> buffer_pool_flush_request sample() { return {.header = {.transaction_context = 4}, .pool_refs = refs}; }
+template <> buffer_pool_flush_reply sample() { return {.header = {.transaction_context = 4}}; }
+template <> send_data sample() { return {.header = {.transaction_context = 5}, .data = kib}; }
+template <> buffer_rdma_indicate sample() { return {.header = {.transaction_context = 6}, .entries = inds}; }
+template <> cfg_util_request sample() {
+  return {.header = {.transaction_context = 7}, .request_code = cfg::request_code::get_statistics};
+}
+template <> cfg_util_reply sample() {
+  return {.header = {.transaction_context = 7}, .request_code = cfg::request_code::get_statistics,
+          .status = cfg::status::success, .data = stats};
+}
+
+template <class M>
+void BM_encode(benchmark::State& state) {
+  const M m = sample<M>();
+  std::vector<std::byte> out(encoded_size(m));
+  for (auto _ : state) {
+    auto n = msg::encode(m, out);
+    benchmark::DoNotOptimize(n);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * out.size()));
+}
+
+template <class M>
+void BM_decode(benchmark::State& state) {
+  std::vector<std::byte> frame(encoded_size(sample<M>()));
+  (void)msg::encode(sample<M>(), frame);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(frame.data());
+    auto r = msg::decode<M>(frame);
+    benchmark::DoNotOptimize(r);
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * frame.size()));
+}
+
+// Decoding a mix of all nine through the variant, as a receive loop would.
+void BM_decode_any(benchmark::State& state) {
+  std::vector<std::vector<std::byte>> frames;
+  std::size_t bytes = 0;
+  for_each_message_type([&]<class M>(std::type_identity<M>) {
+    frames.emplace_back(encoded_size(sample<M>()));
+    (void)msg::encode(sample<M>(), frames.back());
+    bytes += frames.back().size();
+  });
+  for (auto _ : state) {
+    for (const auto& f : frames) {
+      benchmark::DoNotOptimize(f.data());
+      auto r = decode_any(f);
+      benchmark::DoNotOptimize(r);
+    }
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * bytes));
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * frames.size()));
+}
+BENCHMARK(BM_decode_any);
+
+void BM_memcpy(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  std::vector<char> src(n, 'x'), dst(n);
+  for (auto _ : state) {
+    std::memcpy(dst.data(), src.data(), n);
+    benchmark::DoNotOptimize(dst.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * n));
+}
+
+void BM_zlib_crc32(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  std::vector<unsigned char> buf(n);
+  for (std::size_t i = 0; i < n; ++i) buf[i] = static_cast<unsigned char>(i * 131);
+  for (auto _ : state) {
+    auto c = crc32(0L, buf.data(), static_cast<uInt>(n));
+    benchmark::DoNotOptimize(c);
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * n));
+}
+
+#define PUSHWIRE_BENCH_SIZES Arg(64)->Arg(1500)->Arg(4096)->Arg(65536)->Arg(1048576)
+BENCHMARK(BM_memcpy)->PUSHWIRE_BENCH_SIZES;
+BENCHMARK(BM_zlib_crc32)->PUSHWIRE_BENCH_SIZES;
+
+// BM_encode_<Function> and BM_decode_<Function> for every message type.
+const int registered = [] {
+  for_each_message_type([]<class M>(std::type_identity<M>) {
+    const std::string n{name(code_of<M>)};
+    benchmark::RegisterBenchmark(("BM_encode_" + n).c_str(), BM_encode<M>);
+    benchmark::RegisterBenchmark(("BM_decode_" + n).c_str(), BM_decode<M>);
+  });
+  return 0;
+}();
+
+}  // namespace
+
+BENCHMARK_MAIN();

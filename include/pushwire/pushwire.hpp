@@ -1,0 +1,7 @@
+// pushwire: codecs and state machines for the protocols of RDMA channel adapters.
+// This header includes every public layer.
+#pragma once
+
+#include <pushwire/version.hpp>
+#include <pushwire/wire/wire.hpp>
+#include <pushwire/msg/msg.hpp>

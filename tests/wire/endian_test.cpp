@@ -1,0 +1,48 @@
+#include <pushwire/wire/endian.hpp>
+
+#include "../support/test_support.hpp"
+
+using namespace pushwire;
+
+namespace {
+constexpr auto bytes = test::hex<"0102030405060708">();
+}
+
+static_assert(wire::load_be16(bytes.data()) == 0x0102);
+static_assert(wire::load_be24(bytes.data()) == 0x010203);
+static_assert(wire::load_be32(bytes.data()) == 0x01020304);
+static_assert(wire::load_be64(bytes.data()) == 0x0102030405060708);
+static_assert(wire::load_be<5>(bytes.data() + 3) == 0x0405060708);
+static_assert([] {
+  std::array<std::byte, 8> b{};
+  wire::store_be64(b.data(), 0x0102030405060708);
+  return b == bytes;
+}());
+static_assert([] {
+  std::array<std::byte, 3> b{};
+  wire::store_be24(b.data(), 0xFFABCDEF);  // only the low 24 bits
+  return b == test::hex<"abcdef">();
+}());
+
+TEST_CASE("endian: runtime loads and stores agree with the constexpr ones", "[wire][endian]") {
+  const auto b = test::copy(bytes);
+  CHECK(wire::load_be16(b.data()) == 0x0102);
+  CHECK(wire::load_be24(b.data()) == 0x010203);
+  CHECK(wire::load_be32(b.data()) == 0x01020304u);
+  CHECK(wire::load_be64(b.data()) == 0x0102030405060708u);
+  CHECK(wire::load_be<5>(b.data() + 3) == 0x0405060708u);
+  std::vector<std::byte> out(8);
+  wire::store_be64(out.data(), 0x0102030405060708);
+  CHECK(out == b);
+  wire::store_be24(out.data(), 0xFFABCDEF);
+  CHECK(test::copy(std::span(out).first(3)) == test::copy(test::hex<"abcdef">()));
+  // Every width, unaligned, against a byte-by-byte reference.
+  std::vector<std::byte> buf(16);
+  for (std::size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<std::byte>(0x11 * i + 3);
+  for (std::size_t off = 0; off < 8; ++off) {
+    std::uint64_t ref = 0;
+    for (std::size_t i = 0; i < 8; ++i) ref = ref << 8 | static_cast<std::uint8_t>(buf[off + i]);
+    CHECK(wire::load_be<8>(buf.data() + off) == ref);
+    CHECK(wire::load_be<3>(buf.data() + off) == ref >> 40);
+  }
+}
