@@ -25,12 +25,12 @@ enum class request_code : std::uint16_t {
   set_promiscuous = 0x0006,
 };
 inline constexpr std::array<wire::named_value, 6> request_code_names{{
-    {0x0001, "GetMacAddress"},
-    {0x0002, "SetMacAddress"},
-    {0x0003, "GetStatistics"},
-    {0x0004, "SetMtu"},
-    {0x0005, "GetLinkState"},
-    {0x0006, "SetPromiscuous"},
+    {request_code::get_mac_address, "GetMacAddress"},
+    {request_code::set_mac_address, "SetMacAddress"},
+    {request_code::get_statistics, "GetStatistics"},
+    {request_code::set_mtu, "SetMtu"},
+    {request_code::get_link_state, "GetLinkState"},
+    {request_code::set_promiscuous, "SetPromiscuous"},
 }};
 constexpr std::span<const wire::named_value> wire_enum_names(request_code) {
   return request_code_names;
@@ -47,11 +47,11 @@ enum class status : std::uint16_t {
   device_error = 4,
 };
 inline constexpr std::array<wire::named_value, 5> status_names{{
-    {0, "success"},
-    {1, "unsupported_request"},
-    {2, "invalid_argument"},
-    {3, "busy"},
-    {4, "device_error"},
+    {status::success, "success"},
+    {status::unsupported_request, "unsupported_request"},
+    {status::invalid_argument, "invalid_argument"},
+    {status::busy, "busy"},
+    {status::device_error, "device_error"},
 }};
 constexpr std::span<const wire::named_value> wire_enum_names(status) { return status_names; }
 

@@ -34,15 +34,15 @@ enum class function : std::uint16_t {
 };
 
 inline constexpr std::array<wire::named_value, 9> function_names{{
-    {0x0101, "BufferRecvPool"},
-    {0x0102, "BufferRecvPoolGet"},
-    {0x0103, "BufferRecvPoolUpdate"},
-    {0x0104, "BufferPoolFlushRequest"},
-    {0x0105, "BufferPoolFlushReply"},
-    {0x0201, "SendData"},
-    {0x0202, "BufferRDMAIndicate"},
-    {0x0301, "CfgUtilRequest"},
-    {0x0302, "CfgUtilReply"},
+    {function::buffer_recv_pool, "BufferRecvPool"},
+    {function::buffer_recv_pool_get, "BufferRecvPoolGet"},
+    {function::buffer_recv_pool_update, "BufferRecvPoolUpdate"},
+    {function::buffer_pool_flush_request, "BufferPoolFlushRequest"},
+    {function::buffer_pool_flush_reply, "BufferPoolFlushReply"},
+    {function::send_data, "SendData"},
+    {function::buffer_rdma_indicate, "BufferRDMAIndicate"},
+    {function::cfg_util_request, "CfgUtilRequest"},
+    {function::cfg_util_reply, "CfgUtilReply"},
 }};
 constexpr std::span<const wire::named_value> wire_enum_names(function) { return function_names; }
 

@@ -329,34 +329,31 @@ constexpr error at(error e, std::size_t base, std::string_view name) {
   return e;
 }
 
-template <described T>
-constexpr error decode_fixed_members(const std::byte* base, T& v) {
+// Calls op(codec, byte offset, member) for each fixed member of v in wire order, stopping at the
+// first error, which it returns located at the member (offset, and name unless it has one).
+template <described T, class S, class Op>
+constexpr error for_fixed_members(S& v, Op op) {
   error e{};
   for_each_member_index<T>([&](auto i) {
     constexpr std::size_t I = i.value;
     using C = typename layout<T>::template codec<I>;
     if constexpr (!C::variable) {
       if (e.code != errc{}) return;
-      const std::size_t off = layout<T>::offsets[I];
-      e = at(C::get(base + off, member<I>(v)), off, member_name<T, I>);
+      constexpr std::size_t off = layout<T>::offsets[I];
+      if (error r = op(C{}, off, member<I>(v)); r.code != errc{}) e = at(r, off, member_name<T, I>);
     }
   });
   return e;
 }
 
 template <described T>
+constexpr error decode_fixed_members(const std::byte* base, T& v) {
+  return for_fixed_members<T>(v, [&](auto c, std::size_t off, auto& m) { return c.get(base + off, m); });
+}
+
+template <described T>
 constexpr error encode_fixed_members(std::byte* base, const T& v) {
-  error e{};
-  for_each_member_index<T>([&](auto i) {
-    constexpr std::size_t I = i.value;
-    using C = typename layout<T>::template codec<I>;
-    if constexpr (!C::variable) {
-      if (e.code != errc{}) return;
-      const std::size_t off = layout<T>::offsets[I];
-      e = at(C::put(base + off, member<I>(v)), off, member_name<T, I>);
-    }
-  });
-  return e;
+  return for_fixed_members<T>(v, [&](auto c, std::size_t off, const auto& m) { return c.put(base + off, m); });
 }
 
 template <described T>

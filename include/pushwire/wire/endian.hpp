@@ -10,12 +10,20 @@
 
 namespace pushwire::wire {
 
+namespace detail {
+// The integer type Boost.Endian handles with one byte swap for N bytes (others go byte-wise).
+template <std::size_t N>
+using endian_word = std::conditional_t<
+    N == 1, std::uint8_t,
+    std::conditional_t<N == 2, std::uint16_t, std::conditional_t<N <= 4, std::uint32_t, std::uint64_t>>>;
+}  // namespace detail
+
 /// Reads N bytes at p as a big-endian unsigned number. 1 <= N <= 8.
 template <std::size_t N>
 constexpr std::uint64_t load_be(const std::byte* p) noexcept {
   static_assert(N >= 1 && N <= 8);
   if (!std::is_constant_evaluated()) {
-    return boost::endian::endian_load<std::uint64_t, N, boost::endian::order::big>(
+    return boost::endian::endian_load<detail::endian_word<N>, N, boost::endian::order::big>(
         reinterpret_cast<const unsigned char*>(p));
   }
   std::uint64_t v = 0;
@@ -28,8 +36,8 @@ template <std::size_t N>
 constexpr void store_be(std::byte* p, std::uint64_t v) noexcept {
   static_assert(N >= 1 && N <= 8);
   if (!std::is_constant_evaluated()) {
-    boost::endian::endian_store<std::uint64_t, N, boost::endian::order::big>(
-        reinterpret_cast<unsigned char*>(p), v);
+    boost::endian::endian_store<detail::endian_word<N>, N, boost::endian::order::big>(
+        reinterpret_cast<unsigned char*>(p), static_cast<detail::endian_word<N>>(v));
     return;
   }
   for (std::size_t i = 0; i < N; ++i) p[N - 1 - i] = static_cast<std::byte>((v >> (8 * i)) & 0xFF);

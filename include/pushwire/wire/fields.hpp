@@ -108,45 +108,50 @@ namespace detail {
 template <class Elem>
 using view_for = std::conditional_t<std::is_same_v<Elem, std::byte>, std::span<const std::byte>,
                                     array_view<Elem>>;
-}
+
+// What counted<> and rest<> share: they are their view, built from a view or a range.
+template <class Elem>
+struct view_member : view_for<Elem> {
+  using view_type = view_for<Elem>;
+  using element_type = Elem;
+  constexpr view_member() = default;
+  constexpr view_member(view_type v) : view_type(v) {}  // NOLINT: implicit by design
+  template <class R>
+    requires(viewable_range_of<R, Elem> && !std::is_same_v<std::remove_cvref_t<R>, view_type>)
+  constexpr view_member(R&& r)  // NOLINT: implicit by design
+      : view_type(std::span<const Elem>(std::ranges::data(r), std::ranges::size(r))) {}
+};
+}  // namespace detail
 
 /// A Count-typed element count followed by that many Elems (std::byte: a byte string).
 /// CountName names the count in tables, prints and JSON; fewer than MinCount is errc::zero_count.
 /// Behaves as the view: std::span<const std::byte> for bytes, array_view<Elem> otherwise.
 template <class Count, class Elem, fixed_string CountName, std::size_t MinCount = 0>
-struct counted : detail::view_for<Elem> {
+struct counted : detail::view_member<Elem> {
   static_assert(std::is_unsigned_v<Count>, "the count of counted<> is an unsigned integer");
-  using view_type = detail::view_for<Elem>;
+  using detail::view_member<Elem>::view_member;
   using count_type = Count;
-  using element_type = Elem;
   static constexpr std::string_view count_name = CountName.view();
   static constexpr std::size_t min_count = MinCount;
-  constexpr counted() = default;
-  constexpr counted(view_type v) : view_type(v) {}  // NOLINT: implicit by design
-  template <class R>
-    requires(viewable_range_of<R, Elem> && !std::is_same_v<std::remove_cvref_t<R>, view_type>)
-  constexpr counted(R&& r)  // NOLINT: implicit by design
-      : view_type(std::span<const Elem>(std::ranges::data(r), std::ranges::size(r))) {}
 };
 
 /// Elems filling the rest of the input; fewer than MinCount is errc::zero_count.
 template <class Elem, std::size_t MinCount = 0>
-struct rest : detail::view_for<Elem> {
-  using view_type = detail::view_for<Elem>;
-  using element_type = Elem;
+struct rest : detail::view_member<Elem> {
+  using detail::view_member<Elem>::view_member;
   static constexpr std::size_t min_count = MinCount;
-  constexpr rest() = default;
-  constexpr rest(view_type v) : view_type(v) {}  // NOLINT: implicit by design
-  template <class R>
-    requires(viewable_range_of<R, Elem> && !std::is_same_v<std::remove_cvref_t<R>, view_type>)
-  constexpr rest(R&& r)  // NOLINT: implicit by design
-      : view_type(std::span<const Elem>(std::ranges::data(r), std::ranges::size(r))) {}
 };
 
 /// One value name of an enumeration, for printing, specs and dissector value strings.
 struct named_value {
   std::uint64_t value;
   std::string_view name;
+  constexpr named_value(std::uint64_t v, std::string_view n) : value(v), name(n) {}
+  /// From an enumerator, so a code is written only in its enum.
+  template <class E>
+    requires std::is_enum_v<E>
+  constexpr named_value(E e, std::string_view n)
+      : value(static_cast<std::uint64_t>(static_cast<std::underlying_type_t<E>>(e))), name(n) {}
 };
 
 /// An enum whose value names are published by an ADL-found `wire_enum_names(E)` returning

@@ -13,6 +13,7 @@
 // The macro also defines a hidden-friend operator== that compares field by field.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <string_view>
 #include <type_traits>
@@ -54,10 +55,24 @@ template <described T, std::size_t I>
 using member_type = std::remove_cvref_t<decltype(boost::hana::second(
     boost::hana::at_c<I>(boost::hana::accessors<T>()))(std::declval<T&>()))>;
 
+namespace detail {
+// The name's characters, copied into pushwire's own constant: a string_view into Hana's
+// string storage can end up in a discarded COMDAT section under g++-12 (a link error).
+template <described T, std::size_t I>
+inline constexpr auto member_name_chars = [] {
+  using name_t = decltype(boost::hana::first(boost::hana::at_c<I>(boost::hana::accessors<T>())));
+  constexpr std::size_t n = decltype(boost::hana::length(std::declval<name_t>()))::value;
+  const char* src = boost::hana::to<const char*>(name_t{});
+  std::array<char, n + 1> a{};
+  for (std::size_t i = 0; i < n; ++i) a[i] = src[i];
+  return a;
+}();
+}  // namespace detail
+
 /// Name of member I of T, as written in its description.
 template <described T, std::size_t I>
-inline constexpr std::string_view member_name{boost::hana::to<const char*>(
-    boost::hana::first(boost::hana::at_c<I>(boost::hana::accessors<T>())))};
+inline constexpr std::string_view member_name{detail::member_name_chars<T, I>.data(),
+                                              detail::member_name_chars<T, I>.size() - 1};
 
 /// Member I of v (const or mutable as v is).
 template <std::size_t I, class S>

@@ -1,0 +1,62 @@
+# The README's two commands:
+#   make demo   install missing Debian packages, build into build/, run the demo
+#   make test   install missing Debian packages, then build and ctest three times:
+#               g++-12 (build/), clang++-14 (build-clang/), g++-12 with ASan+UBSan (build-asan/)
+# Both are idempotent and work as root on a fresh Debian 12 clone (or with sudo).
+
+SHELL := /bin/bash
+JOBS ?= $(shell nproc)
+
+# Debian packages the build, tests and benchmarks need.
+PACKAGES := cmake make g++-12 clang-14 libboost-dev catch2 libbenchmark-dev zlib1g-dev
+
+CMAKE_COMMON := -DCMAKE_BUILD_TYPE=RelWithDebInfo
+CONFIG_gcc   := -DCMAKE_CXX_COMPILER=g++-12 $(CMAKE_COMMON)
+CONFIG_clang := -DCMAKE_CXX_COMPILER=clang++-14 $(CMAKE_COMMON)
+CONFIG_asan  := -DCMAKE_CXX_COMPILER=g++-12 -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" \
+                -DPUSHWIRE_SANITIZE=ON -DPUSHWIRE_BUILD_BENCH=OFF
+DIR_gcc   := build
+DIR_clang := build-clang
+DIR_asan  := build-asan
+
+.PHONY: demo test deps test-gcc test-clang test-asan bench spec clean
+
+demo: deps
+	cmake -S . -B $(DIR_gcc) $(CONFIG_gcc)
+	cmake --build $(DIR_gcc) -j $(JOBS)
+	./$(DIR_gcc)/examples/pushwire-demo ./$(DIR_gcc)/tools/pushwire-dump
+
+test: deps
+	$(MAKE) --no-print-directory test-gcc
+	$(MAKE) --no-print-directory test-clang
+	$(MAKE) --no-print-directory test-asan
+
+test-gcc test-clang test-asan: test-%:
+	cmake -S . -B $(DIR_$*) $(CONFIG_$*)
+	cmake --build $(DIR_$*) -j $(JOBS)
+	ctest --test-dir $(DIR_$*) -j $(JOBS) --output-on-failure
+
+# Installs whichever of PACKAGES are missing (apt-get update first); skips those present.
+deps:
+	@missing=(); \
+	for p in $(PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' "$$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$$p"); \
+	done; \
+	if [ $${#missing[@]} -eq 0 ]; then echo "deps: all $(words $(PACKAGES)) Debian packages present"; exit 0; fi; \
+	echo "deps: installing $${missing[*]}"; \
+	if [ "$$(id -u)" -eq 0 ]; then sudo=; elif command -v sudo >/dev/null; then sudo=sudo; \
+	else echo "deps: need root or sudo to install $${missing[*]}" >&2; exit 1; fi; \
+	$$sudo apt-get update -q && \
+	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$${missing[@]}"
+
+bench: deps
+	cmake -S . -B $(DIR_gcc) $(CONFIG_gcc) -DCMAKE_BUILD_TYPE=Release
+	cmake --build $(DIR_gcc) -j $(JOBS) --target pushwire-bench
+	./$(DIR_gcc)/bench/pushwire-bench
+
+# Regenerates the tables in spec/ from the code.
+spec:
+	cmake --build $(DIR_gcc) --target spec
+
+clean:
+	rm -rf $(DIR_gcc) $(DIR_clang) $(DIR_asan)
