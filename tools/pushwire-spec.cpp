@@ -101,6 +101,30 @@ std::string render_message() {
   return s;
 }
 
+// "`up` u32, `speed_mbps` u32 (8 bytes)" or "none (0 bytes)".
+template <class T>
+std::string summary() {
+  std::string s;
+  for (const field_info& f : wire::fields<T>)
+    s += (s.empty() ? "`" : ", `") + std::string{f.name} + "` " + specgen::type_name(f);
+  return (s.empty() ? std::string{"none"} : s) + " (" + std::to_string(wire::fixed_size<T>) + " bytes)";
+}
+
+// One row per standard request code: its request and reply data (cfg::data_types).
+std::string render_cfg_data() {
+  std::string s = "| Request | Code | Request data | Reply data |\n|---|---:|---|---|\n";
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    ((s += [] {
+       constexpr auto code = static_cast<msg::cfg::request_code>(msg::cfg::request_code_names[I].value);
+       return "| " + std::string{msg::cfg::request_code_names[I].name} + " | " +
+              specgen::hex(msg::cfg::request_code_names[I].value, 4) + " | " +
+              summary<msg::cfg::request_t<code>>() + " | " + summary<msg::cfg::reply_t<code>>() + " |\n";
+     }()),
+     ...);
+  }(std::make_index_sequence<msg::cfg::request_code_names.size()>{});
+  return s;
+}
+
 std::optional<std::string> render(std::string_view key) {
   std::optional<std::string> out;
   const auto sp = key.find(' ');
@@ -122,6 +146,8 @@ std::optional<std::string> render(std::string_view key) {
     if (arg == "function") out = specgen::value_table(msg::function_names, 4);
     if (arg == "request_code") out = specgen::value_table(msg::cfg::request_code_names, 4);
     if (arg == "status") out = specgen::value_table(msg::cfg::status_names, 4);
+  } else if (kind == "cfg_data") {
+    out = render_cfg_data();
   } else if (kind == "errors") {
     std::string s = "| Code | Name | Meaning |\n|---:|---|---|\n";
     for (wire::errc e : wire::all_errc) {

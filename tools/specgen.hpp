@@ -134,7 +134,7 @@ inline std::string type_name(const field_info& f) {
   return "?";
 }
 
-inline std::string rule(const field_info& f) {
+inline std::string rule(const field_info& f, std::span<const field_info> rows) {
   auto named = [&](std::uint64_t v) -> std::string {
     for (const auto& n : f.names)
       if (n.value == v) return " (" + std::string{n.name} + ")";
@@ -144,9 +144,12 @@ inline std::string rule(const field_info& f) {
     case field_kind::constant:
       return "= " + (f.names.empty() ? std::to_string(f.value) : hex(f.value, 4)) + named(f.value);
     case field_kind::reserved: return "= 0";
-    case field_kind::count:
+    case field_kind::count: {
+      bool bytes = false;
+      for (const field_info& r : rows) bytes = bytes || (r.name == f.link && r.kind == field_kind::bytes);
       return (f.value ? "≥ " + std::to_string(f.value) + "; " : std::string{}) + "number of `" +
-             std::string{f.link} + "` entries";
+             std::string{f.link} + (bytes ? "` bytes" : "` entries");
+    }
     case field_kind::array:
     case field_kind::bytes:
       return f.link.empty() ? "fills the rest of the frame" + (f.value ? "; ≥ " + std::to_string(f.value) + " entries" : std::string{})
@@ -168,7 +171,7 @@ inline std::string field_table(std::span<const field_info> rows) {
     if (f.variable()) byte += f.size == 1 ? " + i" : " + " + std::to_string(f.size) + "·i";
     const std::string mask = f.located ? hex(f.mask(), static_cast<int>(2 * f.size)) : "";
     s += "| " + byte + " | " + std::to_string(f.bits) + " | " + mask + " | `" + std::string{f.name} +
-         "` | " + type_name(f) + " | " + rule(f) + " |\n";
+         "` | " + type_name(f) + " | " + rule(f, rows) + " |\n";
   }
   return s;
 }

@@ -111,8 +111,8 @@ TEST_CASE("cfg: wrong sizes, codes and values are invalid_field", "[msg][cfg][er
 }
 
 TEST_CASE("cfg: vendor codes and unknown statuses decode opaquely", "[msg][cfg]") {
-  const auto bytes = test::hex<"0302 0001 0000000000000009 8001 0007 00000003 aabbcc">();
-  auto m = msg::decode<cfg_util_reply>(test::copy(bytes));
+  const auto bytes = test::copy(test::hex<"0302 0001 0000000000000009 8001 0007 00000003 aabbcc">());
+  auto m = msg::decode<cfg_util_reply>(bytes);
   REQUIRE(m.has_value());
   CHECK(cfg::is_vendor(m->request_code));
   CHECK(static_cast<std::uint16_t>(m->status) == 7);

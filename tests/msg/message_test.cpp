@@ -85,7 +85,8 @@ TEST_CASE("frame owns its bytes; decoded views do not", "[msg][frame]") {
 }
 
 TEST_CASE("array_view: native and wire-backed views compare and iterate alike", "[msg][view]") {
-  auto d = msg::decode<msg::buffer_rdma_indicate>(test::copy(vec::rdma_indicate.bytes));
+  const auto bytes = test::copy(vec::rdma_indicate.bytes);
+  auto d = msg::decode<msg::buffer_rdma_indicate>(bytes);
   REQUIRE(d.has_value());
   const wire::array_view<msg::indication>& wire_view = d->entries;
   const wire::array_view<msg::indication> native{std::span(vec::indications)};

@@ -195,7 +195,8 @@ TEST_CASE("codec: trailing arrays and byte strings", "[wire][codec]") {
   CHECK(*d == r);
   out.pop_back();
   CHECK(wire::decode<with_rest>(out).error() == wire::error{errc::trailing_bytes, 7, "items"});
-  CHECK(wire::decode<with_rest>(test::copy(test::hex<"09">()))->items.empty());
+  const auto tag_only = test::copy(test::hex<"09">());
+  CHECK(wire::decode<with_rest>(tag_only)->items.empty());
 
   std::vector<std::byte> big(256);
   std::array<std::byte, 300> buf{};

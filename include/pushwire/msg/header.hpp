@@ -110,6 +110,11 @@ constexpr result<M> decode(std::span<const std::byte> frame, limits lim = {}) {
   return wire::decode<M>(frame);
 }
 
+/// Decoding a message that views its frame from a temporary buffer would dangle: compile error.
+template <message_type M, class R>
+  requires(!wire::fixed_size_struct<M> && wire::expiring_buffer<R>)
+constexpr result<M> decode(R&&, limits = {}) = delete;
+
 /// Bytes encode(m, ...) writes.
 template <message_type M>
 constexpr std::size_t encoded_size(const M& m) {

@@ -69,6 +69,11 @@ constexpr result<message> decode_any(std::span<const std::byte> frame, limits li
   return out;
 }
 
+/// The variant may view its frame: decoding from a temporary buffer is a compile error.
+template <class R>
+  requires wire::expiring_buffer<R>
+constexpr result<message> decode_any(R&&, limits = {}) = delete;
+
 /// Encodes whichever message v holds.
 constexpr result<std::size_t> encode(const message& v, std::span<std::byte> out,
                                      limits lim = {}) {

@@ -24,6 +24,7 @@ class array_view {
   static constexpr array_view from_wire(const std::byte* p, std::size_t n, std::size_t stride,
                                         decode_fn f) {
     array_view v;
+    v.wired_ = true;
     v.wire_ = p;
     v.n_ = n;
     v.stride_ = stride;
@@ -34,13 +35,13 @@ class array_view {
   constexpr std::size_t size() const { return n_; }
   constexpr bool empty() const { return n_ == 0; }
   constexpr T operator[](std::size_t i) const {
-    return wire_ ? decode_(wire_ + i * stride_) : native_[i];
+    return wired_ ? decode_(wire_ + i * stride_) : native_[i];
   }
   constexpr T front() const { return (*this)[0]; }
   constexpr T back() const { return (*this)[n_ - 1]; }
 
   /// True when the elements are still wire bytes (a decoder's result).
-  constexpr bool wire_backed() const { return wire_ != nullptr; }
+  constexpr bool wire_backed() const { return wired_; }
   /// The wire bytes (only when wire_backed()).
   constexpr std::span<const std::byte> wire_bytes() const { return {wire_, n_ * stride_}; }
 
@@ -94,6 +95,9 @@ class array_view {
   }
 
  private:
+  // An explicit mode, not `wire_ != nullptr`: g++ -fsanitize=undefined will not fold pointer-vs-null
+  // comparisons in constant expressions.
+  bool wired_ = false;
   const T* native_ = nullptr;
   const std::byte* wire_ = nullptr;
   std::size_t n_ = 0;

@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <ranges>
 #include <span>
 #include <string_view>
 #include <type_traits>
@@ -561,6 +562,17 @@ constexpr result<T> decode(std::span<const std::byte> in) {
   if (auto e = detail::check(v); e.code != errc{}) return e;
   return v;
 }
+
+/// An owning container about to be destroyed (a temporary vector or array).
+template <class R>
+concept expiring_buffer = std::ranges::contiguous_range<R> && !std::ranges::borrowed_range<R> &&
+                          !std::is_lvalue_reference_v<R>;
+
+/// A T with a counted<>/rest<> member views its input, so decoding it from a temporary buffer
+/// would dangle: that is a compile error. Keep the buffer in a variable (or use msg::frame).
+template <described T, class R>
+  requires(layout<T>::variable && expiring_buffer<R>)
+constexpr result<T> decode(R&&) = delete;
 
 /// Decodes a fixed-size T from the front of `in`, ignoring what follows.
 template <described T>
