@@ -8,7 +8,7 @@ SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 
 # Debian packages the build, tests and benchmarks need.
-PACKAGES := cmake make g++-12 clang-14 libboost-dev catch2 libbenchmark-dev zlib1g-dev
+PACKAGES := cmake make pkg-config g++-12 clang-14 libboost-dev catch2 libbenchmark-dev zlib1g-dev libisal-dev
 
 CMAKE_COMMON := -DCMAKE_BUILD_TYPE=RelWithDebInfo
 CONFIG_gcc   := -DCMAKE_CXX_COMPILER=g++-12 $(CMAKE_COMMON)

@@ -1,5 +1,7 @@
 // pushwire-bench: codec throughput beside same-run baselines (memcpy, zlib's crc32).
-// Names: BM_encode_<Function>, BM_decode_<Function>, BM_decode_any, BM_memcpy/N, BM_zlib_crc32/N.
+// Names: BM_encode_<Function>, BM_decode_<Function>, BM_decode_any, BM_memcpy/N, BM_zlib_crc32/N,
+// BM_crc32/N, BM_crc32c/N (dispatched), BM_crc32_<path>/N, BM_crc32c_<path>/N (each path this CPU
+// has), BM_isal_crc32/N, BM_isal_crc32c/N (Intel ISA-L, when built with it).
 #include <array>
 #include <cstring>
 #include <string>
@@ -7,6 +9,9 @@
 
 #include <benchmark/benchmark.h>
 #include <zlib.h>
+#if PUSHWIRE_BENCH_ISAL
+#include <isa-l/crc.h>
+#endif
 
 #include <pushwire/pushwire.hpp>
 
@@ -111,9 +116,66 @@ void BM_zlib_crc32(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * n));
 }
 
+// The same bytes for every CRC benchmark of a size.
+std::vector<std::byte> crc_input(std::size_t n) {
+  std::vector<std::byte> buf(n);
+  for (std::size_t i = 0; i < n; ++i) buf[i] = static_cast<std::byte>(i * 131);
+  return buf;
+}
+
+template <class F>
+void crc_bench(benchmark::State& state, F f) {
+  const auto buf = crc_input(static_cast<std::size_t>(state.range(0)));
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(buf.data());
+    auto c = f(std::span<const std::byte>(buf));
+    benchmark::DoNotOptimize(c);
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * buf.size()));
+}
+
+void BM_crc32(benchmark::State& s) { crc_bench(s, [](auto b) { return wire::crc::crc32(b); }); }
+void BM_crc32c(benchmark::State& s) { crc_bench(s, [](auto b) { return wire::crc::crc32c(b); }); }
+#if PUSHWIRE_BENCH_ISAL
+void BM_isal_crc32(benchmark::State& s) {
+  crc_bench(s, [](auto b) {
+    return crc32_gzip_refl(0, reinterpret_cast<const unsigned char*>(b.data()), b.size());
+  });
+}
+void BM_isal_crc32c(benchmark::State& s) {
+  crc_bench(s, [](auto b) {
+    return crc32_iscsi(const_cast<unsigned char*>(reinterpret_cast<const unsigned char*>(b.data())),
+                       static_cast<int>(b.size()), 0xFFFFFFFF);
+  });
+}
+#endif
+
 #define PUSHWIRE_BENCH_SIZES Arg(64)->Arg(1500)->Arg(4096)->Arg(65536)->Arg(1048576)
 BENCHMARK(BM_memcpy)->PUSHWIRE_BENCH_SIZES;
 BENCHMARK(BM_zlib_crc32)->PUSHWIRE_BENCH_SIZES;
+BENCHMARK(BM_crc32)->PUSHWIRE_BENCH_SIZES;
+BENCHMARK(BM_crc32c)->PUSHWIRE_BENCH_SIZES;
+#if PUSHWIRE_BENCH_ISAL
+BENCHMARK(BM_isal_crc32)->PUSHWIRE_BENCH_SIZES;
+BENCHMARK(BM_isal_crc32c)->PUSHWIRE_BENCH_SIZES;
+#endif
+
+// Every path this CPU has, by name, for the record.
+const int registered_crc_paths = [] {
+  using wire::crc::path;
+  for (path p : {path::portable, path::sse42, path::pclmul, path::vpclmul}) {
+    if (!wire::crc::available(p)) continue;
+    const std::string n{wire::crc::to_string(p)};
+    if (p != path::sse42)
+      benchmark::RegisterBenchmark(("BM_crc32_" + n).c_str(), [p](benchmark::State& s) {
+        crc_bench(s, [p](auto b) { return wire::crc::crc32_with(p, b); });
+      })->PUSHWIRE_BENCH_SIZES;
+    benchmark::RegisterBenchmark(("BM_crc32c_" + n).c_str(), [p](benchmark::State& s) {
+      crc_bench(s, [p](auto b) { return wire::crc::crc32c_with(p, b); });
+    })->PUSHWIRE_BENCH_SIZES;
+  }
+  return 0;
+}();
 
 // BM_encode_<Function> and BM_decode_<Function> for every message type.
 const int registered = [] {

@@ -4,6 +4,7 @@
 
 #include <pushwire/wire/array_view.hpp>
 #include <pushwire/wire/codec.hpp>
+#include <pushwire/wire/crc.hpp>
 #include <pushwire/wire/cursor.hpp>
 #include <pushwire/wire/endian.hpp>
 #include <pushwire/wire/errc.hpp>

@@ -1,0 +1,110 @@
+// CRC-32 and CRC-32C: the check values at compile time and run time, every dispatch path against
+// the byte-at-a-time reference at every length 0..4096 and every alignment 0..63, large inputs,
+// incremental updates and combine.
+#include <random>
+#include <string_view>
+#include <vector>
+
+#include <pushwire/wire/crc.hpp>
+
+#include "../support/test_support.hpp"
+
+using namespace pushwire;
+namespace crc = wire::crc;
+using crc::path;
+
+// The standard check values ("123456789"), both forms.
+static_assert(crc::reference::crc32("123456789") == 0xCBF43926);
+static_assert(crc::reference::crc32c("123456789") == 0xE3069283);
+static_assert(crc::crc32(test::hex<"313233343536373839">()) == 0xCBF43926);
+static_assert(crc::crc32c(test::hex<"313233343536373839">()) == 0xE3069283);
+// zlib conventions: continuing, and combining.
+static_assert(crc::reference::crc32("6789", crc::reference::crc32("12345")) == 0xCBF43926);
+static_assert(crc::crc32_combine(crc::reference::crc32("12345"), crc::reference::crc32("6789"), 4) == 0xCBF43926);
+static_assert(crc::crc32c_combine(crc::reference::crc32c("1"), crc::reference::crc32c("23456789"), 8) == 0xE3069283);
+static_assert(crc::reference::crc32("") == 0 && crc::crc32_combine(0x12345678, 0, 0) == 0x12345678);
+
+namespace {
+
+constexpr path all_paths[] = {path::portable, path::sse42, path::pclmul, path::vpclmul};
+
+std::vector<std::byte> random_bytes(std::size_t n, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<std::byte> v(n);
+  for (auto& b : v) b = static_cast<std::byte>(rng());
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("crc: check values at run time, on every path", "[wire][crc]") {
+  const auto digits = test::copy(test::hex<"313233343536373839">());  // "123456789"
+  CHECK(crc::crc32(digits) == 0xCBF43926u);
+  CHECK(crc::crc32c(digits) == 0xE3069283u);
+  for (path p : all_paths) {
+    INFO(crc::to_string(p) << (crc::available(p) ? "" : " (not on this CPU: portable runs)"));
+    if (p != path::sse42) CHECK(crc::crc32_with(p, digits) == 0xCBF43926u);
+    CHECK(crc::crc32c_with(p, digits) == 0xE3069283u);
+  }
+  UNSCOPED_INFO("dispatch on this CPU: crc32 " << crc::to_string(crc::best_crc32()) << ", crc32c "
+                                               << crc::to_string(crc::best_crc32c()));
+  CHECK(crc::available(path::portable));
+}
+
+TEST_CASE("crc: every path equals the reference at every length 0..4096 and alignment 0..63", "[wire][crc]") {
+  constexpr std::size_t max_len = 4096, max_align = 64;
+  const auto buf = random_bytes(max_len + max_align, 1);
+  std::size_t checked = 0;
+  for (path p : all_paths) {
+    if (!crc::available(p)) {
+      WARN("path " << crc::to_string(p) << " not available on this CPU; skipped");
+      continue;
+    }
+    for (std::size_t a = 0; a < max_align; ++a) {
+      // The reference, one byte further each step (the same as reference::crc32 of the prefix).
+      std::uint32_t ref32 = 0, ref32c = 0;
+      for (std::size_t n = 0; n <= max_len; ++n) {
+        const std::span<const std::byte> s(buf.data() + a, n);
+        if (p != path::sse42 && crc::crc32_with(p, s, 0) != ref32) FAIL("crc32 " << crc::to_string(p) << " len " << n << " align " << a);
+        if (crc::crc32c_with(p, s, 0) != ref32c) FAIL("crc32c " << crc::to_string(p) << " len " << n << " align " << a);
+        if (n < max_len) {
+          ref32 = crc::reference::crc32(std::span<const std::byte>(buf.data() + a + n, 1), ref32);
+          ref32c = crc::reference::crc32c(std::span<const std::byte>(buf.data() + a + n, 1), ref32c);
+        }
+        ++checked;
+      }
+    }
+  }
+  CHECK(checked >= (max_len + 1) * max_align);
+}
+
+TEST_CASE("crc: large inputs and a nonzero start", "[wire][crc]") {
+  for (std::size_t n : {std::size_t{65536}, std::size_t{65536 + 13}, std::size_t{1 << 20}, std::size_t{(1 << 20) + 1001}}) {
+    const auto buf = random_bytes(n, static_cast<std::uint32_t>(n));
+    const std::uint32_t r32 = crc::reference::crc32(std::span<const std::byte>(buf), 0xDEADBEEF);
+    const std::uint32_t r32c = crc::reference::crc32c(std::span<const std::byte>(buf), 0xDEADBEEF);
+    for (path p : all_paths) {
+      if (!crc::available(p)) continue;
+      INFO(crc::to_string(p) << " n=" << n);
+      if (p != path::sse42) CHECK(crc::crc32_with(p, buf, 0xDEADBEEF) == r32);
+      CHECK(crc::crc32c_with(p, buf, 0xDEADBEEF) == r32c);
+    }
+    CHECK(crc::crc32(buf, 0xDEADBEEF) == r32);
+    CHECK(crc::crc32c(buf, 0xDEADBEEF) == r32c);
+  }
+}
+
+TEST_CASE("crc: scattered pieces, and combine", "[wire][crc]") {
+  const auto buf = random_bytes(10000, 3);
+  std::mt19937 rng(4);
+  for (int i = 0; i < 2000; ++i) {
+    const std::size_t n = rng() % buf.size();
+    const std::size_t cut = n ? rng() % (n + 1) : 0;
+    const std::span<const std::byte> all(buf.data(), n), a = all.first(cut), b = all.subspan(cut);
+    const std::uint32_t whole = crc::crc32(all), whole_c = crc::crc32c(all);
+    REQUIRE(crc::crc32(b, crc::crc32(a)) == whole);
+    REQUIRE(crc::crc32c(b, crc::crc32c(a)) == whole_c);
+    REQUIRE(crc::crc32_combine(crc::crc32(a), crc::crc32(b), b.size()) == whole);
+    REQUIRE(crc::crc32c_combine(crc::crc32c(a), crc::crc32c(b), b.size()) == whole_c);
+  }
+}
