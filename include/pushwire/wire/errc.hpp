@@ -24,6 +24,14 @@ enum class errc : std::uint8_t {
   invalid_field,
   wrong_function,
   no_space,
+  not_roce,
+  bad_ihl,
+  length_mismatch,
+  chain_overrun,
+  pad_overrun,
+  reserved_opcode,
+  icrc_mismatch,
+  bad_pcap,
 };
 
 struct errc_info {
@@ -32,7 +40,7 @@ struct errc_info {
 };
 
 /// Indexed by errc value - 1.
-inline constexpr std::array<errc_info, 11> errc_table{{
+inline constexpr std::array<errc_info, 19> errc_table{{
     {"truncated", "The input ends before its fixed part, a counted array, or a sized byte string does."},
     {"trailing_bytes", "The input is longer than its counts and sizes imply, or ends inside an element that no count accounts for."},
     {"unknown_function", "A push-push function code that no message type has."},
@@ -44,6 +52,14 @@ inline constexpr std::array<errc_info, 11> errc_table{{
     {"invalid_field", "A field holds a value its definition forbids: a pool's element_count or element_size of 0, a value wider than its field on encode, CfgUtil data of the wrong size or range for its request code."},
     {"wrong_function", "A known function code, but not the one a typed decoder was asked for."},
     {"no_space", "An encoder's output buffer is smaller than the encoded size."},
+    {"not_roce", "A frame that is not RoCEv2: another EtherType, IP protocol, IP fragment or UDP destination port."},
+    {"bad_ihl", "An IPv4 header length (IHL) below 5 words, or an IP version field that disagrees with the EtherType."},
+    {"length_mismatch", "A length field disagrees with the frame: IPv4 total length or IPv6 payload length versus the UDP length, or an ATOMIC_WRITE payload that is not 8 bytes."},
+    {"chain_overrun", "The opcode's extended-header chain plus the ICRC is longer than the UDP payload."},
+    {"pad_overrun", "The BTH PadCnt is larger than the payload it pads."},
+    {"reserved_opcode", "A BTH opcode that is reserved, vendor-specific, or unknown to the opcode table."},
+    {"icrc_mismatch", "The RoCEv2 invariant CRC does not match (only when the caller requires a good ICRC)."},
+    {"bad_pcap", "A capture file whose magic number, version, link type or record lengths are not valid classic pcap."},
 }};
 
 /// Every error code, in value order (for tests that must reach each one, and for documentation).

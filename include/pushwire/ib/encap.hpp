@@ -1,0 +1,111 @@
+// The RoCEv2 encapsulation: Ethernet II (optionally 802.1Q tagged), IPv4 or IPv6, UDP. Each
+// header is described once; member names are Wireshark's where it has them.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include <pushwire/wire/codec.hpp>
+
+namespace pushwire::ib {
+
+namespace wire = ::pushwire::wire;
+
+using mac_address = std::array<std::uint8_t, 6>;
+using ipv4_address = std::array<std::uint8_t, 4>;
+using ipv6_address = std::array<std::uint8_t, 16>;
+
+inline constexpr std::uint16_t ethertype_ipv4 = 0x0800;
+inline constexpr std::uint16_t ethertype_ipv6 = 0x86DD;
+inline constexpr std::uint16_t ethertype_vlan = 0x8100;
+inline constexpr std::uint8_t ip_proto_udp = 17;
+/// IANA's RoCEv2 UDP destination port.
+inline constexpr std::uint16_t roce_port = 4791;
+
+struct eth_header {
+  static constexpr std::string_view wireshark = "eth";
+  PUSHWIRE_STRUCT(eth_header, (mac_address, dst), (mac_address, src), (std::uint16_t, type));
+};
+
+/// The 4 bytes after an Ethernet header whose type is 0x8100.
+struct vlan_tag {
+  static constexpr std::string_view wireshark = "vlan";
+  PUSHWIRE_STRUCT(vlan_tag,
+      /// priority code point, 0..7
+      (wire::bits<0, 15, 13>, priority),
+      /// drop eligible indicator
+      (wire::bits<0, 12, 12, bool>, dei),
+      /// VLAN identifier, 0..4095
+      (wire::bits<0, 11, 0>, id),
+      /// EtherType of what follows
+      (std::uint16_t, etype));
+};
+
+/// IPv4 header without options (IHL > 5 adds 4 * (IHL - 5) option bytes after it).
+struct ipv4_header {
+  static constexpr std::string_view wireshark = "ip";
+  PUSHWIRE_STRUCT(ipv4_header,
+      (wire::bits<0, 7, 4>, version),
+      /// header length in 32-bit words, 5..15
+      (wire::bits<0, 3, 0>, hdr_len),
+      (wire::bits<1, 7, 2>, dsfield_dscp),
+      (wire::bits<1, 1, 0>, dsfield_ecn),
+      /// IP header + payload, bytes
+      (std::uint16_t, len),
+      (std::uint16_t, id),
+      (wire::bits<6, 15, 15, bool>, flags_rb),
+      (wire::bits<6, 14, 14, bool>, flags_df),
+      (wire::bits<6, 13, 13, bool>, flags_mf),
+      (wire::bits<6, 12, 0>, frag_offset),
+      (std::uint8_t, ttl),
+      (std::uint8_t, proto),
+      (std::uint16_t, checksum),
+      (ipv4_address, src),
+      (ipv4_address, dst));
+};
+
+struct ipv6_header {
+  static constexpr std::string_view wireshark = "ipv6";
+  PUSHWIRE_STRUCT(ipv6_header,
+      (wire::bits<0, 31, 28>, version),
+      (wire::bits<0, 27, 20>, tclass),
+      (wire::bits<1, 19, 0>, flow),
+      /// bytes after this header
+      (std::uint16_t, plen),
+      (std::uint8_t, nxt),
+      (std::uint8_t, hlim),
+      (ipv6_address, src),
+      (ipv6_address, dst));
+};
+
+struct udp_header {
+  static constexpr std::string_view wireshark = "udp";
+  PUSHWIRE_STRUCT(udp_header,
+      (std::uint16_t, srcport),
+      (std::uint16_t, dstport),
+      /// UDP header + payload, bytes
+      (std::uint16_t, length),
+      (std::uint16_t, checksum));
+};
+
+static_assert(wire::fixed_size<eth_header> == 14 && wire::fixed_size<vlan_tag> == 4 &&
+              wire::fixed_size<ipv4_header> == 20 && wire::fixed_size<ipv6_header> == 40 &&
+              wire::fixed_size<udp_header> == 8);
+
+/// The Internet checksum (RFC 1071) of b, continuing from a partial one's unfolded sum.
+constexpr std::uint32_t inet_sum(std::span<const std::byte> b, std::uint32_t sum = 0) {
+  std::size_t i = 0;
+  for (; i + 1 < b.size(); i += 2)
+    sum += static_cast<std::uint32_t>(static_cast<std::uint8_t>(b[i]) << 8 | static_cast<std::uint8_t>(b[i + 1]));
+  if (i < b.size()) sum += static_cast<std::uint32_t>(static_cast<std::uint8_t>(b[i]) << 8);
+  return sum;
+}
+constexpr std::uint16_t inet_fold(std::uint32_t sum) {
+  while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+  return static_cast<std::uint16_t>(~sum & 0xFFFF);
+}
+
+}  // namespace pushwire::ib
