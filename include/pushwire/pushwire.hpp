@@ -5,3 +5,4 @@
 #include <pushwire/version.hpp>
 #include <pushwire/wire/wire.hpp>
 #include <pushwire/msg/msg.hpp>
+#include <pushwire/ib/ib.hpp>

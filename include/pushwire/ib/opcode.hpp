@@ -3,6 +3,11 @@
 // list of operations and the transports that use them; header offsets are computed from the
 // header descriptions (headers.hpp). Opcodes 0x40-0x5F are read as Dynamically Connected by
 // default (as Wireshark 4.0 does), or as IBTA Reliable Datagram on request.
+//
+// A DC packet is the RD packet of the same opcode with an 8-byte DCETH (the DC access key)
+// inserted after the BTH: requests BTH DCETH RDETH DETH ..., responses BTH DCETH RDETH ....
+// Wireshark 4.0 reads exactly that shape (a 20-byte BTH, then the RD chain); 0x55 is DC connect
+// (SE clear) or disconnect (SE set): BTH DCETH DCCETH.
 #pragma once
 
 #include <array>
@@ -44,7 +49,7 @@ enum class position : std::uint8_t { only, first, middle, last };
 inline constexpr std::array<std::string_view, 4> position_names{"only", "first", "middle", "last"};
 constexpr std::string_view name(position p) { return position_names[static_cast<std::size_t>(p)]; }
 
-inline constexpr std::size_t max_chain = 4;
+inline constexpr std::size_t max_chain = 5;
 inline constexpr std::size_t bth_size = wire::fixed_size<bth>;
 
 struct opcode_info {
@@ -124,7 +129,7 @@ constexpr bool uses(transport t, const op_def& o) {
     case transport::uc: return o.op <= 0x0B;
     case transport::rd: return o.op <= 0x15 || o.op == 0x1C;
     case transport::ud: return o.op == 0x04 || o.op == 0x05;
-    case transport::dc: return o.op != 0x15;  // 0x55 is DC connect (below)
+    case transport::dc: return o.op <= 0x14 || o.op == 0x1C;  // RD's operations; 0x55 is connect
     case transport::cnp: return false;
   }
   return false;
@@ -161,12 +166,12 @@ constexpr std::array<opcode_info, table_size> make_table() {
       if (!uses(t, o)) continue;
       std::array<ext, max_chain> chain{};
       std::size_t len = 0;
-      if (t == transport::rd) {
+      if (t == transport::dc) chain[len++] = ext::dceth;
+      if (t == transport::rd || t == transport::dc) {
         chain[len++] = ext::rdeth;
         if (o.request) chain[len++] = ext::deth;
       }
       if (t == transport::ud) chain[len++] = ext::deth;
-      if (t == transport::dc) chain[len++] = ext::dceth;
       for (std::size_t j = 0; j < o.n; ++j) chain[len++] = o.chain[j];
       out[n++] = make(static_cast<std::uint8_t>(base[k] | o.op), o.name, t, o.pos, o.payload, o.fixed_payload,
                       o.request, std::span<const ext>(chain.data(), len));
@@ -221,7 +226,7 @@ inline constexpr std::uint8_t rc_send_only = 0x04, rc_send_only_imm = 0x05, rc_w
 static_assert(find_opcode(op::rc_write_only_imm)->header_len == 12 + 16 + 4);
 static_assert(find_opcode(op::ud_send_only)->header_len == 20);
 static_assert(find_opcode(op::dc_connect)->header_len == 12 + 8 + 16);
-static_assert(find_opcode(0x4A)->offset_of(ext::reth) == 20);  // DC RDMA_WRITE_ONLY: BTH, DCETH, RETH
+static_assert(find_opcode(0x4A)->offset_of(ext::reth) == 12 + 8 + 4 + 8);  // DC: BTH DCETH RDETH DETH RETH
 static_assert(find_opcode(0x4A, rd_class::ibta_rd)->header_len == 12 + 4 + 8 + 16);
 static_assert(!find_opcode(0x18) && !find_opcode(0xE0) && !find_opcode(0x80));
 

@@ -11,6 +11,7 @@
 #include <pushwire/wire/fields.hpp>
 #include <pushwire/wire/hex.hpp>
 #include <pushwire/wire/json.hpp>
+#include <pushwire/wire/pcap.hpp>
 #include <pushwire/wire/print.hpp>
 #include <pushwire/wire/result.hpp>
 #include <pushwire/wire/struct.hpp>

@@ -1,0 +1,101 @@
+// JSON and text for parsed RoCEv2 frames, derived from the header descriptions. JSON keys are
+// "<header's Wireshark prefix>.<field>" (a field named `value` uses the prefix alone, as
+// Wireshark's infiniband.immdt), values JSON integers.
+#pragma once
+
+#include <cstdio>
+#include <string>
+#include <string_view>
+
+#include <pushwire/ib/roce.hpp>
+#include <pushwire/wire/json.hpp>
+#include <pushwire/wire/print.hpp>
+
+namespace pushwire::ib {
+
+constexpr std::string_view to_string(icrc_status s) {
+  switch (s) {
+    case icrc_status::unchecked: return "unchecked";
+    case icrc_status::good: return "good";
+    case icrc_status::bad: return "bad";
+  }
+  return "?";
+}
+
+/// "RC_SEND_ONLY"; "CNP".
+inline std::string opcode_name(const opcode_info& o) {
+  if (o.tp == transport::cnp) return "CNP";
+  return std::string{name(o.tp)} + "_" + std::string{o.op_name};
+}
+
+/// The opcode's name, except that opcode 0x55 with SE set reads "DC_DISCONNECT".
+inline std::string packet_name(const roce_packet& p) {
+  return p.dc_disconnect() ? "DC_DISCONNECT" : opcode_name(*p.op);
+}
+
+/// Writes h's fields as "<prefix>.<field>" keys into the open object; a field named `value` is
+/// the header itself (Wireshark's infiniband.immdt, infiniband.ieth).
+template <wire::described H>
+void write_json_header(wire::json_writer& w, const H& h) {
+  const std::string prefix{H::wireshark};
+  wire::visit_fields(h, [&](std::string_view field, const auto& v) {
+    w.key(field == "value" ? prefix : prefix + "." + std::string{field});
+    wire::detail::scalar_json(w, v);
+  });
+}
+
+/// The IB layer of p: BTH, every extended header present, "pushwire.opcode" (its name) and
+/// "pushwire.icrc" ("good", "bad" or "unchecked").
+inline void write_json_fields(wire::json_writer& w, const roce_packet& p) {
+  write_json_header(w, p.bth);
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    ([&] {
+      constexpr ext E = static_cast<ext>(I);
+      if (const auto& h = p.ext.get<E>()) write_json_header(w, *h);
+    }(), ...);
+  }(std::make_index_sequence<ext_count>{});
+  w.key("pushwire.opcode");
+  w.string(packet_name(p));
+  w.key("pushwire.icrc");
+  w.string(to_string(p.icrc_state));
+}
+
+/// Several lines: the addresses, then each header's fields, the payload size and the ICRC.
+inline std::string to_text(const roce_packet& p) {
+  char buf[160];
+  std::string s;
+  auto mac = [](const mac_address& m) { return wire::detail::scalar_text(m); };
+  auto title = [&](std::string_view t) { s += "  "; s += t; s += "\n"; };
+  s += "Ethernet " + mac(p.eth.src) + " > " + mac(p.eth.dst) + (p.vlan ? " vlan " + std::to_string(p.vlan->id.value) : "") + "\n";
+  if (const auto* v4 = std::get_if<ipv4_header>(&p.ip)) {
+    std::snprintf(buf, sizeof buf, "IPv4 %u.%u.%u.%u > %u.%u.%u.%u ttl %u%s\n", v4->src[0], v4->src[1], v4->src[2],
+                  v4->src[3], v4->dst[0], v4->dst[1], v4->dst[2], v4->dst[3], v4->ttl,
+                  p.ip_checksum_ok ? "" : " (bad header checksum)");
+    s += buf;
+  } else {
+    const auto& v6 = std::get<ipv6_header>(p.ip);
+    std::snprintf(buf, sizeof buf, "IPv6 %s > %s tclass %u flow 0x%05x hlim %u\n", wire::detail::scalar_text(v6.src).c_str(),
+                  wire::detail::scalar_text(v6.dst).c_str(), v6.tclass.value, v6.flow.value, v6.hlim);
+    s += buf;
+  }
+  std::snprintf(buf, sizeof buf, "UDP %u > %u\n", p.udp.srcport, p.udp.dstport);
+  s += buf;
+  s += packet_name(p) + " (0x" + wire::detail::hex_number(p.op->code, 2).substr(2) + ")\n";
+  title("BTH");
+  s += wire::to_text(p.bth, 4);
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    ([&] {
+      constexpr ext E = static_cast<ext>(I);
+      if (const auto& h = p.ext.get<E>()) {
+        title(name(E));
+        s += wire::to_text(*h, 4);
+      }
+    }(), ...);
+  }(std::make_index_sequence<ext_count>{});
+  std::snprintf(buf, sizeof buf, "  payload %zu bytes, pad %zu, ICRC 0x%08x %s\n", p.payload.size(), p.pad.size(),
+                p.icrc, std::string{to_string(p.icrc_state)}.c_str());
+  s += buf;
+  return s;
+}
+
+}  // namespace pushwire::ib

@@ -1,0 +1,188 @@
+// pushwire-gen: writes sample captures of a scripted push-push exchange.
+//
+//   pushwire-gen --framing roce --out FILE.pcap
+//
+// RoCEv2 (IPv4 unless noted): host advertises a pool (BufferRecvPool in an RC SEND_ONLY), the
+// I/O unit RDMA-writes into it with the seed's idata (pool 7, element 5, 256 bytes), the host
+// ACKs; a second write meets a page fault and is answered by a page-fault ACK (RNR NAK, 2 ms);
+// an indication too large for idata goes as BufferRDMAIndicate; a bad R_Key is NAKed; DC
+// connect, data and disconnect; a CNP; a UD SEND over IPv6 in a VLAN; and one frame whose ICRC
+// is deliberately wrong. Exit status: 0 written, 1 usage, 2 cannot write.
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <pushwire/ib/aeth.hpp>
+#include <pushwire/ib/roce.hpp>
+#include <pushwire/msg/idata.hpp>
+#include <pushwire/msg/msg.hpp>
+#include <pushwire/wire/pcap.hpp>
+
+namespace {
+
+using namespace pushwire;
+using ib::ext;
+
+constexpr ib::mac_address host_mac{0x02, 0x00, 0x00, 0x00, 0x00, 0x01}, iou_mac{0x02, 0x00, 0x00, 0x00, 0x00, 0x02};
+constexpr ib::ipv4_address host_ip{10, 0, 0, 1}, iou_ip{10, 0, 0, 2};
+constexpr std::uint32_t host_qp = 0x11, iou_qp = 0x22;
+
+struct script {
+  std::vector<std::byte> file;
+  wire::pcap::writer pcap{file};
+  std::uint64_t t = 1'700'000'000'000'000'000ull;
+
+  void add(const ib::frame_spec& s, bool corrupt_icrc = false) {
+    std::vector<std::byte> f(*ib::frame_size(s));
+    auto n = ib::build(s, f);
+    if (!n) {
+      std::cerr << "pushwire-gen: build failed: " << wire::to_string(n.code()) << " (" << n.error().field << ")\n";
+      std::exit(2);
+    }
+    if (corrupt_icrc) f.back() ^= std::byte{0x01};
+    pcap.add(t, f);
+    t += 1'000'000;  // 1 ms apart
+  }
+};
+
+ib::frame_spec from(bool host_to_iou, std::uint8_t opcode, std::uint32_t psn) {
+  ib::frame_spec s;
+  s.src = host_to_iou ? host_mac : iou_mac;
+  s.dst = host_to_iou ? iou_mac : host_mac;
+  s.ip = ib::ipv4_spec{.src = host_to_iou ? host_ip : iou_ip, .dst = host_to_iou ? iou_ip : host_ip};
+  s.udp_sport = 0xC000 | 0x0123;
+  s.bth = {.opcode = opcode, .p_key = 0xFFFF, .destqp = host_to_iou ? iou_qp : host_qp, .a = true, .psn = psn};
+  return s;
+}
+
+template <msg::message_type M>
+std::vector<std::byte> encode(const M& m) {
+  std::vector<std::byte> b(msg::encoded_size(m));
+  (void)msg::encode(m, b);
+  return b;
+}
+
+int roce(const std::string& out) {
+  script sc;
+  // 1. Host advertises a receive pool: BufferRecvPool in an RC SEND_ONLY.
+  const std::array<msg::pool_descriptor, 1> pools{{{.pool_ref = 7, .element_count = 64, .element_size = 256,
+                                                    .memory_handle = 0x1234, .address = 0x7f0000010000}}};
+  const auto advert = encode(msg::buffer_recv_pool{.header = {.transaction_context = 1}, .pools = pools});
+  auto s = from(true, ib::op::rc_send_only, 100);
+  s.payload = advert;
+  sc.add(s);
+  sc.add([&] {
+    auto a = from(false, ib::op::rc_ack, 100);
+    a.ext.set<ext::aeth>({.syndrome = ib::syndrome::ack(ib::syndrome::unlimited_credits).raw, .msn = 1});
+    return a;
+  }());
+  // 2. The I/O unit writes 256 bytes into pool 7, element 5, with the seed's idata.
+  std::vector<std::byte> data(256);
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<std::byte>(i);
+  auto w = from(false, ib::op::rc_write_only_imm, 500);
+  w.ext.set<ext::reth>({.va = 0x7f0000010000 + 5 * 256, .r_key = 0x1234, .dmalen = 256});
+  w.ext.set<ext::immdt>({.value = msg::to_imm(*msg::make_idata({7, 5, 256}))});
+  w.payload = data;
+  sc.add(w);
+  sc.add([&] {
+    auto a = from(true, ib::op::rc_ack, 500);
+    a.ext.set<ext::aeth>({.syndrome = ib::syndrome::ack(16).raw, .msn = 1});
+    return a;
+  }());
+  // 3. The next write meets a page fault: page-fault ACK (RNR NAK) announcing 2 ms.
+  auto w2 = w;
+  w2.bth.psn = 501;
+  w2.ext.set<ext::reth>({.va = 0x7f0000010000 + 6 * 256, .r_key = 0x1234, .dmalen = 256});
+  w2.ext.set<ext::immdt>({.value = msg::to_imm(*msg::make_idata({7, 6, 256}))});
+  sc.add(w2);
+  sc.add([&] {
+    auto a = from(true, ib::op::rc_ack, 501);
+    a.ext.set<ext::aeth>(ib::page_fault_ack(1, 2000));
+    return a;
+  }());
+  // 4. An indication idata cannot carry (pool 300) goes as BufferRDMAIndicate.
+  const std::array<msg::indication, 1> big{{{.pool_ref = 300, .element_index = 2, .byte_count = 1500}}};
+  const auto ind = encode(msg::buffer_rdma_indicate{.header = {.transaction_context = 2}, .entries = big});
+  auto si = from(false, ib::op::rc_send_only, 502);
+  si.payload = ind;
+  sc.add(si);
+  // 5. A write with a bad R_Key is NAKed (remote access error).
+  auto w3 = from(false, ib::op::rc_write_only, 503);
+  w3.ext.set<ext::reth>({.va = 0x1000, .r_key = 0xBAD, .dmalen = 4});
+  const std::array<std::byte, 4> four{};
+  w3.payload = four;
+  sc.add(w3);
+  sc.add([&] {
+    auto a = from(true, ib::op::rc_ack, 503);
+    a.ext.set<ext::aeth>({.syndrome = ib::syndrome::nak(ib::nak_code::remote_access_error).raw, .msn = 1});
+    return a;
+  }());
+  // 6. Dynamically Connected: connect, an RDMA WRITE, disconnect.
+  auto c = from(true, ib::op::dc_connect, 1);
+  c.ext.set<ext::dceth>({.access_key = 0x00C0FFEE00C0FFEE}).set<ext::dcceth>({.dct = 0x000100, .dci = 0x000042});
+  sc.add(c);
+  auto dw = from(true, 0x4A, 2);  // DC RDMA_WRITE_ONLY: BTH DCETH RDETH DETH RETH
+  dw.ext.set<ext::dceth>({.access_key = 0x00C0FFEE00C0FFEE})
+      .set<ext::rdeth>({.eecnxt = 0})
+      .set<ext::deth>({.q_key = 0, .srcqp = 0x000042})
+      .set<ext::reth>({.va = 0x2000, .r_key = 0x77, .dmalen = 4});
+  dw.payload = four;
+  sc.add(dw);
+  auto d = c;
+  d.bth.se = true;
+  d.bth.psn = 3;
+  sc.add(d);
+  // 7. A congestion notification.
+  auto cnp = from(false, ib::op::cnp, 0);
+  cnp.bth.a = false;
+  cnp.bth.becn = true;
+  cnp.ext.set<ext::cnp_pad>({});
+  sc.add(cnp);
+  // 8. UD SEND_ONLY over IPv6, VLAN 100, carrying a SendData message.
+  const std::string text = "hello over UD";
+  const auto sd = encode(msg::send_data{.header = {.transaction_context = 3}, .data = std::as_bytes(std::span(text))});
+  auto ud = from(true, ib::op::ud_send_only, 7);
+  ud.vlan = ib::vlan_tag{.priority = 3, .id = 100};
+  ud.ip = ib::ipv6_spec{.src = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1},
+                        .dst = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2}, .tclass = 106, .flow = 0x12345};
+  ud.ext.set<ext::deth>({.q_key = 0x80010000, .srcqp = host_qp});
+  ud.payload = sd;
+  sc.add(ud);
+  // 9. A frame whose ICRC is wrong.
+  sc.add(s, true);
+
+  std::ofstream f(out, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(sc.file.data()), static_cast<std::streamsize>(sc.file.size()));
+  if (!f) {
+    std::cerr << "pushwire-gen: cannot write " << out << "\n";
+    return 2;
+  }
+  return 0;
+}
+
+int usage(const char* why) {
+  if (why) std::cerr << "pushwire-gen: " << why << "\n";
+  std::cerr << "usage: pushwire-gen --framing roce --out FILE.pcap\n";
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string framing, out;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--framing" && i + 1 < argc) framing = argv[++i];
+    else if (a == "--out" && i + 1 < argc) out = argv[++i];
+    else if (a == "--help" || a == "-h") return usage(nullptr), 0;
+    else return usage(("unknown argument: " + std::string{a}).c_str());
+  }
+  if (out.empty()) return usage("--out is required");
+  if (framing == "roce") return roce(out);
+  return usage("--framing must be roce");
+}
