@@ -317,10 +317,11 @@ constexpr result<std::size_t> build(const frame_spec& s, std::span<std::byte> ou
     e = put(t);
   }
   if (e.code == errc{}) {
-    if (const auto* v4 = std::get_if<ipv4_spec>(&s.ip)) {
-      e = put(ipv4_header{.version = 4, .hdr_len = 5, .dsfield_dscp = v4->dscp, .dsfield_ecn = v4->ecn,
-                          .len = static_cast<std::uint16_t>(20 + udp_len), .id = v4->id, .flags_df = v4->df,
-                          .ttl = v4->ttl, .proto = ip_proto_udp, .src = v4->src, .dst = v4->dst});
+    if (!v6) {  // (holds_alternative/get: g++ will not constant-evaluate get_if on a temporary)
+      const auto& v4 = std::get<ipv4_spec>(s.ip);
+      e = put(ipv4_header{.version = 4, .hdr_len = 5, .dsfield_dscp = v4.dscp, .dsfield_ecn = v4.ecn,
+                          .len = static_cast<std::uint16_t>(20 + udp_len), .id = v4.id, .flags_df = v4.df,
+                          .ttl = v4.ttl, .proto = ip_proto_udp, .src = v4.src, .dst = v4.dst});
       if (e.code == errc{}) wire::store_be16(o + ip_off + 10, inet_fold(inet_sum(out.subspan(ip_off, 20))));
     } else {
       const auto& x = std::get<ipv6_spec>(s.ip);

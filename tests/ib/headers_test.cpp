@@ -1,0 +1,157 @@
+// Each IB header against bytes spelled by hand, at compile time and at run time; the opcode
+// table's invariants; AETH syndromes and the RNR timer table; PSN arithmetic.
+#include <set>
+
+#include <pushwire/ib/aeth.hpp>
+#include <pushwire/ib/headers.hpp>
+#include <pushwire/ib/opcode.hpp>
+#include <pushwire/ib/psn.hpp>
+
+#include "../support/test_support.hpp"
+
+using namespace pushwire;
+using namespace pushwire::ib;
+
+namespace {
+// scapy roce.uts "UC SEND ONLY": opcode 0x24, MigReq, PadCnt 2, P_Key 0xFFFF, QP 211, PSN 13571856.
+constexpr auto bth_bytes = test::hex<"24 60 ffff 00 0000d3 00 cf1710">();
+constexpr bth bth_value{.opcode = 0x24, .m = true, .padcnt = 2, .p_key = 0xFFFF, .destqp = 211, .psn = 13571856};
+constexpr auto bth_flags_bytes = test::hex<"0b 80 8001 c0 123456 80 000001">();  // SE, FECN+BECN, AckReq
+constexpr bth bth_flags{.opcode = 0x0B, .se = true, .p_key = 0x8001, .fecn = true, .becn = true, .destqp = 0x123456, .a = true, .psn = 1};
+constexpr auto reth_bytes = test::hex<"00007f0000010500 00001234 00000100">();
+constexpr reth reth_value{.va = 0x00007f0000010500, .r_key = 0x1234, .dmalen = 256};
+constexpr auto deth_bytes = test::hex<"80010000 00 000011">();
+constexpr deth deth_value{.q_key = 0x80010000, .srcqp = 0x11};
+constexpr auto aeth_bytes = test::hex<"30 000001">();  // RNR NAK, timer 16 (2.56 ms), MSN 1
+constexpr auto atomic_bytes = test::hex<"0000000000001000 00000077 0000000000000001 0000000000000002">();
+constexpr atomiceth atomic_value{.va = 0x1000, .r_key = 0x77, .swapdt = 1, .cmpdt = 2};
+constexpr auto dcceth_bytes = test::hex<"00 000100 00 000042 0000000000000000">();
+constexpr dcceth dcceth_value{.dct = 0x100, .dci = 0x42};
+constexpr auto feth_bytes = test::hex<"00000025">();  // selectivity 2, placement 5
+constexpr feth feth_value{.sel = 2, .plt = 5};
+
+template <class T, std::size_t N>
+constexpr bool exact(const T& v, const std::array<std::byte, N>& b) {
+  return wire::to_bytes(v) == b && wire::decode<T>(b).has_value() && *wire::decode<T>(b) == v;
+}
+}  // namespace
+
+static_assert(exact(bth_value, bth_bytes) && exact(bth_flags, bth_flags_bytes));
+static_assert(exact(reth_value, reth_bytes) && exact(deth_value, deth_bytes) && exact(atomic_value, atomic_bytes));
+static_assert(exact(page_fault_ack(1, 2000), aeth_bytes));
+static_assert(exact(dcceth_value, dcceth_bytes) && exact(feth_value, feth_bytes));
+
+TEST_CASE("ib headers: hand-spelled bytes at run time", "[ib][headers]") {
+  auto check = [](const auto& v, const auto& bytes) {
+    using T = std::remove_cvref_t<decltype(v)>;
+    const auto b = test::copy(bytes);
+    auto d = wire::decode<T>(b);
+    REQUIRE(d.has_value());
+    CHECK(*d == v);
+    std::vector<std::byte> out(b.size());
+    REQUIRE(wire::encode(v, out).value() == b.size());
+    CHECK(out == b);
+  };
+  check(bth_value, bth_bytes);
+  check(bth_flags, bth_flags_bytes);
+  check(reth_value, reth_bytes);
+  check(deth_value, deth_bytes);
+  check(atomic_value, atomic_bytes);
+  check(page_fault_ack(1, 2000), aeth_bytes);
+  check(dcceth_value, dcceth_bytes);
+  check(feth_value, feth_bytes);
+  // DCCETH reserved bytes and the CNP's 16 bytes must be zero.
+  auto bad = test::copy(dcceth_bytes);
+  bad[8] = std::byte{1};
+  CHECK(wire::decode<dcceth>(bad).error() == wire::error{wire::errc::reserved_nonzero, 8, "resv2"});
+  std::vector<std::byte> cnp(16);
+  cnp[15] = std::byte{1};
+  CHECK(wire::decode<cnp_pad>(cnp).code() == wire::errc::reserved_nonzero);
+}
+
+TEST_CASE("opcode table: every entry is consistent", "[ib][opcode]") {
+  std::set<std::pair<int, int>> seen;  // (code, dc?)
+  std::size_t per[6] = {};
+  for (const opcode_info& o : opcodes) {
+    INFO(static_cast<int>(o.code) << " " << o.op_name);
+    CHECK(seen.insert({o.code, o.tp == transport::dc}).second);  // no duplicate
+    ++per[static_cast<int>(o.tp)];
+    // Transport bits agree with the transport (DC shares RD's).
+    const int cls = o.code >> 5;
+    if (o.tp == transport::rc) CHECK(cls == 0);
+    if (o.tp == transport::uc) CHECK(cls == 1);
+    if (o.tp == transport::rd || o.tp == transport::dc) CHECK(cls == 2);
+    if (o.tp == transport::ud) CHECK(cls == 3);
+    // Offsets are the running sum of header sizes from the 12-byte BTH.
+    std::size_t off = 12;
+    for (std::size_t i = 0; i < o.chain_len; ++i) {
+      CHECK(o.offset[i] == off);
+      off += size_of(o.chain[i]);
+    }
+    CHECK(o.header_len == off);
+    // Structural rules from the notes: READ_RESPONSE first/last/only carry an AETH, middle not.
+    if (o.op_name.starts_with("RDMA_READ_RESPONSE")) CHECK(o.has(ext::aeth) == (o.pos != position::middle));
+    if (o.tp == transport::dc) CHECK((o.chain_len > 0 && o.chain[0] == ext::dceth));
+    if (o.tp == transport::rd) CHECK(o.chain[0] == ext::rdeth);
+    if (o.tp == transport::ud) CHECK(o.chain[0] == ext::deth);
+  }
+  CHECK(per[0] == 25);  // RC: all but RESYNC
+  CHECK(per[1] == 12);  // UC: sends and writes
+  CHECK(per[2] == 23);  // RD: 0x40-0x55 and FLUSH
+  CHECK(per[3] == 2);   // UD: SEND_ONLY, SEND_ONLY_IMM
+  CHECK(per[4] == 23);  // DC: RD's operations but RESYNC, and CONNECT
+  CHECK(per[5] == 1);   // CNP
+  // Everything else is reserved: 256 codes, DC reading.
+  int known = 0;
+  for (int c = 0; c < 256; ++c) known += find_opcode(static_cast<std::uint8_t>(c)) != nullptr;
+  CHECK(known == 25 + 12 + 23 + 2 + 1);
+  // The chains the notes spell out.
+  CHECK(find_opcode(0x0B)->headers().size() == 2);  // WRITE_ONLY_IMM: RETH ImmDt
+  CHECK(find_opcode(0x0B)->offset_of(ext::immdt) == 28);
+  CHECK(find_opcode(0x12)->header_len == 12 + 4 + 8);  // ATOMIC_ACK: AETH AtomicAckETH
+  CHECK(find_opcode(0x1C)->offset_of(ext::reth) == 16);  // FLUSH: FETH RETH
+  CHECK(find_opcode(0x1D)->fixed_payload == 8);         // ATOMIC_WRITE
+  CHECK(find_opcode(0x55)->header_len == 36);           // DC connect: BTH DCETH DCCETH
+  CHECK(find_opcode(0x55, rd_class::ibta_rd)->op_name == "RESYNC");
+  CHECK(find_opcode(0x51)->headers().size() == 3);  // DC ACK: DCETH RDETH AETH
+}
+
+TEST_CASE("AETH syndromes and the RNR timer table", "[ib][aeth]") {
+  CHECK(syndrome::ack(syndrome::unlimited_credits).raw == 0x1F);
+  CHECK(syndrome{0x1F}.credits() == 0x1F);
+  CHECK(syndrome{0x3F}.rnr_timer() == 0x1F);
+  CHECK(syndrome{0x62}.nak_reason() == nak_code::remote_access_error);
+  CHECK(syndrome{0x60}.kind() == aeth_kind::nak);
+  CHECK(syndrome{0x40}.kind() == aeth_kind::reserved);
+  CHECK_FALSE(syndrome{0x20}.credits().has_value());
+  for (nak_code c : {nak_code::psn_sequence_error, nak_code::invalid_request, nak_code::remote_access_error,
+                     nak_code::remote_operational_error, nak_code::invalid_rd_request})
+    CHECK(syndrome::nak(c).nak_reason() == c);
+  // Code <-> microseconds, both ways, for every code.
+  CHECK(rnr_to_us(0) == 655360);
+  CHECK(rnr_to_us(1) == 10);
+  CHECK(rnr_to_us(31) == 491520);
+  for (std::uint8_t c = 0; c < 32; ++c) CHECK(rnr_from_us(rnr_to_us(c)) == c);
+  CHECK(rnr_from_us(0) == 1);     // 10 us is the shortest
+  CHECK(rnr_from_us(11) == 2);    // rounds up: 20 us
+  CHECK(rnr_from_us(2000) == 16); // 2.56 ms
+  CHECK(rnr_from_us(491521) == 0);
+  // The page-fault ACK carries its delay.
+  CHECK(page_fault_delay_us(page_fault_ack(7, 2000)) == 2560u);
+  CHECK_FALSE(page_fault_delay_us(aeth{.syndrome = 0x1F}).has_value());
+}
+
+TEST_CASE("PSN serial arithmetic", "[ib][psn]") {
+  CHECK(psn_add(0xFFFFFE, 3) == 1);
+  CHECK(psn_add(1, -3) == 0xFFFFFE);
+  CHECK(psn_diff(1, 0xFFFFFE) == 3);
+  CHECK(psn_diff(0xFFFFFE, 1) == -3);
+  CHECK(psn_before(0xFFFFF0, 0x10));
+  CHECK(psn_after(0x10, 0xFFFFF0));
+  CHECK_FALSE(psn_before(5, 5));
+  CHECK(psn_before(0, psn_half - 1));
+  CHECK_FALSE(psn_before(0, psn_half));
+  for (std::uint32_t p : {0u, 1u, 0x7FFFFFu, 0x800000u, 0xFFFFFFu})
+    for (std::int64_t n : {-5, -1, 0, 1, 5, 0x7FFFFF})
+      CHECK(psn_diff(psn_add(p, n), p) == n);
+}

@@ -1,0 +1,291 @@
+// RoCEv2 frames: the public ICRC vectors (scapy roce.uts, a ConnectX-4 Lx capture), a build/parse
+// round trip for every opcode at every pad boundary, every error code, every truncation, and
+// single-byte corruption.
+#include <random>
+#include <set>
+#include <vector>
+
+#include <pushwire/ib/print.hpp>
+#include <pushwire/ib/roce.hpp>
+
+#include "../support/test_support.hpp"
+
+using namespace pushwire;
+using namespace pushwire::ib;
+using wire::errc;
+
+namespace {
+
+// scapy roce.uts: "UC SEND ONLY" over IPv4 and over IPv6.
+constexpr auto scapy_payload = test::hex<"4630818be28935d90e9a955054 01be885e50">();
+constexpr frame_spec scapy_v4() {
+  return {.dst = {0x24, 0x8a, 0x07, 0xa8, 0xfa, 0x22}, .src = {0x24, 0x8a, 0x07, 0xa8, 0xfa, 0x22},
+          .ip = ipv4_spec{.src = {192, 168, 0, 7}, .dst = {192, 168, 0, 7}, .ecn = 1, .ttl = 64, .id = 1144},
+          .udp_sport = 49152,
+          .bth = {.opcode = 0x24, .m = true, .p_key = 0xffff, .destqp = 211, .psn = 13571856},
+          .payload = scapy_payload};
+}
+constexpr frame_spec scapy_v6() {
+  frame_spec s = scapy_v4();
+  s.ip = ipv6_spec{.src = {0x20, 0x22, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10, 0x23},
+                   .dst = {0x20, 0x23, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10, 0x24},
+                   .tclass = 226, .flow = 0x1face, .hlim = 255};
+  return s;
+}
+template <std::size_t N>
+constexpr std::array<std::byte, N> built(const frame_spec& s) {
+  std::array<std::byte, N> out{};
+  (void)build(s, out).value();
+  return out;
+}
+constexpr auto v4_frame = built<78>(scapy_v4());
+constexpr auto v6_frame = built<98>(scapy_v6());
+// roce.uts "RoCE CNP captured on ConnectX-4 Lx".
+constexpr auto cx4_cnp = test::hex<"e41d2dab2bc2 7cfe90643b32 0800 45c2003c718c400040119161 0a001101 0a001201"
+                                   "000012b700280000 8100ffff40000118 00000000 00000000000000000000000000000000 82fd002a">();
+
+constexpr bool icrc_bytes(std::span<const std::byte> f, std::uint32_t be) {
+  const auto tail = f.last(4);
+  return static_cast<std::uint32_t>(tail[0]) << 24 == (be & 0xFF000000) &&
+         static_cast<std::uint32_t>(tail[1]) << 16 == (be & 0xFF0000) &&
+         static_cast<std::uint32_t>(tail[2]) << 8 == (be & 0xFF00) && static_cast<std::uint32_t>(tail[3]) == (be & 0xFF);
+}
+}  // namespace
+
+// The public ICRCs, at compile time: built frames, and the parse of a real capture.
+static_assert(icrc_bytes(v4_frame, 0x78f353f3));
+static_assert(icrc_bytes(v6_frame, 0x3e5b743b));
+static_assert(v4_frame[24] == std::byte{0xb4} && v4_frame[25] == std::byte{0xd5});  // scapy's IPv4 checksum
+static_assert(parse(cx4_cnp)->icrc_state == icrc_status::good);
+static_assert(parse(v4_frame)->icrc_state == icrc_status::good && parse(v6_frame)->icrc_state == icrc_status::good);
+
+TEST_CASE("roce: the public ICRC vectors at run time", "[ib][roce]") {
+  std::vector<std::byte> out(128);
+  auto n = build(scapy_v4(), out);
+  REQUIRE(n.value() == 78);
+  out.resize(78);
+  CHECK(out == test::copy(v4_frame));
+  CHECK(wire::to_hex(std::span(out).last(4)) == "78f353f3");
+  out.resize(128);
+  n = build(scapy_v6(), out);
+  REQUIRE(n.value() == 98);
+  CHECK(wire::to_hex(std::span(out).subspan(94, 4)) == "3e5b743b");
+  CHECK(wire::to_hex(std::span(out).subspan(14 + 40 + 6, 2)) == "e7c5");  // scapy's UDP checksum
+  const auto cnp = test::copy(cx4_cnp);
+  auto p = parse(cnp, {.icrc = icrc_check::require});
+  REQUIRE(p.has_value());
+  CHECK(p->icrc_state == icrc_status::good);
+  CHECK(p->op->tp == transport::cnp);
+  CHECK(p->bth.becn);
+  CHECK(p->bth.destqp == 0x118u);
+  CHECK(p->udp.srcport == 0);
+}
+
+namespace {
+// A frame_spec for any opcode, with every header its chain names.
+frame_spec spec_for(const opcode_info& o, std::size_t payload_len, std::vector<std::byte>& payload, bool v6, bool vlan) {
+  frame_spec s;
+  s.src = {2, 0, 0, 0, 0, 1};
+  s.dst = {2, 0, 0, 0, 0, 2};
+  if (v6) s.ip = ipv6_spec{.src = {0xfd, 1}, .dst = {0xfd, 2}, .tclass = 0x68, .flow = 0xABCDE, .hlim = 7};
+  else s.ip = ipv4_spec{.src = {10, 0, 0, 1}, .dst = {10, 0, 0, 2}, .dscp = 26, .ecn = 2, .ttl = 9, .id = 77};
+  if (vlan) s.vlan = vlan_tag{.priority = 5, .dei = true, .id = 4094};
+  s.udp_sport = 0xC123;
+  s.rd = o.tp == transport::rd ? rd_class::ibta_rd : rd_class::dc;
+  s.bth = {.opcode = o.code, .se = true, .m = true, .p_key = 0x8001, .becn = true, .destqp = 0xABCDEF, .a = true, .psn = 0xFFFFFE};
+  for (ext e : o.headers()) {
+    switch (e) {
+      case ext::rdeth: s.ext.set<ext::rdeth>({.eecnxt = 0x123456}); break;
+      case ext::deth: s.ext.set<ext::deth>({.q_key = 0x80010000, .srcqp = 0x654321}); break;
+      case ext::dceth: s.ext.set<ext::dceth>({.access_key = 0x0123456789ABCDEF}); break;
+      case ext::feth: s.ext.set<ext::feth>({.sel = 1, .plt = 2}); break;
+      case ext::reth: s.ext.set<ext::reth>({.va = 0xFEDCBA9876543210, .r_key = 0xCAFEBABE, .dmalen = 0x10000}); break;
+      case ext::atomiceth: s.ext.set<ext::atomiceth>({.va = 8, .r_key = 9, .swapdt = 10, .cmpdt = 11}); break;
+      case ext::aeth: s.ext.set<ext::aeth>({.syndrome = 0x62, .msn = 0x00FFFF}); break;
+      case ext::atomicacketh: s.ext.set<ext::atomicacketh>({.origremdt = 0xDEAD}); break;
+      case ext::immdt: s.ext.set<ext::immdt>({.value = 0x07050100}); break;
+      case ext::ieth: s.ext.set<ext::ieth>({.value = 0x1234}); break;
+      case ext::dcceth: s.ext.set<ext::dcceth>({.dct = 1, .dci = 2}); break;
+      case ext::cnp_pad: s.ext.set<ext::cnp_pad>({}); break;
+    }
+  }
+  payload.resize(o.payload ? (o.fixed_payload ? o.fixed_payload : payload_len) : 0);
+  for (std::size_t i = 0; i < payload.size(); ++i) payload[i] = static_cast<std::byte>(0xA0 + i);
+  s.payload = payload;
+  return s;
+}
+}  // namespace
+
+TEST_CASE("roce: build then parse every opcode, every pad boundary, IPv4/IPv6, with/without VLAN", "[ib][roce]") {
+  std::size_t frames = 0;
+  std::vector<std::byte> payload, buf(2048);
+  for (const opcode_info& o : opcodes) {
+    for (std::size_t len : {0, 1, 2, 3, 4, 5, 8, 255, 1024}) {
+      if (!o.payload && len) continue;
+      for (bool v6 : {false, true})
+        for (bool vlan : {false, true}) {
+          const frame_spec s = spec_for(o, len, payload, v6, vlan);
+          INFO(opcode_name(o) << " payload " << payload.size() << (v6 ? " v6" : " v4") << (vlan ? " vlan" : ""));
+          auto n = build(s, buf);
+          REQUIRE(n.has_value());
+          REQUIRE(*n == *frame_size(s));
+          const std::span<const std::byte> f(buf.data(), *n);
+          auto p = parse(f, {.rd = s.rd, .icrc = icrc_check::require});
+          REQUIRE(p.has_value());
+          CHECK(p->op == find_opcode(o.code, s.rd));
+          CHECK(p->bth.opcode == o.code);
+          CHECK(p->bth.padcnt == (4 - payload.size() % 4) % 4);
+          CHECK(p->bth.destqp == 0xABCDEFu);
+          CHECK(p->bth.psn == 0xFFFFFEu);
+          CHECK(p->bth.becn);
+          CHECK(std::ranges::equal(p->payload, payload));
+          CHECK(p->vlan.has_value() == vlan);
+          CHECK(p->is_ipv6() == v6);
+          CHECK(p->ip_checksum_ok);
+          for (ext e : o.headers()) CHECK(p->op->has(e));
+          [&]<std::size_t... I>(std::index_sequence<I...>) {
+            const bool same[] = {(p->ext.get<static_cast<ext>(I)>() == s.ext.get<static_cast<ext>(I)>())...};
+            for (std::size_t k = 0; k < ext_count; ++k) CHECK(same[k]);
+          }(std::make_index_sequence<ext_count>{});
+          ++frames;
+        }
+    }
+  }
+  CHECK(frames > 1000);
+}
+
+TEST_CASE("roce: every error code of the frame layer, with its location", "[ib][roce][errors]") {
+  const auto good = test::copy(v4_frame);
+  auto mutate = [&](std::size_t at, std::uint8_t v) {
+    auto f = good;
+    f[at] = std::byte{v};
+    return f;
+  };
+  struct row {
+    const char* what;
+    std::vector<std::byte> frame;
+    errc code;
+    std::string_view field;
+    parse_options opt = {};
+  };
+  std::vector<std::byte> short_udp = good;
+  short_udp.resize(14 + 20 + 8 + 12 + 3);
+  const std::vector<row> rows{
+      {"not IP", mutate(12, 0x08 ^ 0x01), errc::not_roce, "eth.type"},
+      {"not UDP", mutate(23, 6), errc::not_roce, "ip.proto"},
+      {"another port", mutate(37, 0xB8), errc::not_roce, "udp.dstport"},
+      {"port option", good, errc::not_roce, "udp.dstport", {.udp_port = 4792}},
+      {"fragment", mutate(20, 0x20), errc::not_roce, "ip.frag_offset"},
+      {"IHL 4", mutate(14, 0x44), errc::bad_ihl, "ip.hdr_len"},
+      {"IP version 6 in an IPv4 frame", mutate(14, 0x65), errc::bad_ihl, "ip.hdr_len"},
+      {"UDP length", mutate(39, 43), errc::length_mismatch, "udp.length"},
+      {"IP total length beyond the frame", mutate(17, 65), errc::truncated, "ip.len"},
+      {"IP total length below its header", mutate(17, 19), errc::length_mismatch, "ip.len"},
+      {"BTH TVer 1", mutate(43, 0x61), errc::unsupported_version, "bth.tver"},
+      {"reserved opcode", mutate(42, 0x18), errc::reserved_opcode, "bth.opcode"},
+      {"vendor opcode", mutate(42, 0xE0), errc::reserved_opcode, "bth.opcode"},
+      {"COMPARE_SWAP: BTH + AtomicETH + ICRC = 44 > the 36 bytes of UDP payload", mutate(42, 0x13),
+       errc::chain_overrun, "AtomicETH"},
+      {"ICRC required", mutate(60, 0), errc::icrc_mismatch, "icrc", {.icrc = icrc_check::require}},
+      {"ACK with a payload", mutate(42, 0x11), errc::trailing_bytes, "payload"},
+      {"short of a BTH and ICRC", short_udp, errc::truncated, "eth"},
+  };
+  std::set<errc> reached;
+  for (const row& r : rows) {
+    INFO(r.what);
+    auto p = parse(r.frame, r.opt);
+    REQUIRE_FALSE(p.has_value());
+    CHECK(p.code() == r.code);
+    if (r.code != errc::truncated || r.field != "eth") CHECK(p.error().field == r.field);
+    reached.insert(p.code());
+  }
+  // PadCnt larger than the payload: an RC_SEND_ONLY with 1 byte of payload and PadCnt 3... built
+  // with a 0-byte payload, then PadCnt forced to 3.
+  std::vector<std::byte> empty, buf(256);
+  auto s = spec_for(*find_opcode(0x04), 0, empty, false, false);
+  const std::size_t n = build(s, buf).value();
+  buf.resize(n);
+  buf[43] = (buf[43] & std::byte{0xCF}) | std::byte{0x30};
+  auto p = parse(buf);
+  CHECK(p.code() == errc::pad_overrun);
+  reached.insert(p.code());
+  // A CNP whose reserved bytes are not zero.
+  auto cnp = test::copy(cx4_cnp);
+  cnp[60] = std::byte{1};
+  CHECK(parse(cnp).code() == errc::reserved_nonzero);
+  reached.insert(errc::reserved_nonzero);
+  // ATOMIC_WRITE must carry exactly 8 bytes.
+  std::vector<std::byte> seven(7);
+  auto aw = spec_for(*find_opcode(0x1D), 8, empty, false, false);
+  aw.payload = seven;
+  CHECK(build(aw, buf).code() == errc::length_mismatch);
+  // Build refuses what parse would.
+  auto missing = spec_for(*find_opcode(0x0A), 4, empty, false, false);
+  missing.ext.get<ext::reth>().reset();
+  CHECK(build(missing, buf).error() == wire::error{errc::invalid_field, 0, "RETH"});
+  auto extra = missing;
+  extra.bth.opcode = 0x04;
+  extra.ext.set<ext::immdt>({});
+  CHECK(build(extra, buf).error().field == "ImmDt");
+  std::array<std::byte, 10> tiny{};
+  CHECK(build(scapy_v4(), tiny).code() == errc::no_space);
+  for (errc e : {errc::not_roce, errc::bad_ihl, errc::length_mismatch, errc::chain_overrun, errc::pad_overrun,
+                 errc::reserved_opcode, errc::icrc_mismatch, errc::truncated, errc::unsupported_version, errc::trailing_bytes})
+    CHECK(reached.count(e) == 1);
+}
+
+TEST_CASE("roce: every truncation is an error, never a partial packet", "[ib][roce][truncation]") {
+  for (const auto& frame : {test::copy(v4_frame), test::copy(v6_frame), test::copy(cx4_cnp)}) {
+    for (std::size_t k = 0; k < frame.size(); ++k) {
+      INFO("cut to " << k << " of " << frame.size());
+      auto p = parse(std::span(frame).first(k));
+      REQUIRE_FALSE(p.has_value());
+      CHECK((p.code() == errc::truncated || p.code() == errc::chain_overrun));
+    }
+  }
+}
+
+TEST_CASE("roce: single-byte corruption is an error or a bad ICRC, never a crash", "[ib][roce][corruption]") {
+  std::size_t bad_icrc = 0, errors = 0, masked = 0;
+  for (const auto& frame : {test::copy(v4_frame), test::copy(v6_frame), test::copy(cx4_cnp)}) {
+    auto f = frame;
+    for (std::size_t i = 0; i < f.size(); ++i) {
+      const std::byte orig = f[i];
+      for (unsigned v = 0; v < 256; v += 7) {
+        if (static_cast<std::byte>(v) == orig) continue;
+        f[i] = static_cast<std::byte>(v);
+        auto p = parse(f);
+        if (!p) {
+          ++errors;
+        } else if (p->icrc_state == icrc_status::bad) {
+          ++bad_icrc;
+        } else {
+          ++masked;  // a field the ICRC does not cover: Ethernet, masked IP/UDP/BTH bytes, IP checksum
+          const std::size_t ip = p->ip_offset;
+          const bool covered_by_mask = i < ip || (p->is_ipv6() ? (i < ip + 4 || i == ip + 7) : (i == ip + 1 || i == ip + 8 || i == ip + 10 || i == ip + 11)) ||
+                                       i == p->udp_offset + 6 || i == p->udp_offset + 7 || i == p->bth_offset + 4;
+          CHECK(covered_by_mask);
+        }
+      }
+      f[i] = orig;
+    }
+  }
+  CHECK(bad_icrc > 0);
+  CHECK(errors > 0);
+  CHECK(masked > 0);
+}
+
+TEST_CASE("roce: JSON uses Wireshark's field names", "[ib][print]") {
+  auto p = parse(v4_frame);
+  REQUIRE(p.has_value());
+  std::string s;
+  wire::json_writer w{s};
+  w.begin_object();
+  write_json_fields(w, *p);
+  w.end_object();
+  CHECK(s == R"({"infiniband.bth.opcode":36,"infiniband.bth.se":0,"infiniband.bth.m":1,"infiniband.bth.padcnt":2,)"
+             R"("infiniband.bth.tver":0,"infiniband.bth.p_key":65535,"infiniband.bth.fecn":0,"infiniband.bth.becn":0,)"
+             R"("infiniband.bth.resv6a":0,"infiniband.bth.destqp":211,"infiniband.bth.a":0,"infiniband.bth.reserved7":0,)"
+             R"("infiniband.bth.psn":13571856,"pushwire.opcode":"UC_SEND_ONLY","pushwire.icrc":"good"})");
+  CHECK(to_text(*p).find("UC_SEND_ONLY (0x24)") != std::string::npos);
+}
