@@ -1,7 +1,8 @@
 // pushwire-bench: codec throughput beside same-run baselines (memcpy, zlib's crc32).
 // Names: BM_encode_<Function>, BM_decode_<Function>, BM_decode_any, BM_memcpy/N, BM_zlib_crc32/N,
 // BM_crc32/N, BM_crc32c/N (dispatched), BM_crc32_<path>/N, BM_crc32c_<path>/N (each path this CPU
-// has), BM_isal_crc32/N, BM_isal_crc32c/N (Intel ISA-L, when built with it).
+// has), BM_isal_crc32/N, BM_isal_crc32c/N (Intel ISA-L, when built with it),
+// BM_roce_parse_verify/N (a RoCEv2 frame with an N-byte payload).
 #include <array>
 #include <cstring>
 #include <string>
@@ -13,6 +14,7 @@
 #include <isa-l/crc.h>
 #endif
 
+#include <pushwire/ib/roce.hpp>
 #include <pushwire/pushwire.hpp>
 
 namespace {
@@ -159,6 +161,28 @@ BENCHMARK(BM_crc32c)->PUSHWIRE_BENCH_SIZES;
 BENCHMARK(BM_isal_crc32)->PUSHWIRE_BENCH_SIZES;
 BENCHMARK(BM_isal_crc32c)->PUSHWIRE_BENCH_SIZES;
 #endif
+
+// A whole RoCEv2 frame parse with ICRC verification (ib::parse_into into a reused packet): RC
+// RDMA_WRITE_ONLY over IPv4 with an N-byte payload. Bytes processed: the frame.
+void BM_roce_parse_verify(benchmark::State& state) {
+  const auto payload = crc_input(static_cast<std::size_t>(state.range(0)));
+  ib::frame_spec s{.dst = {2, 0, 0, 0, 0, 2}, .src = {2, 0, 0, 0, 0, 1},
+                   .ip = ib::ipv4_spec{.src = {10, 0, 0, 1}, .dst = {10, 0, 0, 2}},
+                   .bth = {.opcode = ib::op::rc_write_only, .p_key = 0xFFFF, .destqp = 0x11, .a = true, .psn = 7},
+                   .payload = payload};
+  s.ext.set<ib::ext::reth>({.va = 0x7f0000000000, .r_key = 0x1234, .dmalen = static_cast<std::uint32_t>(payload.size())});
+  std::vector<std::byte> frame(*ib::frame_size(s));
+  (void)ib::build(s, frame);
+  ib::roce_packet p;  // reused, as a receive loop would
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(frame.data());
+    const auto e = ib::parse_into(frame, p);
+    if (e.code != wire::errc{} || p.icrc_state != ib::icrc_status::good) state.SkipWithError("frame did not verify");
+    benchmark::DoNotOptimize(p);
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * frame.size()));
+}
+BENCHMARK(BM_roce_parse_verify)->Arg(64)->Arg(1024)->Arg(4096);
 
 // Every path this CPU has, by name, for the record.
 const int registered_crc_paths = [] {

@@ -13,6 +13,10 @@
 #include <string_view>
 #include <vector>
 
+#include <pushwire/ib/aeth.hpp>
+#include <pushwire/ib/encap.hpp>
+#include <pushwire/ib/lan.hpp>
+#include <pushwire/ib/opcode.hpp>
 #include <pushwire/msg/msg.hpp>
 
 #include "specgen.hpp"
@@ -125,6 +129,48 @@ std::string render_cfg_data() {
   return s;
 }
 
+// The opcode table, for one reading of 0x40-0x5F.
+std::string render_opcodes(ib::rd_class rd) {
+  std::string s = "| Opcode | Name | Headers after the BTH | Payload | Position | Header bytes |\n|---:|---|---|---|---|---:|\n";
+  for (int c = 0; c < 256; ++c) {
+    const ib::opcode_info* o = ib::find_opcode(static_cast<std::uint8_t>(c), rd);
+    if (!o) continue;
+    std::string chain;
+    for (ib::ext e : o->headers()) chain += (chain.empty() ? "" : ", ") + std::string{ib::name(e)};
+    const std::string nm = o->tp == ib::transport::cnp ? "CNP" : std::string{ib::name(o->tp)} + "_" + std::string{o->op_name};
+    s += "| " + specgen::hex(o->code, 2) + " | " + nm + " | " + (chain.empty() ? "—" : chain) + " | " +
+         (o->payload ? (o->fixed_payload ? std::to_string(o->fixed_payload) + " bytes" : std::string{"yes"}) : std::string{"no"}) +
+         " | " + std::string{ib::name(o->pos)} + " | " + std::to_string(o->header_len) + " |\n";
+  }
+  return s;
+}
+
+std::string render_rnr() {
+  std::string s = "| Code | Delay |\n|---:|---:|\n";
+  for (std::uint8_t c = 0; c < 32; ++c) {
+    const std::uint32_t us = ib::rnr_to_us(c);
+    char b[32];
+    std::snprintf(b, sizeof b, "%u.%02u ms", us / 1000, (us % 1000) / 10);
+    s += "| " + std::to_string(c) + " | " + b + " |\n";
+  }
+  return s;
+}
+
+// JSON keys pushwire-dump prints for a header: "<prefix>.<field>", or the prefix for `value`.
+template <class H>
+std::string json_keys() {
+  std::string s;
+  for (const field_info& f : wire::fields<H>)
+    s += (s.empty() ? "`" : ", `") + std::string{H::wireshark} + (f.name == "value" ? "" : "." + std::string{f.name}) + "`";
+  return s;
+}
+
+template <class H>
+std::optional<std::string> render_ib_struct(std::string_view arg, std::string_view name) {
+  if (arg != name) return std::nullopt;
+  return render_struct<H>();
+}
+
 std::optional<std::string> render(std::string_view key) {
   std::optional<std::string> out;
   const auto sp = key.find(' ');
@@ -142,10 +188,33 @@ std::optional<std::string> render(std::string_view key) {
     if (arg == "link_state") out = render_struct<msg::cfg::link_state>();
     if (arg == "promiscuous") out = render_struct<msg::cfg::promiscuous>();
     if (arg == "header") out = render_header();
+    for (auto r : {render_ib_struct<ib::bth>(arg, "bth"), render_ib_struct<ib::rdeth>(arg, "rdeth"),
+                   render_ib_struct<ib::deth>(arg, "deth"), render_ib_struct<ib::reth>(arg, "reth"),
+                   render_ib_struct<ib::atomiceth>(arg, "atomiceth"), render_ib_struct<ib::aeth>(arg, "aeth"),
+                   render_ib_struct<ib::atomicacketh>(arg, "atomicacketh"), render_ib_struct<ib::immdt>(arg, "immdt"),
+                   render_ib_struct<ib::ieth>(arg, "ieth"), render_ib_struct<ib::feth>(arg, "feth"),
+                   render_ib_struct<ib::dceth>(arg, "dceth"), render_ib_struct<ib::dcceth>(arg, "dcceth"),
+                   render_ib_struct<ib::cnp_pad>(arg, "cnp_pad"), render_ib_struct<ib::eth_header>(arg, "eth_header"),
+                   render_ib_struct<ib::vlan_tag>(arg, "vlan_tag"), render_ib_struct<ib::ipv4_header>(arg, "ipv4_header"),
+                   render_ib_struct<ib::ipv6_header>(arg, "ipv6_header"), render_ib_struct<ib::udp_header>(arg, "udp_header"),
+                   render_ib_struct<ib::lid_mac>(arg, "lid_mac")})
+      if (r) out = r;
   } else if (kind == "enum") {
     if (arg == "function") out = specgen::value_table(msg::function_names, 4);
     if (arg == "request_code") out = specgen::value_table(msg::cfg::request_code_names, 4);
     if (arg == "status") out = specgen::value_table(msg::cfg::status_names, 4);
+  } else if (kind == "opcodes") {
+    out = render_opcodes(arg == "rd" ? ib::rd_class::ibta_rd : ib::rd_class::dc);
+  } else if (kind == "rnr_timers") {
+    out = render_rnr();
+  } else if (kind == "json_keys") {
+    std::string s = "| Header | Keys |\n|---|---|\n";
+    s += "| BTH | " + json_keys<ib::bth>() + " |\n| RDETH | " + json_keys<ib::rdeth>() + " |\n| DETH | " + json_keys<ib::deth>() +
+         " |\n| DCETH | " + json_keys<ib::dceth>() + " |\n| FETH | " + json_keys<ib::feth>() + " |\n| RETH | " + json_keys<ib::reth>() +
+         " |\n| AtomicETH | " + json_keys<ib::atomiceth>() + " |\n| AETH | " + json_keys<ib::aeth>() + " |\n| AtomicAckETH | " +
+         json_keys<ib::atomicacketh>() + " |\n| ImmDt | " + json_keys<ib::immdt>() + " |\n| IETH | " + json_keys<ib::ieth>() +
+         " |\n| DCCETH | " + json_keys<ib::dcceth>() + " |\n| CNP | " + json_keys<ib::cnp_pad>() + " |\n";
+    out = s;
   } else if (kind == "cfg_data") {
     out = render_cfg_data();
   } else if (kind == "errors") {

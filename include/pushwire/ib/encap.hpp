@@ -98,8 +98,7 @@ static_assert(wire::fixed_size<eth_header> == 14 && wire::fixed_size<vlan_tag> =
 /// The Internet checksum (RFC 1071) of b, continuing from a partial one's unfolded sum.
 constexpr std::uint32_t inet_sum(std::span<const std::byte> b, std::uint32_t sum = 0) {
   std::size_t i = 0;
-  for (; i + 1 < b.size(); i += 2)
-    sum += static_cast<std::uint32_t>(static_cast<std::uint8_t>(b[i]) << 8 | static_cast<std::uint8_t>(b[i + 1]));
+  for (; i + 1 < b.size(); i += 2) sum += wire::load_be16(b.data() + i);
   if (i < b.size()) sum += static_cast<std::uint32_t>(static_cast<std::uint8_t>(b[i]) << 8);
   return sum;
 }

@@ -8,6 +8,7 @@
 // is hashed in place.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -104,6 +105,16 @@ constexpr void store_le32(std::byte* p, std::uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = static_cast<std::byte>(v >> (8 * i));
 }
 
+// Decodes extended header E at the front of `in` into its optional in `h`.
+template <ext E>
+constexpr wire::error decode_ext(std::span<const std::byte> in, ext_headers& h) {
+  return wire::decode_prefix_into(in, h.get<E>().emplace());
+}
+using ext_decoder = wire::error (*)(std::span<const std::byte>, ext_headers&);
+inline constexpr auto ext_decoders = []<std::size_t... I>(std::index_sequence<I...>) {
+  return std::array<ext_decoder, ext_count>{&decode_ext<static_cast<ext>(I)>...};
+}(std::make_index_sequence<ext_count>{});
+
 }  // namespace detail
 
 /// The ICRC of a RoCEv2 packet. `ip` runs from the first byte of the IP header to the first byte
@@ -113,7 +124,7 @@ constexpr std::uint32_t compute_icrc(std::span<const std::byte> ip, bool ipv6, s
   std::array<std::byte, 8 + detail::max_ip_header + 8 + 12> h{};
   const std::size_t n = 8 + ip_header_len + 8 + 12;
   for (std::size_t i = 0; i < 8; ++i) h[i] = ff;
-  for (std::size_t i = 0; i < ip_header_len + 20; ++i) h[8 + i] = ip[i];
+  wire::detail::copy_bytes(h.data() + 8, ip.data(), std::min(ip_header_len + 20, h.size() - 8));
   std::byte* iph = h.data() + 8;
   if (ipv6) {
     iph[0] |= std::byte{0x0F};  // version kept, traffic class + flow label masked
@@ -135,22 +146,27 @@ constexpr std::uint32_t compute_icrc(std::span<const std::byte> ip, bool ipv6, s
 /// truncated (any layer), not_roce, bad_ihl, length_mismatch, unsupported_version (BTH TVer),
 /// reserved_opcode, chain_overrun, pad_overrun, reserved_nonzero (DCCETH, CNP), trailing_bytes
 /// (a payload on an opcode without one), icrc_mismatch (icrc_check::require only).
-constexpr result<roce_packet> parse(std::span<const std::byte> frame, const parse_options& opt = {}) {
+/// parse_into fills a caller's packet (reusable: no zeroing, no copy); on error `p` is unspecified.
+constexpr wire::error parse_into(std::span<const std::byte> frame, roce_packet& p, const parse_options& opt = {}) {
   using wire::error;
-  roce_packet p{};
   std::size_t at = 0;
+  p.vlan.reset();
+  std::apply([](auto&... h) { (h.reset(), ...); }, p.ext.all);
+  p.ip_options = {};
+  p.ip_checksum_ok = true;
+  p.icrc_state = icrc_status::unchecked;
   auto need = [&](std::size_t n, std::string_view what) -> error {
     if (frame.size() - at < n) return {errc::truncated, frame.size(), what};
     return {};
   };
   // Ethernet, optional 802.1Q.
   if (auto e = need(14, "eth"); e.code != errc{}) return e;
-  p.eth = *wire::decode_prefix<eth_header>(frame);
+  (void)wire::decode_prefix_into(frame, p.eth);
   at = 14;
   std::uint16_t type = p.eth.type;
   if (type == ethertype_vlan) {
     if (auto e = need(4, "vlan"); e.code != errc{}) return e;
-    p.vlan = *wire::decode_prefix<vlan_tag>(frame.subspan(at));
+    (void)wire::decode_prefix_into(frame.subspan(at), p.vlan.emplace());
     type = p.vlan->etype;
     at += 4;
   }
@@ -160,7 +176,8 @@ constexpr result<roce_packet> parse(std::span<const std::byte> frame, const pars
   std::size_t ip_hlen = 0, ip_payload = 0;
   if (type == ethertype_ipv4) {
     if (auto e = need(20, "ip"); e.code != errc{}) return e;
-    const auto v4 = *wire::decode_prefix<ipv4_header>(frame.subspan(at));
+    auto& v4 = p.ip.emplace<ipv4_header>();
+    (void)wire::decode_prefix_into(frame.subspan(at), v4);
     if (v4.version != 4 || v4.hdr_len < 5) return error{errc::bad_ihl, at, "ip.hdr_len"};
     ip_hlen = 4u * v4.hdr_len;
     if (auto e = need(ip_hlen, "ip"); e.code != errc{}) return e;
@@ -171,50 +188,40 @@ constexpr result<roce_packet> parse(std::span<const std::byte> frame, const pars
     p.ip_options = frame.subspan(at + 20, ip_hlen - 20);
     p.ip_checksum_ok = inet_fold(inet_sum(frame.subspan(at, ip_hlen))) == 0;
     ip_payload = v4.len - ip_hlen;
-    p.ip = v4;
   } else {
     if (auto e = need(40, "ipv6"); e.code != errc{}) return e;
-    const auto v6 = *wire::decode_prefix<ipv6_header>(frame.subspan(at));
+    auto& v6 = p.ip.emplace<ipv6_header>();
+    (void)wire::decode_prefix_into(frame.subspan(at), v6);
     if (v6.version != 6) return error{errc::bad_ihl, at, "ipv6.version"};
     ip_hlen = 40;
     if (frame.size() - at - 40 < v6.plen) return error{errc::truncated, frame.size(), "ipv6.plen"};
     if (v6.nxt != ip_proto_udp) return error{errc::not_roce, at + 6, "ipv6.nxt"};
     ip_payload = v6.plen;
-    p.ip = v6;
   }
   at += ip_hlen;
   // UDP: its length must be the IP payload's.
   p.udp_offset = at;
   if (ip_payload < 8) return error{errc::truncated, at + ip_payload, "udp"};
-  p.udp = *wire::decode_prefix<udp_header>(frame.subspan(at));
+  (void)wire::decode_prefix_into(frame.subspan(at), p.udp);
   if (p.udp.dstport != opt.udp_port) return error{errc::not_roce, at + 2, "udp.dstport"};
   if (p.udp.length != ip_payload) return error{errc::length_mismatch, at + 4, "udp.length"};
   const std::span<const std::byte> ibp = frame.subspan(at + 8, ip_payload - 8);
   p.bth_offset = at + 8;
   // BTH and its chain; the ICRC is the last 4 bytes of the UDP payload.
   if (ibp.size() < bth_size + detail::icrc_size) return error{errc::truncated, p.bth_offset + ibp.size(), "bth"};
-  p.bth = *wire::decode_prefix<ib::bth>(ibp);
+  (void)wire::decode_prefix_into(ibp, p.bth);
   if (p.bth.tver != 0) return error{errc::unsupported_version, p.bth_offset + 1, "bth.tver"};
   p.op = find_opcode(p.bth.opcode, opt.rd);
   if (!p.op) return error{errc::reserved_opcode, p.bth_offset, "bth.opcode"};
   if (ibp.size() < p.op->header_len + detail::icrc_size)
     return error{errc::chain_overrun, p.bth_offset + ibp.size(), name(p.op->chain[p.op->chain_len ? p.op->chain_len - 1 : 0])};
-  error chain_err{};
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
-    ([&] {
-      constexpr ext E = static_cast<ext>(I);
-      const int off = p.op->offset_of(E);
-      if (off < 0 || chain_err.code != errc{}) return;
-      auto h = wire::decode_prefix<ext_type<E>>(ibp.subspan(static_cast<std::size_t>(off)));
-      if (!h) {
-        chain_err = h.error();
-        chain_err.offset += p.bth_offset + static_cast<std::size_t>(off);
-        return;
-      }
-      p.ext.get<E>() = *h;
-    }(), ...);
-  }(std::make_index_sequence<ext_count>{});
-  if (chain_err.code != errc{}) return chain_err;
+  for (std::size_t i = 0; i < p.op->chain_len; ++i) {
+    const std::size_t off = p.op->offset[i];
+    if (auto e = detail::ext_decoders[static_cast<std::size_t>(p.op->chain[i])](ibp.subspan(off), p.ext); e.code != errc{}) {
+      e.offset += p.bth_offset + off;
+      return e;
+    }
+  }
   // Payload and pad.
   const std::size_t body = ibp.size() - p.op->header_len - detail::icrc_size;
   const std::size_t padcnt = p.bth.padcnt;
@@ -232,6 +239,13 @@ constexpr result<roce_packet> parse(std::span<const std::byte> frame, const pars
     if (!good && opt.icrc == icrc_check::require)
       return error{errc::icrc_mismatch, p.bth_offset + ibp.size() - detail::icrc_size, "icrc"};
   }
+  return {};
+}
+
+/// Parses one Ethernet frame as RoCEv2 (see parse_into).
+constexpr result<roce_packet> parse(std::span<const std::byte> frame, const parse_options& opt = {}) {
+  roce_packet p{};
+  if (auto e = parse_into(frame, p, opt); e.code != errc{}) return e;
   return p;
 }
 

@@ -20,6 +20,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <ranges>
 #include <span>
@@ -137,10 +138,18 @@ struct field_codec<std::array<std::uint8_t, N>>
     : detail::scalar_codec_base<N, 8 * N, field_kind::octets> {
   static constexpr bool validates = false;
   static constexpr error get(const std::byte* at, std::array<std::uint8_t, N>& out) {
+    if (!std::is_constant_evaluated()) {
+      std::memcpy(out.data(), at, N);  // a byte loop: the compiler must assume out aliases at
+      return {};
+    }
     for (std::size_t i = 0; i < N; ++i) out[i] = static_cast<std::uint8_t>(at[i]);
     return {};
   }
   static constexpr error put(std::byte* at, const std::array<std::uint8_t, N>& v) {
+    if (!std::is_constant_evaluated()) {
+      std::memcpy(at, v.data(), N);
+      return {};
+    }
     for (std::size_t i = 0; i < N; ++i) at[i] = static_cast<std::byte>(v[i]);
     return {};
   }
@@ -542,24 +551,37 @@ constexpr std::size_t wire_size(const T& v) {
   }
 }
 
-/// Decodes exactly one T from `in`: errc::truncated when `in` is shorter than T's fixed part or
-/// than its counts/sizes imply, errc::trailing_bytes when longer; see errc for the rest.
+/// Decodes exactly one T from `in` into `v` (members not in T's description are untouched):
+/// errc::truncated when `in` is shorter than T's fixed part or than its counts/sizes imply,
+/// errc::trailing_bytes when longer; see errc for the rest. On error `v` is unspecified.
 template <described T>
-constexpr result<T> decode(std::span<const std::byte> in) {
+constexpr error decode_into(std::span<const std::byte> in, T& v) {
   using L = layout<T>;
   if (in.size() < L::fixed_size) return error{errc::truncated, in.size(), {}};
-  T v{};
   if (auto e = detail::decode_fixed_members(in.data(), v); e.code != errc{}) return e;
   if constexpr (L::variable) {
     constexpr std::size_t I = L::count - 1;
-    if (auto e = L::template codec<I>::get_tail(in, L::offsets[I], L::fixed_size,
-                                                member<I>(v));
-        e.code != errc{})
+    if (auto e = L::template codec<I>::get_tail(in, L::offsets[I], L::fixed_size, member<I>(v)); e.code != errc{})
       return detail::at(e, 0, member_name<T, I>);
   } else if (in.size() > L::fixed_size) {
     return error{errc::trailing_bytes, L::fixed_size, {}};
   }
-  if (auto e = detail::check(v); e.code != errc{}) return e;
+  return detail::check(v);
+}
+
+/// Decodes a fixed-size T from the front of `in` into `v`, ignoring what follows.
+template <described T>
+  requires fixed_size_struct<T>
+constexpr error decode_prefix_into(std::span<const std::byte> in, T& v) {
+  if (in.size() < fixed_size<T>) return error{errc::truncated, in.size(), {}};
+  return decode_into(in.first(fixed_size<T>), v);
+}
+
+/// Decodes exactly one T from `in` (see decode_into). The result holds no value on error.
+template <described T>
+constexpr result<T> decode(std::span<const std::byte> in) {
+  T v{};
+  if (auto e = decode_into(in, v); e.code != errc{}) return e;
   return v;
 }
 
@@ -578,8 +600,9 @@ constexpr result<T> decode(R&&) = delete;
 template <described T>
   requires fixed_size_struct<T>
 constexpr result<T> decode_prefix(std::span<const std::byte> in) {
-  if (in.size() < fixed_size<T>) return error{errc::truncated, in.size(), {}};
-  return decode<T>(in.first(fixed_size<T>));
+  T v{};
+  if (auto e = decode_prefix_into(in, v); e.code != errc{}) return e;
+  return v;
 }
 
 /// Encodes v into the front of `out`; returns the number of bytes written (wire_size(v)).
