@@ -7,8 +7,10 @@
 SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 
-# Debian packages the build, tests and benchmarks need.
-PACKAGES := cmake make pkg-config g++-12 clang-14 libboost-dev catch2 libbenchmark-dev zlib1g-dev libisal-dev
+# Debian packages the build, tests and benchmarks need (tshark and python3-scapy are the
+# independent oracles of the conformance tests; libisal-dev and zlib1g-dev are benchmark peers).
+PACKAGES := cmake make pkg-config g++-12 clang-14 libboost-dev catch2 libbenchmark-dev zlib1g-dev \
+            libisal-dev tshark python3-scapy
 
 CMAKE_COMMON := -DCMAKE_BUILD_TYPE=RelWithDebInfo
 CONFIG_gcc   := -DCMAKE_CXX_COMPILER=g++-12 $(CMAKE_COMMON)
@@ -25,6 +27,11 @@ demo: deps
 	cmake -S . -B $(DIR_gcc) $(CONFIG_gcc)
 	cmake --build $(DIR_gcc) -j $(JOBS)
 	./$(DIR_gcc)/examples/pushwire-demo ./$(DIR_gcc)/tools/pushwire-dump
+	@echo; echo "=== A RoCEv2 capture of the exchange: $(DIR_gcc)/demo-roce.pcap"
+	./$(DIR_gcc)/tools/pushwire-gen --framing roce --out $(DIR_gcc)/demo-roce.pcap
+	./$(DIR_gcc)/tools/pushwire-dump $(DIR_gcc)/demo-roce.pcap
+	@echo; echo "=== The same, one JSON object per frame (first 3)"
+	./$(DIR_gcc)/tools/pushwire-dump --json $(DIR_gcc)/demo-roce.pcap | head -3
 
 test: deps
 	$(MAKE) --no-print-directory test-gcc

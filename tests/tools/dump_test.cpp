@@ -9,13 +9,22 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <pushwire/wire/pcap.hpp>
+
 #include "../msg/vectors.hpp"
 
 #ifndef PUSHWIRE_DUMP
 #error "PUSHWIRE_DUMP must name the pushwire-dump executable"
 #endif
+#ifndef PUSHWIRE_GEN
+#error "PUSHWIRE_GEN must name the pushwire-gen executable"
+#endif
+#ifndef PUSHWIRE_WORKDIR
+#error "PUSHWIRE_WORKDIR must name a scratch directory"
+#endif
 
 using namespace pushwire;
+namespace pcap = wire::pcap;
 
 namespace {
 
@@ -107,4 +116,58 @@ TEST_CASE("pushwire-dump: stdin, usage errors", "[tools][dump]") {
   CHECK(run("--bogus").status == 1);
   CHECK(run("--max-frame x --hex 00").status == 1);
   CHECK(run("--help").status == 0);
+}
+
+namespace {
+std::vector<std::string> lines_of(const std::string& s) {
+  std::vector<std::string> v;
+  std::istringstream in(s);
+  for (std::string l; std::getline(in, l);) v.push_back(l);
+  return v;
+}
+}  // namespace
+
+TEST_CASE("pushwire-dump FILE.pcap: the generated RoCE exchange, one JSON object per frame", "[tools][dump][pcap]") {
+  const std::string pcap = PUSHWIRE_WORKDIR "/dump-gen.pcap";
+  std::system("mkdir -p '" PUSHWIRE_WORKDIR "'");
+  REQUIRE(std::system(("'" PUSHWIRE_GEN "' --framing roce --out '" + pcap + "'").c_str()) == 0);
+  auto r = run("--json '" + pcap + "'");
+  REQUIRE(r.status == 0);
+  CHECK(r.err.empty());
+  const auto l = lines_of(r.out);
+  REQUIRE(l.size() == 15);
+  for (std::size_t i = 0; i < l.size(); ++i) CHECK(l[i].starts_with("{\"frame\":" + std::to_string(i + 1) + ","));
+  CHECK(l[0].find(R"("infiniband.bth.opcode":4)") != std::string::npos);
+  CHECK(l[0].find(R"("pushwire.function":"BufferRecvPool","pushwire.version":1,"pushwire.txn":1,"pool_count":1)") != std::string::npos);
+  CHECK(l[2].find(R"("infiniband.immdt":117768448)") != std::string::npos);  // 0x07050100
+  CHECK(l[2].find(R"("pushwire.idata":[7,5,256])") != std::string::npos);
+  CHECK(l[5].find(R"("infiniband.aeth.syndrome":48)") != std::string::npos);  // page-fault ACK: RNR NAK, 2.56 ms
+  CHECK(l[11].find(R"("pushwire.opcode":"DC_DISCONNECT")") != std::string::npos);
+  CHECK(l[12].find(R"("pushwire.opcode":"CNP")") != std::string::npos);
+  CHECK(l[13].find(R"("pushwire.function":"SendData")") != std::string::npos);
+  for (std::size_t i = 0; i + 1 < l.size(); ++i) CHECK(l[i].find(R"("pushwire.icrc":"good")") != std::string::npos);
+  CHECK(l[14].find(R"("pushwire.icrc":"bad")") != std::string::npos);
+  auto t = run("'" + pcap + "'");
+  CHECK(t.status == 0);
+  CHECK(t.out.find("frame 3: Ethernet") != std::string::npos);
+  CHECK(t.out.find("idata: pool 7, element 5, 256 bytes") != std::string::npos);
+}
+
+TEST_CASE("pushwire-dump FILE.pcap: a frame that is not RoCE gets an error key; a broken file exits 2", "[tools][dump][pcap]") {
+  std::vector<std::byte> file;
+  pcap::writer w{file};
+  const auto arp = test::copy(test::hex<"ffffffffffff 020000000001 0806 0001080006040001">());
+  w.add(1, arp);
+  const std::string path = PUSHWIRE_WORKDIR "/dump-arp.pcap";
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(file.data()), static_cast<std::streamsize>(file.size()));
+  auto r = run("--json '" + path + "'");
+  CHECK(r.status == 0);
+  CHECK(r.out == "{\"frame\":1,\"error\":\"not_roce at byte 12 (eth.type)\"}\n");
+  file.resize(file.size() - 3);  // cut inside the record
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(file.data()), static_cast<std::streamsize>(file.size()));
+  auto cut = run("--json '" + path + "'");
+  CHECK(cut.status == 2);
+  CHECK(cut.err.find("truncated") != std::string::npos);
+  auto missing = run("'" PUSHWIRE_WORKDIR "/no-such.pcap'");
+  CHECK(missing.status == 2);
 }
