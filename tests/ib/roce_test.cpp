@@ -18,19 +18,21 @@ namespace {
 
 // scapy roce.uts: "UC SEND ONLY" over IPv4 and over IPv6.
 constexpr auto scapy_payload = test::hex<"4630818be28935d90e9a955054 01be885e50">();
-constexpr frame_spec scapy_v4() {
-  return {.dst = {0x24, 0x8a, 0x07, 0xa8, 0xfa, 0x22}, .src = {0x24, 0x8a, 0x07, 0xa8, 0xfa, 0x22},
-          .ip = ipv4_spec{.src = {192, 168, 0, 7}, .dst = {192, 168, 0, 7}, .ecn = 1, .ttl = 64, .id = 1144},
+// (Each spec is built with its IP version from the start: clang-14 cannot constant-evaluate
+// libstdc++'s variant switching alternatives.)
+constexpr frame_spec scapy_spec(std::variant<ipv4_spec, ipv6_spec> ip) {
+  return {.dst = {0x24, 0x8a, 0x07, 0xa8, 0xfa, 0x22}, .src = {0x24, 0x8a, 0x07, 0xa8, 0xfa, 0x22}, .ip = ip,
           .udp_sport = 49152,
           .bth = {.opcode = 0x24, .m = true, .p_key = 0xffff, .destqp = 211, .psn = 13571856},
           .payload = scapy_payload};
 }
+constexpr frame_spec scapy_v4() {
+  return scapy_spec(ipv4_spec{.src = {192, 168, 0, 7}, .dst = {192, 168, 0, 7}, .ecn = 1, .ttl = 64, .id = 1144});
+}
 constexpr frame_spec scapy_v6() {
-  frame_spec s = scapy_v4();
-  s.ip = ipv6_spec{.src = {0x20, 0x22, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10, 0x23},
-                   .dst = {0x20, 0x23, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10, 0x24},
-                   .tclass = 226, .flow = 0x1face, .hlim = 255};
-  return s;
+  return scapy_spec(ipv6_spec{.src = {0x20, 0x22, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10, 0x23},
+                              .dst = {0x20, 0x23, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10, 0x24},
+                              .tclass = 226, .flow = 0x1face, .hlim = 255});
 }
 template <std::size_t N>
 constexpr std::array<std::byte, N> built(const frame_spec& s) {

@@ -108,3 +108,24 @@ TEST_CASE("crc: scattered pieces, and combine", "[wire][crc]") {
     REQUIRE(crc::crc32c_combine(crc::crc32c(a), crc::crc32c(b), b.size()) == whole_c);
   }
 }
+
+TEST_CASE("crc: crc32_concat equals the CRC of the concatenation, on every path", "[wire][crc]") {
+  const auto buf = random_bytes(8192, 5);
+  std::size_t checked = 0;
+  for (path p : {path::portable, path::pclmul, path::vpclmul}) {
+    if (!crc::available(p)) continue;
+    for (std::size_t hn = 0; hn <= 112; ++hn)
+      for (std::size_t tn : {std::size_t{0}, std::size_t{1}, std::size_t{15}, std::size_t{16}, std::size_t{17},
+                             std::size_t{63}, std::size_t{64}, std::size_t{255}, std::size_t{256}, std::size_t{1000},
+                             std::size_t{4096}, std::size_t{4100}}) {
+        const std::span<const std::byte> h(buf.data(), hn), t(buf.data() + 200, tn);
+        std::vector<std::byte> cat(h.begin(), h.end());
+        cat.insert(cat.end(), t.begin(), t.end());
+        const std::uint32_t want = crc::reference::crc32(std::span<const std::byte>(cat), 0x1234);
+        if (crc::crc32_concat_with(p, h, t, 0x1234) != want) FAIL(crc::to_string(p) << " head " << hn << " tail " << tn);
+        ++checked;
+      }
+  }
+  CHECK(crc::crc32_concat(buf, std::span(buf).first(3)) == crc::crc32(std::span(buf).first(3), crc::crc32(buf)));
+  CHECK(checked > 1000);
+}

@@ -64,6 +64,7 @@ struct opcode_info {
   std::array<ext, max_chain> chain{};
   std::array<std::uint8_t, max_chain> offset{};  ///< of chain[i] from the start of the BTH
   std::uint8_t header_len = bth_size;            ///< BTH + chain
+  bool validating_headers = false;               ///< the chain has a header with reserved bytes to check
 
   constexpr std::span<const ext> headers() const { return {chain.data(), chain_len}; }
   constexpr bool has(ext e) const {
@@ -143,6 +144,7 @@ constexpr opcode_info make(std::uint8_t code, std::string_view op_name, transpor
     i.chain[i.chain_len] = e;
     i.offset[i.chain_len++] = off;
     off = static_cast<std::uint8_t>(off + size_of(e));
+    i.validating_headers = i.validating_headers || e == ext::dcceth || e == ext::cnp_pad;
   }
   i.header_len = off;
   return i;

@@ -67,13 +67,14 @@ inline std::string to_text(const roce_packet& p) {
   auto mac = [](const mac_address& m) { return wire::detail::scalar_text(m); };
   auto title = [&](std::string_view t) { s += "  "; s += t; s += "\n"; };
   s += "Ethernet " + mac(p.eth.src) + " > " + mac(p.eth.dst) + (p.vlan ? " vlan " + std::to_string(p.vlan->id.value) : "") + "\n";
-  if (const auto* v4 = std::get_if<ipv4_header>(&p.ip)) {
-    std::snprintf(buf, sizeof buf, "IPv4 %u.%u.%u.%u > %u.%u.%u.%u ttl %u%s\n", v4->src[0], v4->src[1], v4->src[2],
-                  v4->src[3], v4->dst[0], v4->dst[1], v4->dst[2], v4->dst[3], v4->ttl,
+  if (!p.v6) {
+    const auto& v4 = p.ip4;
+    std::snprintf(buf, sizeof buf, "IPv4 %u.%u.%u.%u > %u.%u.%u.%u ttl %u%s\n", v4.src[0], v4.src[1], v4.src[2],
+                  v4.src[3], v4.dst[0], v4.dst[1], v4.dst[2], v4.dst[3], v4.ttl,
                   p.ip_checksum_ok ? "" : " (bad header checksum)");
     s += buf;
   } else {
-    const auto& v6 = std::get<ipv6_header>(p.ip);
+    const auto& v6 = p.ip6;
     std::snprintf(buf, sizeof buf, "IPv6 %s > %s tclass %u flow 0x%05x hlim %u\n", wire::detail::scalar_text(v6.src).c_str(),
                   wire::detail::scalar_text(v6.dst).c_str(), v6.tclass.value, v6.flow.value, v6.hlim);
     s += buf;

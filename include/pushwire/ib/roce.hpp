@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <cstring>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -69,29 +70,6 @@ struct ext_headers {
   }
 };
 
-/// A parsed frame. Spans point into the frame that was parsed.
-struct roce_packet {
-  eth_header eth{};
-  std::optional<vlan_tag> vlan{};
-  std::variant<ipv4_header, ipv6_header> ip{};
-  std::span<const std::byte> ip_options{};  ///< IPv4 options (IHL > 5)
-  bool ip_checksum_ok = true;               ///< IPv4 header checksum (IPv6 has none)
-  udp_header udp{};
-  ib::bth bth{};
-  const opcode_info* op = nullptr;
-  ext_headers ext{};
-  std::span<const std::byte> payload{};  ///< without the pad
-  std::span<const std::byte> pad{};
-  std::uint32_t icrc = 0;  ///< as written (its bytes are little-endian on the wire)
-  icrc_status icrc_state = icrc_status::unchecked;
-  std::size_t ip_offset = 0, udp_offset = 0, bth_offset = 0;
-
-  constexpr bool is_ipv6() const { return std::holds_alternative<ipv6_header>(ip); }
-  /// DC connect / disconnect: opcode 0x55 with SE clear / set.
-  constexpr bool dc_connect() const { return op && op->tp == transport::dc && op->code == op::dc_connect && !bth.se; }
-  constexpr bool dc_disconnect() const { return op && op->tp == transport::dc && op->code == op::dc_connect && bth.se; }
-};
-
 namespace detail {
 
 inline constexpr std::size_t max_ip_header = 60;
@@ -105,144 +83,289 @@ constexpr void store_le32(std::byte* p, std::uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = static_cast<std::byte>(v >> (8 * i));
 }
 
-// Decodes extended header E at the front of `in` into its optional in `h`.
-template <ext E>
-constexpr wire::error decode_ext(std::span<const std::byte> in, ext_headers& h) {
-  return wire::decode_prefix_into(in, h.get<E>().emplace());
+template <class H>
+constexpr H header_at(std::span<const std::byte> frame, std::size_t off) {
+  H h{};
+  (void)wire::decode_prefix_into(frame.subspan(off), h);  // inspect() checked the size
+  return h;
 }
-using ext_decoder = wire::error (*)(std::span<const std::byte>, ext_headers&);
-inline constexpr auto ext_decoders = []<std::size_t... I>(std::index_sequence<I...>) {
-  return std::array<ext_decoder, ext_count>{&decode_ext<static_cast<ext>(I)>...};
-}(std::make_index_sequence<ext_count>{});
+
+}  // namespace detail
+
+namespace detail {
+
+inline constexpr std::size_t icrc_head_max = 8 + max_ip_header + 8 + 12 + 15;
+
+// The bytes the ICRC sets to one, for a pseudo-header of 8 x 0xFF, an IP header of ip_len bytes,
+// UDP and BTH: one table per IP header form (IPv4 with IHL 5..15, IPv6).
+constexpr std::array<std::byte, icrc_head_max> icrc_mask(bool ipv6, std::size_t ip_len) {
+  constexpr std::byte ff{0xFF};
+  std::array<std::byte, icrc_head_max> m{};
+  for (std::size_t i = 0; i < 8; ++i) m[i] = ff;
+  std::byte* iph = m.data() + 8;
+  if (ipv6) {
+    iph[0] = std::byte{0x0F};  // traffic class (low nibble of byte 0) and flow label
+    iph[1] = iph[2] = iph[3] = ff;
+    iph[7] = ff;  // hop limit
+  } else {
+    iph[1] = ff;             // TOS
+    iph[8] = ff;             // TTL
+    iph[10] = iph[11] = ff;  // header checksum
+  }
+  std::byte* udp = iph + ip_len;
+  udp[6] = udp[7] = ff;  // UDP checksum
+  udp[8 + 4] = ff;       // BTH byte 4: FECN, BECN, resv6a
+  return m;
+}
+inline constexpr auto icrc_masks = [] {
+  std::array<std::array<std::byte, icrc_head_max>, 12> t{};
+  for (std::size_t ihl = 5; ihl <= 15; ++ihl) t[ihl - 5] = icrc_mask(false, 4 * ihl);
+  t[11] = icrc_mask(true, 40);
+  return t;
+}();
 
 }  // namespace detail
 
 /// The ICRC of a RoCEv2 packet. `ip` runs from the first byte of the IP header to the first byte
-/// of the ICRC; ip_header_len is the IP header's length including IPv4 options.
+/// of the ICRC; ip_header_len is the IP header's length including IPv4 options. The masked
+/// headers (and up to 15 following bytes, so that they fill whole 16-byte lanes) are built on the
+/// stack with whole-vector stores (a byte store followed by a wide load would stall); the rest is
+/// hashed in place in the same fold chain (crc32_concat).
 constexpr std::uint32_t compute_icrc(std::span<const std::byte> ip, bool ipv6, std::size_t ip_header_len) {
-  constexpr std::byte ff{0xFF};
-  std::array<std::byte, 8 + detail::max_ip_header + 8 + 12> h{};
-  const std::size_t n = 8 + ip_header_len + 8 + 12;
-  for (std::size_t i = 0; i < 8; ++i) h[i] = ff;
-  wire::detail::copy_bytes(h.data() + 8, ip.data(), std::min(ip_header_len + 20, h.size() - 8));
-  std::byte* iph = h.data() + 8;
-  if (ipv6) {
-    iph[0] |= std::byte{0x0F};  // version kept, traffic class + flow label masked
-    iph[1] = iph[2] = iph[3] = ff;
-    iph[7] = ff;  // hop limit
+  const std::size_t masked = 8 + ip_header_len + 20;
+  const std::size_t borrow = std::min((16 - masked % 16) % 16, ip.size() - ip_header_len - 20);
+  const std::size_t n = masked + borrow;
+  const auto& mask = detail::icrc_masks[ipv6 ? 11 : ip_header_len / 4 - 5];
+  alignas(16) std::array<std::byte, detail::icrc_head_max> h;
+  if (!std::is_constant_evaluated() && n % 16 == 0) {
+    // Lane by lane in registers, one 16-byte store each. Lane j holds pseudo-header bytes
+    // [j, j+16), i.e. ip[j-8, j+8); the first lane's low half is all mask.
+    using v16 = unsigned char __attribute__((vector_size(16)));
+    for (std::size_t j = 0; j < n; j += 16) {
+      v16 src{}, m;
+      if (j == 0) std::memcpy(reinterpret_cast<unsigned char*>(&src) + 8, ip.data(), 8);
+      else std::memcpy(&src, ip.data() + j - 8, 16);
+      std::memcpy(&m, mask.data() + j, 16);
+      src |= m;
+      std::memcpy(h.data() + j, &src, 16);
+    }
   } else {
-    iph[1] = ff;  // TOS
-    iph[8] = ff;  // TTL
-    iph[10] = iph[11] = ff;  // header checksum
+    for (std::size_t i = 0; i < 8; ++i) h[i] = mask[i];
+    for (std::size_t i = 8; i < n; ++i) h[i] = ip[i - 8] | mask[i];
   }
-  std::byte* udp = iph + ip_header_len;
-  udp[6] = udp[7] = ff;  // UDP checksum
-  udp[8 + 4] = ff;       // BTH byte 4: FECN, BECN, resv6a
-  const std::uint32_t c = wire::crc::crc32(std::span<const std::byte>(h.data(), n));
-  return wire::crc::crc32(ip.subspan(ip_header_len + 20), c);
+  const std::span<const std::byte> head(h.data(), n), rest = ip.subspan(n - 8);
+  if (std::is_constant_evaluated()) return wire::crc::crc32(rest, wire::crc::crc32(head));
+  return wire::crc::crc32_concat(head, rest);
 }
 
-/// Parses one Ethernet frame as RoCEv2. Errors (each at the offending byte and header):
-/// truncated (any layer), not_roce, bad_ihl, length_mismatch, unsupported_version (BTH TVer),
-/// reserved_opcode, chain_overrun, pad_overrun, reserved_nonzero (DCCETH, CNP), trailing_bytes
-/// (a payload on an opcode without one), icrc_mismatch (icrc_check::require only).
-/// parse_into fills a caller's packet (reusable: no zeroing, no copy); on error `p` is unspecified.
-constexpr wire::error parse_into(std::span<const std::byte> frame, roce_packet& p, const parse_options& opt = {}) {
+/// A validated RoCEv2 frame whose headers decode on access: inspect() reads only the fields it
+/// must check (a dozen), computes the ICRC, and records where everything is. Spans and the
+/// accessors read the frame, which must outlive the view.
+struct roce_view {
+  std::span<const std::byte> frame{};
+  bool has_vlan = false, v6 = false;
+  std::size_t ip_offset = 0, ip_header_len = 0, udp_offset = 0, bth_offset = 0;
+  const opcode_info* op = nullptr;
+  std::span<const std::byte> payload{};  ///< without the pad
+  std::span<const std::byte> pad{};
+  std::uint32_t icrc = 0;  ///< as written (its bytes are little-endian on the wire)
+  icrc_status icrc_state = icrc_status::unchecked;
+
+  constexpr eth_header eth() const { return detail::header_at<eth_header>(frame, 0); }
+  constexpr std::optional<vlan_tag> vlan() const {
+    return has_vlan ? std::optional{detail::header_at<vlan_tag>(frame, 14)} : std::nullopt;
+  }
+  /// Precondition: !v6.
+  constexpr ipv4_header ipv4() const { return detail::header_at<ipv4_header>(frame, ip_offset); }
+  /// Precondition: v6.
+  constexpr ipv6_header ipv6() const { return detail::header_at<ipv6_header>(frame, ip_offset); }
+  /// IPv4 options (IHL > 5); empty for IPv6.
+  constexpr std::span<const std::byte> ip_options() const {
+    return v6 ? std::span<const std::byte>{} : frame.subspan(ip_offset + 20, ip_header_len - 20);
+  }
+  /// The IPv4 header checksum verifies (always true for IPv6, which has none).
+  constexpr bool ip_checksum_ok() const {
+    return v6 || inet_fold(inet_sum(frame.subspan(ip_offset, ip_header_len))) == 0;
+  }
+  constexpr udp_header udp() const { return detail::header_at<udp_header>(frame, udp_offset); }
+  constexpr ib::bth bth() const { return detail::header_at<ib::bth>(frame, bth_offset); }
+  /// Extended header E, if the opcode's chain has it.
+  template <ext E>
+  constexpr std::optional<ext_type<E>> get() const {
+    const int off = op->offset_of(E);
+    if (off < 0) return std::nullopt;
+    return detail::header_at<ext_type<E>>(frame, bth_offset + static_cast<std::size_t>(off));
+  }
+  constexpr bool se() const { return wire::read<ib::bth, "se">(frame.data() + bth_offset); }
+  /// DC connect / disconnect: opcode 0x55 with SE clear / set.
+  constexpr bool dc_connect() const { return op->tp == transport::dc && op->code == op::dc_connect && !se(); }
+  constexpr bool dc_disconnect() const { return op->tp == transport::dc && op->code == op::dc_connect && se(); }
+};
+
+/// Validates one Ethernet frame as RoCEv2 into `v`. Errors, each at the offending byte and
+/// header: truncated (any layer), not_roce, bad_ihl, length_mismatch, unsupported_version (BTH
+/// TVer), reserved_opcode, chain_overrun, pad_overrun, reserved_nonzero (DCCETH, CNP),
+/// trailing_bytes (a payload on an opcode without one), icrc_mismatch (icrc_check::require
+/// only). On error `v` is unspecified. (Order and offsets: spec/roce.md §10.)
+constexpr wire::error inspect(std::span<const std::byte> frame, roce_view& v, const parse_options& opt = {}) {
   using wire::error;
-  std::size_t at = 0;
-  p.vlan.reset();
-  std::apply([](auto&... h) { (h.reset(), ...); }, p.ext.all);
-  p.ip_options = {};
-  p.ip_checksum_ok = true;
-  p.icrc_state = icrc_status::unchecked;
-  auto need = [&](std::size_t n, std::string_view what) -> error {
-    if (frame.size() - at < n) return {errc::truncated, frame.size(), what};
-    return {};
-  };
+  using wire::read;
+  const std::byte* f = frame.data();
+  v.frame = frame;
+  v.icrc_state = icrc_status::unchecked;
   // Ethernet, optional 802.1Q.
-  if (auto e = need(14, "eth"); e.code != errc{}) return e;
-  (void)wire::decode_prefix_into(frame, p.eth);
-  at = 14;
-  std::uint16_t type = p.eth.type;
-  if (type == ethertype_vlan) {
-    if (auto e = need(4, "vlan"); e.code != errc{}) return e;
-    (void)wire::decode_prefix_into(frame.subspan(at), p.vlan.emplace());
-    type = p.vlan->etype;
-    at += 4;
+  if (frame.size() < 14) return error{errc::truncated, frame.size(), "eth"};
+  std::size_t at = 14;
+  std::uint16_t type = read<eth_header, "type">(f);
+  v.has_vlan = type == ethertype_vlan;
+  if (v.has_vlan) {
+    if (frame.size() < 18) return error{errc::truncated, frame.size(), "vlan"};
+    type = read<vlan_tag, "etype">(f + 14);
+    at = 18;
   }
   if (type != ethertype_ipv4 && type != ethertype_ipv6) return error{errc::not_roce, at - 2, "eth.type"};
   // IP.
-  p.ip_offset = at;
-  std::size_t ip_hlen = 0, ip_payload = 0;
-  if (type == ethertype_ipv4) {
-    if (auto e = need(20, "ip"); e.code != errc{}) return e;
-    auto& v4 = p.ip.emplace<ipv4_header>();
-    (void)wire::decode_prefix_into(frame.subspan(at), v4);
-    if (v4.version != 4 || v4.hdr_len < 5) return error{errc::bad_ihl, at, "ip.hdr_len"};
-    ip_hlen = 4u * v4.hdr_len;
-    if (auto e = need(ip_hlen, "ip"); e.code != errc{}) return e;
-    if (v4.len < ip_hlen) return error{errc::length_mismatch, at + 2, "ip.len"};
-    if (frame.size() - at < v4.len) return error{errc::truncated, frame.size(), "ip.len"};
-    if (v4.flags_mf || v4.frag_offset != 0) return error{errc::not_roce, at + 6, "ip.frag_offset"};
-    if (v4.proto != ip_proto_udp) return error{errc::not_roce, at + 9, "ip.proto"};
-    p.ip_options = frame.subspan(at + 20, ip_hlen - 20);
-    p.ip_checksum_ok = inet_fold(inet_sum(frame.subspan(at, ip_hlen))) == 0;
-    ip_payload = v4.len - ip_hlen;
+  v.v6 = type == ethertype_ipv6;
+  v.ip_offset = at;
+  const std::byte* ip = f + at;
+  std::size_t ip_payload = 0;
+  if (!v.v6) {
+    if (frame.size() - at < 20) return error{errc::truncated, frame.size(), "ip"};
+    const unsigned ihl = read<ipv4_header, "hdr_len">(ip);
+    if (read<ipv4_header, "version">(ip) != 4 || ihl < 5) return error{errc::bad_ihl, at, "ip.hdr_len"};
+    v.ip_header_len = 4u * ihl;
+    if (frame.size() - at < v.ip_header_len) return error{errc::truncated, frame.size(), "ip"};
+    const std::size_t len = read<ipv4_header, "len">(ip);
+    if (len < v.ip_header_len) return error{errc::length_mismatch, at + 2, "ip.len"};
+    if (frame.size() - at < len) return error{errc::truncated, frame.size(), "ip.len"};
+    if (read<ipv4_header, "flags_mf">(ip) || read<ipv4_header, "frag_offset">(ip) != 0)
+      return error{errc::not_roce, at + 6, "ip.frag_offset"};
+    if (read<ipv4_header, "proto">(ip) != ip_proto_udp) return error{errc::not_roce, at + 9, "ip.proto"};
+    ip_payload = len - v.ip_header_len;
   } else {
-    if (auto e = need(40, "ipv6"); e.code != errc{}) return e;
-    auto& v6 = p.ip.emplace<ipv6_header>();
-    (void)wire::decode_prefix_into(frame.subspan(at), v6);
-    if (v6.version != 6) return error{errc::bad_ihl, at, "ipv6.version"};
-    ip_hlen = 40;
-    if (frame.size() - at - 40 < v6.plen) return error{errc::truncated, frame.size(), "ipv6.plen"};
-    if (v6.nxt != ip_proto_udp) return error{errc::not_roce, at + 6, "ipv6.nxt"};
-    ip_payload = v6.plen;
+    if (frame.size() - at < 40) return error{errc::truncated, frame.size(), "ipv6"};
+    if (read<ipv6_header, "version">(ip) != 6) return error{errc::bad_ihl, at, "ipv6.version"};
+    v.ip_header_len = 40;
+    ip_payload = read<ipv6_header, "plen">(ip);
+    if (frame.size() - at - 40 < ip_payload) return error{errc::truncated, frame.size(), "ipv6.plen"};
+    if (read<ipv6_header, "nxt">(ip) != ip_proto_udp) return error{errc::not_roce, at + 6, "ipv6.nxt"};
   }
-  at += ip_hlen;
+  at += v.ip_header_len;
   // UDP: its length must be the IP payload's.
-  p.udp_offset = at;
+  v.udp_offset = at;
   if (ip_payload < 8) return error{errc::truncated, at + ip_payload, "udp"};
-  (void)wire::decode_prefix_into(frame.subspan(at), p.udp);
-  if (p.udp.dstport != opt.udp_port) return error{errc::not_roce, at + 2, "udp.dstport"};
-  if (p.udp.length != ip_payload) return error{errc::length_mismatch, at + 4, "udp.length"};
+  if (read<udp_header, "dstport">(f + at) != opt.udp_port) return error{errc::not_roce, at + 2, "udp.dstport"};
+  if (read<udp_header, "length">(f + at) != ip_payload) return error{errc::length_mismatch, at + 4, "udp.length"};
   const std::span<const std::byte> ibp = frame.subspan(at + 8, ip_payload - 8);
-  p.bth_offset = at + 8;
+  v.bth_offset = at + 8;
   // BTH and its chain; the ICRC is the last 4 bytes of the UDP payload.
-  if (ibp.size() < bth_size + detail::icrc_size) return error{errc::truncated, p.bth_offset + ibp.size(), "bth"};
-  (void)wire::decode_prefix_into(ibp, p.bth);
-  if (p.bth.tver != 0) return error{errc::unsupported_version, p.bth_offset + 1, "bth.tver"};
-  p.op = find_opcode(p.bth.opcode, opt.rd);
-  if (!p.op) return error{errc::reserved_opcode, p.bth_offset, "bth.opcode"};
-  if (ibp.size() < p.op->header_len + detail::icrc_size)
-    return error{errc::chain_overrun, p.bth_offset + ibp.size(), name(p.op->chain[p.op->chain_len ? p.op->chain_len - 1 : 0])};
-  for (std::size_t i = 0; i < p.op->chain_len; ++i) {
-    const std::size_t off = p.op->offset[i];
-    if (auto e = detail::ext_decoders[static_cast<std::size_t>(p.op->chain[i])](ibp.subspan(off), p.ext); e.code != errc{}) {
-      e.offset += p.bth_offset + off;
-      return e;
-    }
+  if (ibp.size() < bth_size + detail::icrc_size) return error{errc::truncated, v.bth_offset + ibp.size(), "bth"};
+  const std::byte* b = ibp.data();
+  if (read<ib::bth, "tver">(b) != 0) return error{errc::unsupported_version, v.bth_offset + 1, "bth.tver"};
+  v.op = find_opcode(read<ib::bth, "opcode">(b), opt.rd);
+  if (!v.op) return error{errc::reserved_opcode, v.bth_offset, "bth.opcode"};
+  if (ibp.size() < v.op->header_len + detail::icrc_size)
+    return error{errc::chain_overrun, v.bth_offset + ibp.size(), name(v.op->chain[v.op->chain_len ? v.op->chain_len - 1 : 0])};
+  // Only two extended headers have fields that can be invalid (reserved bytes).
+  if (v.op->validating_headers) {
+    auto check = [&]<class H>(ext e, H h) -> error {
+      const int off = v.op->offset_of(e);
+      if (off < 0) return {};
+      error r = wire::decode_prefix_into(ibp.subspan(static_cast<std::size_t>(off)), h);
+      if (r.code != errc{}) r.offset += v.bth_offset + static_cast<std::size_t>(off);
+      return r;
+    };
+    if (auto e = check(ext::dcceth, dcceth{}); e.code != errc{}) return e;
+    if (auto e = check(ext::cnp_pad, cnp_pad{}); e.code != errc{}) return e;
   }
   // Payload and pad.
-  const std::size_t body = ibp.size() - p.op->header_len - detail::icrc_size;
-  const std::size_t padcnt = p.bth.padcnt;
-  if (padcnt > body) return error{errc::pad_overrun, p.bth_offset + 1, "bth.padcnt"};
-  if (!p.op->payload && body != 0) return error{errc::trailing_bytes, p.bth_offset + p.op->header_len, "payload"};
-  if (p.op->fixed_payload && body - padcnt != p.op->fixed_payload)
-    return error{errc::length_mismatch, p.bth_offset + p.op->header_len, "payload"};
-  p.payload = ibp.subspan(p.op->header_len, body - padcnt);
-  p.pad = ibp.subspan(p.op->header_len + body - padcnt, padcnt);
-  p.icrc = detail::load_le32(ibp.data() + ibp.size() - detail::icrc_size);
+  const std::size_t body = ibp.size() - v.op->header_len - detail::icrc_size;
+  const std::size_t padcnt = read<ib::bth, "padcnt">(b);
+  if (padcnt > body) return error{errc::pad_overrun, v.bth_offset + 1, "bth.padcnt"};
+  if (!v.op->payload && body != 0) return error{errc::trailing_bytes, v.bth_offset + v.op->header_len, "payload"};
+  if (v.op->fixed_payload && body - padcnt != v.op->fixed_payload)
+    return error{errc::length_mismatch, v.bth_offset + v.op->header_len, "payload"};
+  v.payload = ibp.subspan(v.op->header_len, body - padcnt);
+  v.pad = ibp.subspan(v.op->header_len + body - padcnt, padcnt);
+  v.icrc = detail::load_le32(b + ibp.size() - detail::icrc_size);
   if (opt.icrc != icrc_check::skip) {
-    const auto ip_bytes = frame.subspan(p.ip_offset, ip_hlen + ip_payload - detail::icrc_size);
-    const bool good = compute_icrc(ip_bytes, p.is_ipv6(), ip_hlen) == p.icrc;
-    p.icrc_state = good ? icrc_status::good : icrc_status::bad;
+    const auto covered = frame.subspan(v.ip_offset, v.ip_header_len + ip_payload - detail::icrc_size);
+    const bool good = compute_icrc(covered, v.v6, v.ip_header_len) == v.icrc;
+    v.icrc_state = good ? icrc_status::good : icrc_status::bad;
     if (!good && opt.icrc == icrc_check::require)
-      return error{errc::icrc_mismatch, p.bth_offset + ibp.size() - detail::icrc_size, "icrc"};
+      return error{errc::icrc_mismatch, v.bth_offset + ibp.size() - detail::icrc_size, "icrc"};
   }
   return {};
 }
 
-/// Parses one Ethernet frame as RoCEv2 (see parse_into).
+/// A parsed frame with every header decoded. Spans point into the frame that was parsed.
+struct roce_packet {
+  eth_header eth{};
+  std::optional<vlan_tag> vlan{};
+  bool v6 = false;
+  ipv4_header ip4{};  ///< when !v6
+  ipv6_header ip6{};  ///< when v6
+  std::span<const std::byte> ip_options{};  ///< IPv4 options (IHL > 5)
+  bool ip_checksum_ok = true;               ///< IPv4 header checksum (IPv6 has none)
+  udp_header udp{};
+  ib::bth bth{};
+  const opcode_info* op = nullptr;
+  ext_headers ext{};
+  std::span<const std::byte> payload{};  ///< without the pad
+  std::span<const std::byte> pad{};
+  std::uint32_t icrc = 0;  ///< as written (its bytes are little-endian on the wire)
+  icrc_status icrc_state = icrc_status::unchecked;
+  std::size_t ip_offset = 0, udp_offset = 0, bth_offset = 0;
+
+  constexpr bool is_ipv6() const { return v6; }
+  /// DC connect / disconnect: opcode 0x55 with SE clear / set.
+  constexpr bool dc_connect() const { return op && op->tp == transport::dc && op->code == op::dc_connect && !bth.se; }
+  constexpr bool dc_disconnect() const { return op && op->tp == transport::dc && op->code == op::dc_connect && bth.se; }
+};
+
+namespace detail {
+template <ext E>
+constexpr void decode_ext(const roce_view& v, ext_headers& h) {
+  h.get<E>() = v.get<E>();
+}
+using ext_decoder = void (*)(const roce_view&, ext_headers&);
+inline constexpr auto ext_decoders = []<std::size_t... I>(std::index_sequence<I...>) {
+  return std::array<ext_decoder, ext_count>{&decode_ext<static_cast<ext>(I)>...};
+}(std::make_index_sequence<ext_count>{});
+}  // namespace detail
+
+/// Decodes every header of a validated view into `p` (a reusable packet: no zeroing).
+constexpr void decode(const roce_view& v, roce_packet& p) {
+  p.eth = v.eth();
+  p.vlan = v.vlan();
+  p.v6 = v.v6;
+  if (v.v6) p.ip6 = v.ipv6();
+  else p.ip4 = v.ipv4();
+  p.ip_options = v.ip_options();
+  p.ip_checksum_ok = v.ip_checksum_ok();
+  p.udp = v.udp();
+  p.bth = v.bth();
+  p.op = v.op;
+  std::apply([](auto&... h) { (h.reset(), ...); }, p.ext.all);
+  for (ext e : v.op->headers()) detail::ext_decoders[static_cast<std::size_t>(e)](v, p.ext);
+  p.payload = v.payload;
+  p.pad = v.pad;
+  p.icrc = v.icrc;
+  p.icrc_state = v.icrc_state;
+  p.ip_offset = v.ip_offset;
+  p.udp_offset = v.udp_offset;
+  p.bth_offset = v.bth_offset;
+}
+
+/// inspect(), then every header decoded into a caller's (reusable) packet.
+constexpr wire::error parse_into(std::span<const std::byte> frame, roce_packet& p, const parse_options& opt = {}) {
+  roce_view v;
+  if (auto e = inspect(frame, v, opt); e.code != errc{}) return e;
+  decode(v, p);
+  return {};
+}
+
+/// Parses one Ethernet frame as RoCEv2 (see inspect for the errors).
 constexpr result<roce_packet> parse(std::span<const std::byte> frame, const parse_options& opt = {}) {
   roce_packet p{};
   if (auto e = parse_into(frame, p, opt); e.code != errc{}) return e;

@@ -319,6 +319,16 @@ constexpr std::size_t offset_of(std::string_view name) {
   return r;
 }
 
+/// Index of member `name` of T (member_count<T> when T has none).
+template <described T>
+constexpr std::size_t index_of(std::string_view name) {
+  std::size_t r = member_count<T>;
+  for_each_member_index<T>([&](auto i) {
+    if (member_name<T, i.value> == name) r = i.value;
+  });
+  return r;
+}
+
 /// The error a wire_check returns for member `name` of T.
 template <described T>
 constexpr error field_error(errc code, std::string_view name) {
@@ -621,6 +631,19 @@ constexpr result<std::size_t> encode(const T& v, std::span<std::byte> out) {
       return detail::at(e, 0, member_name<T, I>);
   }
   return n;
+}
+
+/// One member of a T whose encoding starts at `base` (at least fixed_size<T> readable bytes), read
+/// from its place in T's description without decoding the rest: read<ipv4_header, "len">(p).
+template <described T, fixed_string Name>
+constexpr auto read(const std::byte* base) {
+  constexpr std::size_t I = index_of<T>(Name.view());
+  static_assert(I < member_count<T>, "read<T, Name>: T has no member of that name");
+  using M = member_type<T, I>;
+  static_assert(!field_codec<M>::variable, "read<T, Name>: a variable member has no fixed place");
+  M m{};
+  (void)field_codec<M>::get(base + layout<T>::offsets[I], m);
+  return m;
 }
 
 /// A fixed-size T's encoding as an array (usable in constant expressions). Terminates if v

@@ -292,12 +292,11 @@ PUSHWIRE_TARGET_PCLMUL inline std::uint32_t finish(__m128i r, const std::byte* p
   return reduce<Poly>(r);
 }
 
-// Register after n >= 16 bytes from register reg; 4 x 128-bit lanes.
+// Register after n >= 16 bytes; `init` is XORed into the first 16-byte lane (the register, or
+// what a preceding part of the message folds to); 4 x 128-bit lanes.
 template <std::uint32_t Poly>
-PUSHWIRE_TARGET_PCLMUL inline std::uint32_t pclmul_body(std::uint32_t reg, const std::byte* p,
-                                                        std::size_t n) {
+PUSHWIRE_TARGET_PCLMUL inline std::uint32_t pclmul_lanes(__m128i init, const std::byte* p, std::size_t n) {
   using F = folding<Poly>;
-  const __m128i init = _mm_cvtsi32_si128(static_cast<int>(reg));
   if (n < 64) {
     const __m128i r = _mm_xor_si128(load128(p), init);
     return finish<Poly>(r, p + 16, n - 16);
@@ -327,9 +326,32 @@ PUSHWIRE_TARGET_PCLMUL inline std::uint32_t pclmul_body(std::uint32_t reg, const
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
 template <std::uint32_t Poly>
+PUSHWIRE_TARGET_PCLMUL inline std::uint32_t pclmul_body(std::uint32_t reg, const std::byte* p, std::size_t n) {
+  return pclmul_lanes<Poly>(_mm_cvtsi32_si128(static_cast<int>(reg)), p, n);
+}
+
+template <std::uint32_t Poly>
 PUSHWIRE_TARGET_PCLMUL_ENTRY inline std::uint32_t update_pclmul(std::uint32_t reg, const std::byte* p,
                                                                 std::size_t n) {
   return pclmul_body<Poly>(reg, p, n);
+}
+
+// The head (a multiple of 16 bytes, from register reg) folded to one lane just before `tail`.
+template <std::uint32_t Poly>
+PUSHWIRE_TARGET_PCLMUL inline __m128i head_lane(std::uint32_t reg, const std::byte* h, std::size_t n) {
+  const __m128i k128 = kreg(folding<Poly>::k128);
+  __m128i r = _mm_xor_si128(load128(h), _mm_cvtsi32_si128(static_cast<int>(reg)));
+  for (std::size_t i = 16; i < n; i += 16) r = _mm_xor_si128(fold(r, k128), load128(h + i));
+  return r;
+}
+
+// Register after head || tail as one fold chain (head: a multiple of 16 bytes, >= 16).
+template <std::uint32_t Poly>
+PUSHWIRE_TARGET_PCLMUL_ENTRY inline std::uint32_t concat_pclmul(std::uint32_t reg, const std::byte* h, std::size_t hn,
+                                                                const std::byte* t, std::size_t tn) {
+  const __m128i r = head_lane<Poly>(reg, h, hn);
+  if (tn < 16) return finish<Poly>(r, t, tn);
+  return pclmul_lanes<Poly>(fold(r, kreg(folding<Poly>::k128)), t, tn);
 }
 
 PUSHWIRE_TARGET_VPCLMUL inline __m512i kreg512(fold_k k) {
@@ -351,12 +373,11 @@ PUSHWIRE_TARGET_VPCLMUL inline __m512i fold512(__m512i r, __m512i k, __m512i nex
 // Register after n >= 16 bytes: 8 x 512-bit lanes (512 bytes per step; four chains alone are
 // latency-bound) from 1024 bytes, then 4 lanes, then one, then the 128-bit finish.
 template <std::uint32_t Poly>
-PUSHWIRE_TARGET_VPCLMUL_ENTRY inline std::uint32_t update_vpclmul(std::uint32_t reg, const std::byte* p,
-                                                                  std::size_t n) {
+PUSHWIRE_TARGET_VPCLMUL inline std::uint32_t vpclmul_lanes(__m128i init, const std::byte* p, std::size_t n) {
   using F = folding<Poly>;
-  if (n < 256) return pclmul_body<Poly>(reg, p, n);
+  if (n < 256) return pclmul_lanes<Poly>(init, p, n);
   const auto ld = load512;
-  __m512i z0 = _mm512_xor_si512(ld(p), _mm512_zextsi128_si512(_mm_cvtsi32_si128(static_cast<int>(reg))));
+  __m512i z0 = _mm512_xor_si512(ld(p), _mm512_zextsi128_si512(init));
   __m512i z1 = ld(p + 64), z2 = ld(p + 128), z3 = ld(p + 192);
   p += 256;
   n -= 256;
@@ -408,6 +429,20 @@ PUSHWIRE_TARGET_VPCLMUL_ENTRY inline std::uint32_t update_vpclmul(std::uint32_t 
   __m128i r = _mm_xor_si128(_mm256_castsi256_si128(m256), _mm256_extracti128_si256(m256, 1));
   r = _mm_xor_si128(r, _mm512_maskz_extracti32x4_epi32(0xF, z, 3));
   return finish<Poly>(r, p, n);
+}
+
+template <std::uint32_t Poly>
+PUSHWIRE_TARGET_VPCLMUL_ENTRY inline std::uint32_t update_vpclmul(std::uint32_t reg, const std::byte* p,
+                                                                  std::size_t n) {
+  return vpclmul_lanes<Poly>(_mm_cvtsi32_si128(static_cast<int>(reg)), p, n);
+}
+
+template <std::uint32_t Poly>
+PUSHWIRE_TARGET_VPCLMUL_ENTRY inline std::uint32_t concat_vpclmul(std::uint32_t reg, const std::byte* h, std::size_t hn,
+                                                                  const std::byte* t, std::size_t tn) {
+  const __m128i r = head_lane<Poly>(reg, h, hn);
+  if (tn < 16) return finish<Poly>(r, t, tn);
+  return vpclmul_lanes<Poly>(fold(r, kreg(folding<Poly>::k128)), t, tn);
 }
 
 // CRC-32C with the crc32 instruction: three interleaved streams over blocks of 3 x 256 bytes,
@@ -467,6 +502,17 @@ inline std::uint32_t update_path(path which, std::uint32_t reg, const std::byte*
   (void)which;
 #endif
   return update_portable<Poly>(reg, p, n);
+}
+
+template <std::uint32_t Poly>
+inline std::uint32_t concat_path(path which, std::uint32_t reg, std::span<const std::byte> h, std::span<const std::byte> t) {
+#if PUSHWIRE_CRC_X86
+  if (!h.empty() && h.size() % 16 == 0) {
+    if (which == path::vpclmul) return concat_vpclmul<Poly>(reg, h.data(), h.size(), t.data(), t.size());
+    if (which == path::pclmul) return concat_pclmul<Poly>(reg, h.data(), h.size(), t.data(), t.size());
+  }
+#endif
+  return update_path<Poly>(which, update_path<Poly>(which, reg, h.data(), h.size()), t.data(), t.size());
 }
 
 }  // namespace detail
@@ -531,6 +577,23 @@ inline std::uint32_t crc32c_runtime(std::span<const std::byte> data, std::uint32
   return ~update_path<crc32c_poly>(best, ~crc, data.data(), data.size());
 }
 }  // namespace detail
+
+/// CRC-32 of head || tail without copying them together. When head is a multiple of 16 bytes
+/// the two are one fold chain (no second reduction): a short header in a buffer plus a payload
+/// in place costs about what one CRC over their total length does.
+inline std::uint32_t crc32_concat(std::span<const std::byte> head, std::span<const std::byte> tail, std::uint32_t crc = 0) {
+  static const path best = best_crc32();
+  return ~detail::concat_path<crc32_poly>(best, ~crc, head, tail);
+}
+inline std::uint32_t crc32c_concat(std::span<const std::byte> head, std::span<const std::byte> tail, std::uint32_t crc = 0) {
+  static const path best = best_crc32c();
+  return ~detail::concat_path<crc32c_poly>(best, ~crc, head, tail);
+}
+/// crc32_concat with a named path (tests).
+inline std::uint32_t crc32_concat_with(path p, std::span<const std::byte> head, std::span<const std::byte> tail,
+                                       std::uint32_t crc = 0) {
+  return ~detail::concat_path<crc32_poly>(available(p) ? p : path::portable, ~crc, head, tail);
+}
 
 /// CRC-32 of data, continuing from crc (0 to start).
 constexpr std::uint32_t crc32(std::span<const std::byte> data, std::uint32_t crc = 0) {
