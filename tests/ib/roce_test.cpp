@@ -291,3 +291,27 @@ TEST_CASE("roce: JSON uses Wireshark's field names", "[ib][print]") {
              R"("infiniband.bth.psn":13571856,"pushwire.opcode":"UC_SEND_ONLY","pushwire.icrc":"good"})");
   CHECK(to_text(*p).find("UC_SEND_ONLY (0x24)") != std::string::npos);
 }
+
+TEST_CASE("roce: IPv4 with options (IHL > 5): parsed, and covered by the ICRC", "[ib][roce]") {
+  // The scapy vector with 4 option bytes (NOP x4) inserted: IHL 6, lengths and checksum fixed up,
+  // the ICRC recomputed over the longer IP header.
+  auto f = test::copy(v4_frame);
+  f.insert(f.begin() + 34, {std::byte{1}, std::byte{1}, std::byte{1}, std::byte{1}});
+  f[14] = std::byte{0x46};
+  wire::store_be16(f.data() + 16, wire::load_be16(f.data() + 16) + 4);
+  wire::store_be16(f.data() + 24, 0);
+  wire::store_be16(f.data() + 24, inet_fold(inet_sum(std::span(f).subspan(14, 24))));
+  const std::uint32_t icrc = compute_icrc(std::span(f).subspan(14, f.size() - 14 - 4), false, 24);
+  for (int i = 0; i < 4; ++i) f[f.size() - 4 + static_cast<std::size_t>(i)] = static_cast<std::byte>(icrc >> (8 * i));
+  auto p = parse(f, {.icrc = icrc_check::require});
+  REQUIRE(p.has_value());
+  CHECK(p->ip4.hdr_len == 6);
+  CHECK(p->ip_options.size() == 4);
+  CHECK(p->ip_checksum_ok);
+  CHECK(std::ranges::equal(p->payload, scapy_payload));
+  // An option byte is covered by the ICRC.
+  f[35] = std::byte{0};
+  CHECK(parse(f).value().icrc_state == icrc_status::bad);
+  // The options' ICRC differs from the same packet without them.
+  CHECK(icrc != parse(v4_frame)->icrc);
+}

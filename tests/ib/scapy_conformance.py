@@ -27,13 +27,13 @@ os.makedirs(work, exist_ok=True)
 frames, expect = [], []
 
 
-def add(op_name, payload=b"", aeth=None, **bth):
+def add(op_name, payload=b"", aeth=None, ip_options=None, **bth):
     pad = (-len(payload)) % 4
     fields = dict(opcode=op_name, padcount=pad, pkey=0x8001, dqpn=0x123456, psn=(0xFFFFF0 + len(frames)) & 0xFFFFFF,  # wraps past 0
                   ackreq=1, solicited=len(frames) % 2, migreq=1)
     fields.update(bth)
     p = (Ether(dst="02:00:00:00:00:02", src="02:00:00:00:00:01")
-         / IP(src="10.0.0.1", dst="10.0.0.2", flags="DF", ttl=64, tos=0x68)
+         / IP(src="10.0.0.1", dst="10.0.0.2", flags="DF", ttl=64, tos=0x68, options=ip_options or [])
          / UDP(sport=0xC000 + len(frames), dport=4791)
          / BTH(**fields))
     if aeth is not None:
@@ -55,6 +55,10 @@ def add(op_name, payload=b"", aeth=None, **bth):
 for transport in ("RC", "UC"):
     for n in range(0, 9):
         add(opcode(transport, "SEND_ONLY")[0], bytes(range(0x40, 0x40 + n)))
+# IPv4 with options (IHL 6 and 8): the ICRC covers them.
+from scapy.layers.inet import IPOption_NOP, IPOption_Router_Alert  # noqa: E402
+add(opcode("RC", "SEND_ONLY")[0], b"options", ip_options=[IPOption_Router_Alert()])
+add(opcode("UC", "SEND_ONLY")[0], b"more options!", ip_options=[IPOption_NOP()] * 12)
 for syndrome in (0x00, 0x1F, 0x20, 0x30, 0x3F, 0x60, 0x61, 0x62, 0x63, 0x64):  # ACK, RNR NAK, NAK
     add(opcode("RC", "ACKNOWLEDGE")[0], aeth={"syndrome": syndrome, "msn": 0xABCDEF})
 frames.append(raw(Ether() / IP(src="22.22.22.8", dst="22.22.22.7", flags="DF", ttl=0x20, tos=0x89)
@@ -85,7 +89,8 @@ for i, (g, e) in enumerate(zip(got, expect), start=1):
 bad_frames = []
 for f in frames:
     b = bytearray(f)
-    b[14 + 20 + 8 + 11] ^= 0x01
+    ihl = (b[14] & 0x0F) * 4
+    b[14 + ihl + 8 + 11] ^= 0x01
     bad_frames.append(bytes(b))
 bad = os.path.join(work, "scapy-corrupt.pcap")
 wrpcap(bad, [Ether(f) for f in bad_frames])

@@ -212,9 +212,16 @@ inline constexpr auto index_dc = make_index(rd_class::dc);
 inline constexpr auto index_rd = make_index(rd_class::ibta_rd);
 }  // namespace detail
 
+/// The index of `code` in `opcodes`, or -1 when it is reserved, vendor-specific or unknown.
+/// (Constant-evaluation friendly: no pointer compared with null, which g++ -fsanitize=undefined
+/// refuses to fold.)
+constexpr int opcode_index(std::uint8_t code, rd_class rd = rd_class::dc) {
+  return (rd == rd_class::dc ? detail::index_dc : detail::index_rd)[code];
+}
+
 /// The entry for `code`, or nullptr when it is reserved, vendor-specific or otherwise unknown.
 constexpr const opcode_info* find_opcode(std::uint8_t code, rd_class rd = rd_class::dc) {
-  const std::int16_t i = (rd == rd_class::dc ? detail::index_dc : detail::index_rd)[code];
+  const int i = opcode_index(code, rd);
   return i < 0 ? nullptr : &opcodes[static_cast<std::size_t>(i)];
 }
 

@@ -262,8 +262,9 @@ constexpr wire::error inspect(std::span<const std::byte> frame, roce_view& v, co
   if (ibp.size() < bth_size + detail::icrc_size) return error{errc::truncated, v.bth_offset + ibp.size(), "bth"};
   const std::byte* b = ibp.data();
   if (read<ib::bth, "tver">(b) != 0) return error{errc::unsupported_version, v.bth_offset + 1, "bth.tver"};
-  v.op = find_opcode(read<ib::bth, "opcode">(b), opt.rd);
-  if (!v.op) return error{errc::reserved_opcode, v.bth_offset, "bth.opcode"};
+  const int oi = opcode_index(read<ib::bth, "opcode">(b), opt.rd);
+  if (oi < 0) return error{errc::reserved_opcode, v.bth_offset, "bth.opcode"};
+  v.op = &opcodes[static_cast<std::size_t>(oi)];
   if (ibp.size() < v.op->header_len + detail::icrc_size)
     return error{errc::chain_overrun, v.bth_offset + ibp.size(), name(v.op->chain[v.op->chain_len ? v.op->chain_len - 1 : 0])};
   // Only two extended headers have fields that can be invalid (reserved bytes).
@@ -403,8 +404,9 @@ struct frame_spec {
 
 /// Bytes build(s, ...) writes, or the error it would return for the opcode.
 constexpr result<std::size_t> frame_size(const frame_spec& s) {
-  const opcode_info* op = find_opcode(s.bth.opcode, s.rd);
-  if (!op) return wire::error{errc::reserved_opcode, 0, "bth.opcode"};
+  const int oi = opcode_index(s.bth.opcode, s.rd);
+  if (oi < 0) return wire::error{errc::reserved_opcode, 0, "bth.opcode"};
+  const opcode_info* op = &opcodes[static_cast<std::size_t>(oi)];
   const std::size_t pad = (4 - s.payload.size() % 4) % 4;
   const std::size_t ip = std::holds_alternative<ipv4_spec>(s.ip) ? 20 : 40;
   return 14 + (s.vlan ? 4 : 0) + ip + 8 + op->header_len + s.payload.size() + pad + detail::icrc_size;

@@ -271,8 +271,11 @@ PUSHWIRE_TARGET_PCLMUL inline std::uint32_t reduce(__m128i r) {
 }
 
 // Lanes from p onward, given the lane r that covers the bytes before p; n >= 0 bytes remain.
+// `last` is where the message's final 16 bytes are (the n < 16 case reads them, so the bytes
+// just before p must belong to the message too; p + n - 16 when they are in the same buffer).
 template <std::uint32_t Poly>
-PUSHWIRE_TARGET_PCLMUL inline std::uint32_t finish(__m128i r, const std::byte* p, std::size_t n) {
+PUSHWIRE_TARGET_PCLMUL inline std::uint32_t finish(__m128i r, const std::byte* p, std::size_t n,
+                                                   const std::byte* last = nullptr) {
   using F = folding<Poly>;
   const __m128i k128 = kreg(F::k128);
   while (n >= 16) {
@@ -284,9 +287,9 @@ PUSHWIRE_TARGET_PCLMUL inline std::uint32_t finish(__m128i r, const std::byte* p
     const auto* sh = reinterpret_cast<const std::byte*>(shuffle);
     const __m128i up = load128(sh + n);        // shift left by 16 - n bytes
     const __m128i down = load128(sh + 16 + n); // shift right by n bytes
-    const __m128i last = load128(p + n - 16);  // overlapping: ends at the last byte
+    const __m128i tail16 = load128(last ? last : p + n - 16);  // overlapping: ends at the last byte
     const __m128i head = _mm_shuffle_epi8(r, up);
-    const __m128i rest = _mm_blendv_epi8(last, _mm_shuffle_epi8(r, down), up);
+    const __m128i rest = _mm_blendv_epi8(tail16, _mm_shuffle_epi8(r, down), up);
     r = _mm_xor_si128(fold(head, k128), rest);
   }
   return reduce<Poly>(r);
@@ -350,7 +353,12 @@ template <std::uint32_t Poly>
 PUSHWIRE_TARGET_PCLMUL_ENTRY inline std::uint32_t concat_pclmul(std::uint32_t reg, const std::byte* h, std::size_t hn,
                                                                 const std::byte* t, std::size_t tn) {
   const __m128i r = head_lane<Poly>(reg, h, hn);
-  if (tn < 16) return finish<Poly>(r, t, tn);
+  if (tn < 16) {  // the message's last 16 bytes span the head's end and the tail
+    alignas(16) std::byte last[16];
+    std::memcpy(last, h + hn - (16 - tn), 16 - tn);
+    if (tn) std::memcpy(last + 16 - tn, t, tn);
+    return finish<Poly>(r, t, tn, last);
+  }
   return pclmul_lanes<Poly>(fold(r, kreg(folding<Poly>::k128)), t, tn);
 }
 
@@ -441,7 +449,12 @@ template <std::uint32_t Poly>
 PUSHWIRE_TARGET_VPCLMUL_ENTRY inline std::uint32_t concat_vpclmul(std::uint32_t reg, const std::byte* h, std::size_t hn,
                                                                   const std::byte* t, std::size_t tn) {
   const __m128i r = head_lane<Poly>(reg, h, hn);
-  if (tn < 16) return finish<Poly>(r, t, tn);
+  if (tn < 16) {  // the message's last 16 bytes span the head's end and the tail
+    alignas(16) std::byte last[16];
+    std::memcpy(last, h + hn - (16 - tn), 16 - tn);
+    if (tn) std::memcpy(last + 16 - tn, t, tn);
+    return finish<Poly>(r, t, tn, last);
+  }
   return vpclmul_lanes<Poly>(fold(r, kreg(folding<Poly>::k128)), t, tn);
 }
 
