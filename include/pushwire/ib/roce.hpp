@@ -1,11 +1,12 @@
-// RoCEv2 frames: parse a whole Ethernet frame into a view of every header, the payload, the pad
-// and the ICRC; build one into a caller's buffer; compute and check the ICRC (spec/roce.md).
+// RoCEv2 frames (spec/roce.md): inspect() validates a whole Ethernet frame into a view of every
+// header, the payload, the pad and the ICRC (headers decode on access); parse() / parse_into()
+// also decode every field into a roce_packet; build() writes one into a caller's buffer.
 //
 // ICRC = CRC-32 over  8 bytes of 0xFF || IP header' || UDP header' || BTH' || the rest up to the
 // ICRC, where ' marks masked copies (all-ones): IPv4 TOS, TTL, header checksum; IPv6 traffic
 // class, flow label, hop limit; UDP checksum; BTH byte 4 (FECN, BECN, resv6a). It is written least
-// significant byte first. Only the headers are copied (into 100 bytes on the stack); the payload
-// is hashed in place.
+// significant byte first. Only the masked headers are copied (to the stack); they and the payload
+// are hashed as one fold chain.
 #pragma once
 
 #include <algorithm>
@@ -90,9 +91,6 @@ constexpr H header_at(std::span<const std::byte> frame, std::size_t off) {
   return h;
 }
 
-}  // namespace detail
-
-namespace detail {
 
 inline constexpr std::size_t icrc_head_max = 8 + max_ip_header + 8 + 12 + 15;
 
