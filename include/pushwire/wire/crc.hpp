@@ -348,17 +348,23 @@ PUSHWIRE_TARGET_PCLMUL inline __m128i head_lane(std::uint32_t reg, const std::by
   return r;
 }
 
+// A tail of fewer than 16 bytes after the head lane r: the message's last 16 bytes span the
+// head's end and the tail, so they are gathered on the stack (never read before the tail).
+template <std::uint32_t Poly>
+PUSHWIRE_TARGET_PCLMUL inline std::uint32_t finish_short_tail(__m128i r, const std::byte* h, std::size_t hn,
+                                                              const std::byte* t, std::size_t tn) {
+  alignas(16) std::byte last[16];
+  std::memcpy(last, h + hn - (16 - tn), 16 - tn);
+  if (tn) std::memcpy(last + 16 - tn, t, tn);
+  return finish<Poly>(r, t, tn, last);
+}
+
 // Register after head || tail as one fold chain (head: a multiple of 16 bytes, >= 16).
 template <std::uint32_t Poly>
 PUSHWIRE_TARGET_PCLMUL_ENTRY inline std::uint32_t concat_pclmul(std::uint32_t reg, const std::byte* h, std::size_t hn,
                                                                 const std::byte* t, std::size_t tn) {
   const __m128i r = head_lane<Poly>(reg, h, hn);
-  if (tn < 16) {  // the message's last 16 bytes span the head's end and the tail
-    alignas(16) std::byte last[16];
-    std::memcpy(last, h + hn - (16 - tn), 16 - tn);
-    if (tn) std::memcpy(last + 16 - tn, t, tn);
-    return finish<Poly>(r, t, tn, last);
-  }
+  if (tn < 16) return finish_short_tail<Poly>(r, h, hn, t, tn);
   return pclmul_lanes<Poly>(fold(r, kreg(folding<Poly>::k128)), t, tn);
 }
 
@@ -449,12 +455,7 @@ template <std::uint32_t Poly>
 PUSHWIRE_TARGET_VPCLMUL_ENTRY inline std::uint32_t concat_vpclmul(std::uint32_t reg, const std::byte* h, std::size_t hn,
                                                                   const std::byte* t, std::size_t tn) {
   const __m128i r = head_lane<Poly>(reg, h, hn);
-  if (tn < 16) {  // the message's last 16 bytes span the head's end and the tail
-    alignas(16) std::byte last[16];
-    std::memcpy(last, h + hn - (16 - tn), 16 - tn);
-    if (tn) std::memcpy(last + 16 - tn, t, tn);
-    return finish<Poly>(r, t, tn, last);
-  }
+  if (tn < 16) return finish_short_tail<Poly>(r, h, hn, t, tn);
   return vpclmul_lanes<Poly>(fold(r, kreg(folding<Poly>::k128)), t, tn);
 }
 
