@@ -6,3 +6,4 @@
 #include <pushwire/wire/wire.hpp>
 #include <pushwire/msg/msg.hpp>
 #include <pushwire/ib/ib.hpp>
+#include <pushwire/cell/cell.hpp>

@@ -109,6 +109,22 @@ TEST_CASE("crc: scattered pieces, and combine", "[wire][crc]") {
   }
 }
 
+TEST_CASE("crc: the run-time crc32c_combine equals shift-and-add multiplication", "[wire][crc]") {
+  std::mt19937_64 rng(9);
+  std::size_t checked = 0;
+  auto check = [&](std::uint32_t a, std::uint32_t b, std::uint64_t n) {
+    const std::uint32_t want = crc::reference::crc32c_combine(a, b, n);
+    if (crc::crc32c_combine(a, b, n) != want) FAIL("a " << a << " b " << b << " n " << n);
+    ++checked;
+  };
+  for (std::uint64_t n = 0; n <= 600; ++n) check(static_cast<std::uint32_t>(rng()), static_cast<std::uint32_t>(rng()), n);
+  for (int k = 0; k < 64; ++k) check(static_cast<std::uint32_t>(rng()), static_cast<std::uint32_t>(rng()), std::uint64_t{1} << k);
+  for (int i = 0; i < 5000; ++i) check(static_cast<std::uint32_t>(rng()), static_cast<std::uint32_t>(rng()), rng() >> (rng() % 64));
+  check(0, 0, 12345);
+  check(0xFFFFFFFF, 0, 1);
+  CHECK(checked == 601 + 64 + 5000 + 2);
+}
+
 TEST_CASE("crc: crc32_concat equals the CRC of the concatenation, on every path", "[wire][crc]") {
   const auto buf = random_bytes(8192, 5);
   std::size_t checked = 0;

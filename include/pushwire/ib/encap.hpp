@@ -1,5 +1,5 @@
-// The RoCEv2 encapsulation: Ethernet II (optionally 802.1Q tagged), IPv4 or IPv6, UDP. Each
-// header is described once; member names are Wireshark's where it has them.
+// The RoCEv2 encapsulation: Ethernet II (optionally 802.1Q tagged; wire/ethernet.hpp), IPv4 or
+// IPv6, UDP. Each header is described once; member names are Wireshark's where it has them.
 #pragma once
 
 #include <array>
@@ -9,40 +9,24 @@
 #include <string_view>
 
 #include <pushwire/wire/codec.hpp>
+#include <pushwire/wire/ethernet.hpp>
 
 namespace pushwire::ib {
 
 namespace wire = ::pushwire::wire;
 
-using mac_address = std::array<std::uint8_t, 6>;
+using wire::eth_header;
+using wire::ethertype_vlan;
+using wire::mac_address;
+using wire::vlan_tag;
 using ipv4_address = std::array<std::uint8_t, 4>;
 using ipv6_address = std::array<std::uint8_t, 16>;
 
 inline constexpr std::uint16_t ethertype_ipv4 = 0x0800;
 inline constexpr std::uint16_t ethertype_ipv6 = 0x86DD;
-inline constexpr std::uint16_t ethertype_vlan = 0x8100;
 inline constexpr std::uint8_t ip_proto_udp = 17;
 /// IANA's RoCEv2 UDP destination port.
 inline constexpr std::uint16_t roce_port = 4791;
-
-struct eth_header {
-  static constexpr std::string_view wireshark = "eth";
-  PUSHWIRE_STRUCT(eth_header, (mac_address, dst), (mac_address, src), (std::uint16_t, type));
-};
-
-/// The 4 bytes after an Ethernet header whose type is 0x8100.
-struct vlan_tag {
-  static constexpr std::string_view wireshark = "vlan";
-  PUSHWIRE_STRUCT(vlan_tag,
-      /// priority code point, 0..7
-      (wire::bits<0, 15, 13>, priority),
-      /// drop eligible indicator
-      (wire::bits<0, 12, 12, bool>, dei),
-      /// VLAN identifier, 0..4095
-      (wire::bits<0, 11, 0>, id),
-      /// EtherType of what follows
-      (std::uint16_t, etype));
-};
 
 /// IPv4 header without options (IHL > 5 adds 4 * (IHL - 5) option bytes after it).
 struct ipv4_header {
@@ -91,8 +75,7 @@ struct udp_header {
       (std::uint16_t, checksum));
 };
 
-static_assert(wire::fixed_size<eth_header> == 14 && wire::fixed_size<vlan_tag> == 4 &&
-              wire::fixed_size<ipv4_header> == 20 && wire::fixed_size<ipv6_header> == 40 &&
+static_assert(wire::fixed_size<ipv4_header> == 20 && wire::fixed_size<ipv6_header> == 40 &&
               wire::fixed_size<udp_header> == 8);
 
 /// The Internet checksum (RFC 1071) of b, continuing from a partial one's unfolded sum.

@@ -13,14 +13,7 @@
 
 namespace pushwire::ib {
 
-constexpr std::string_view to_string(icrc_status s) {
-  switch (s) {
-    case icrc_status::unchecked: return "unchecked";
-    case icrc_status::good: return "good";
-    case icrc_status::bad: return "bad";
-  }
-  return "?";
-}
+using wire::to_string;
 
 /// "RC_SEND_ONLY"; "CNP".
 inline std::string opcode_name(const opcode_info& o) {

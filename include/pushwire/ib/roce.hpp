@@ -29,13 +29,9 @@ namespace pushwire::ib {
 using wire::errc;
 using wire::result;
 
-/// What to do with the ICRC when parsing.
-enum class icrc_check : std::uint8_t {
-  skip,     ///< do not compute it (status unchecked)
-  report,   ///< compute it and report good/bad in the packet (default)
-  require,  ///< compute it; a bad ICRC is errc::icrc_mismatch
-};
-enum class icrc_status : std::uint8_t { unchecked, good, bad };
+/// What to do with the ICRC when parsing, and what came of it.
+using icrc_check = wire::crc_check;
+using icrc_status = wire::crc_status;
 
 struct parse_options {
   std::uint16_t udp_port = roce_port;  ///< UDP destination port that marks RoCEv2
@@ -212,15 +208,11 @@ constexpr wire::error inspect(std::span<const std::byte> frame, roce_view& v, co
   v.frame = frame;
   v.icrc_state = icrc_status::unchecked;
   // Ethernet, optional 802.1Q.
-  if (frame.size() < 14) return error{errc::truncated, frame.size(), "eth"};
-  std::size_t at = 14;
-  std::uint16_t type = read<eth_header, "type">(f);
-  v.has_vlan = type == ethertype_vlan;
-  if (v.has_vlan) {
-    if (frame.size() < 18) return error{errc::truncated, frame.size(), "vlan"};
-    type = read<vlan_tag, "etype">(f + 14);
-    at = 18;
-  }
+  const auto l2 = wire::locate_payload(frame);
+  if (!l2) return l2.error();
+  v.has_vlan = l2->has_vlan;
+  std::size_t at = l2->offset;
+  const std::uint16_t type = l2->type;
   if (type != ethertype_ipv4 && type != ethertype_ipv6) return error{errc::not_roce, at - 2, "eth.type"};
   // IP.
   v.v6 = type == ethertype_ipv6;

@@ -32,6 +32,16 @@ enum class errc : std::uint8_t {
   reserved_opcode,
   icrc_mismatch,
   bad_pcap,
+  not_cell,
+  cell_crc_mismatch,
+  packet_crc_mismatch,
+  cell_missing,
+  cell_duplicate,
+  cell_out_of_order,
+  vamh_missing,
+  vamh_unexpected,
+  reassembly_full,
+  reassembly_timeout,
 };
 
 struct errc_info {
@@ -40,7 +50,7 @@ struct errc_info {
 };
 
 /// Indexed by errc value - 1.
-inline constexpr std::array<errc_info, 19> errc_table{{
+inline constexpr std::array<errc_info, 29> errc_table{{
     {"truncated", "The input ends before its fixed part, a counted array, or a sized byte string does."},
     {"trailing_bytes", "The input is longer than its counts and sizes imply, or ends inside an element that no count accounts for."},
     {"unknown_function", "A push-push function code that no message type has."},
@@ -54,12 +64,22 @@ inline constexpr std::array<errc_info, 19> errc_table{{
     {"no_space", "An encoder's output buffer is smaller than the encoded size."},
     {"not_roce", "A frame that is not RoCEv2: another EtherType, IP protocol, IP fragment or UDP destination port."},
     {"bad_ihl", "An IPv4 header length (IHL) below 5 words, or an IP version field that disagrees with the EtherType."},
-    {"length_mismatch", "A length field disagrees with the frame: IPv4 total length or IPv6 payload length versus the UDP length, or an ATOMIC_WRITE payload that is not 8 bytes."},
+    {"length_mismatch", "A length field disagrees with the frame: IPv4 total length or IPv6 payload length versus the UDP length, an ATOMIC_WRITE payload that is not 8 bytes, or a cell frame whose size is not what its length and flags imply."},
     {"chain_overrun", "The opcode's extended-header chain plus the ICRC is longer than the UDP payload."},
     {"pad_overrun", "The BTH PadCnt is larger than the payload it pads."},
     {"reserved_opcode", "A BTH opcode that is reserved, vendor-specific, or unknown to the opcode table."},
     {"icrc_mismatch", "The RoCEv2 invariant CRC does not match (only when the caller requires a good ICRC)."},
     {"bad_pcap", "A capture file whose magic number, version, link type or record lengths are not valid classic pcap."},
+    {"not_cell", "An Ethernet frame whose EtherType (after at most one 802.1Q tag) is not 0x88B5, the cell EtherType."},
+    {"cell_crc_mismatch", "A cell's CRC-32C does not match its bytes (the reassembler requires a good one)."},
+    {"packet_crc_mismatch", "The packet CRC in a last cell does not match the payload of the packet's cells."},
+    {"cell_missing", "A middle or last cell arrived with no packet in progress for it: its first cell was lost, or the packet was already dropped."},
+    {"cell_duplicate", "A cell that was already received: a cell sequence number behind the next one expected, a second first cell, or a cell of a packet just delivered. The cell is ignored; its packet continues."},
+    {"cell_out_of_order", "A cell sequence number ahead of the next one expected: an earlier cell is late or lost. The packet is dropped."},
+    {"vamh_missing", "The first cell of an RDMA write carries no VA/MH."},
+    {"vamh_unexpected", "VA/MH in a cell that must not carry one: a middle or last cell, or a cell of another type."},
+    {"reassembly_full", "Taking the cell would exceed a reassembler bound: packets in flight, bytes held, or one packet's bytes (the field names which)."},
+    {"reassembly_timeout", "A packet stayed incomplete longer than the reassembler's age bound and was dropped."},
 }};
 
 /// Every error code, in value order (for tests that must reach each one, and for documentation).

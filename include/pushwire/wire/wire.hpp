@@ -7,6 +7,7 @@
 #include <pushwire/wire/crc.hpp>
 #include <pushwire/wire/cursor.hpp>
 #include <pushwire/wire/endian.hpp>
+#include <pushwire/wire/ethernet.hpp>
 #include <pushwire/wire/errc.hpp>
 #include <pushwire/wire/fields.hpp>
 #include <pushwire/wire/hex.hpp>

@@ -1,0 +1,162 @@
+// Segmentation (seed 003, III: "the packet will be segmented into multiple cells"): a packet
+// description and its payload, as one span or a scatter list, become cell frames written into
+// the caller's buffers one at a time. Nothing is allocated and the payload is read in place.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+
+#include <pushwire/cell/format.hpp>
+#include <pushwire/wire/detail/copy.hpp>
+
+namespace pushwire::cell {
+
+/// One packet to segment: everything but the payload.
+struct packet_spec {
+  mac_address dst{}, src{};
+  std::optional<wire::vlan_tag> vlan{};
+  std::uint32_t dst_wqp = 0, src_wqp = 0;  ///< 24 bits each
+  std::uint32_t psn = 0;                   ///< 24 bits
+  cell_type type = cell_type::send;
+  bool ack_req = false;
+  std::optional<cell::vamh> rdma{};      ///< RDMA write: required, in the first cell
+  std::optional<std::uint32_t> idata{};  ///< Send or RDMA write: in the last cell
+  std::optional<ack_info> ack{};         ///< control types: required
+};
+
+class segmenter {
+ public:
+  using scatter = std::span<const std::span<const std::byte>>;
+
+  /// An empty segmenter (done, no cells); make() builds a real one.
+  constexpr segmenter() = default;
+
+  /// A segmenter for p carrying `payload`, in cells of at most cell_payload data bytes. The
+  /// payload is read during next() and must outlive the segmenter. Errors: invalid_field (a
+  /// cell_payload of 0; a WQP or PSN wider than 24 bits; an unknown type; ack given or missing
+  /// for the type, or failing check_ack; idata on a control type; a payload on a control type),
+  /// vamh_missing / vamh_unexpected, too_large (a cell_payload above 65535, or more than 65535
+  /// cells).
+  static constexpr result<segmenter> make(const packet_spec& p, std::span<const std::byte> payload,
+                                          std::size_t cell_payload = default_cell_payload) {
+    segmenter s;
+    s.single_ = payload;
+    if (auto e = s.init(p, cell_payload); e.code != errc{}) return e;
+    return s;
+  }
+  /// The same with the payload gathered from `pieces` in order (the span of spans must outlive
+  /// the segmenter too).
+  static constexpr result<segmenter> make(const packet_spec& p, scatter pieces,
+                                          std::size_t cell_payload = default_cell_payload) {
+    segmenter s;
+    s.pieces_ = pieces;
+    s.scattered_ = true;
+    if (auto e = s.init(p, cell_payload); e.code != errc{}) return e;
+    return s;
+  }
+
+  constexpr std::size_t cell_count() const { return cells_; }
+  constexpr std::size_t cells_left() const { return cells_ - csn_; }
+  constexpr bool done() const { return csn_ == cells_; }
+  constexpr std::size_t payload_size() const { return total_; }
+  /// Frame bytes of the next cell (0 when done).
+  constexpr std::size_t next_size() const { return done() ? 0 : padded_size(layout_of(l2_, next_header())); }
+
+  /// Writes the next cell into the front of out; returns its frame size (0 when done). On
+  /// errc::no_space nothing is consumed and the same cell comes next.
+  constexpr result<std::size_t> next(std::span<std::byte> out) {
+    if (done()) return std::size_t{0};
+    const header h = next_header();
+    const cell_layout l = layout_of(l2_, h);
+    const std::size_t n = padded_size(l);
+    if (out.size() < n) return wire::error{errc::no_space, out.size(), {}};
+    const auto frame = out.first(n);
+    (void)write_l2(frame, spec_.dst, spec_.src, spec_.vlan);
+    (void)wire::encode(h, frame.subspan(l.header));
+    if (h.has_vamh) (void)wire::encode(*spec_.rdma, frame.subspan(l.vamh));
+    if (l.ack) (void)wire::encode(*spec_.ack, frame.subspan(l.ack));
+    if (h.has_idata) wire::store_be32(frame.data() + l.idata, *spec_.idata);
+    gather(frame.subspan(l.data, h.length));
+    if (h.last) wire::store_be32(frame.data() + l.packet_crc, packet_crc_);
+    seal(frame, l);
+    ++csn_;
+    return n;
+  }
+
+ private:
+  constexpr std::size_t piece_count() const { return scattered_ ? pieces_.size() : 1; }
+  constexpr std::span<const std::byte> piece(std::size_t i) const { return scattered_ ? pieces_[i] : single_; }
+
+  constexpr wire::error init(const packet_spec& p, std::size_t cell_payload) {
+    using wire::error;
+    spec_ = p;
+    if (cell_payload == 0) return error{errc::invalid_field, 0, "cell_payload"};
+    if (cell_payload > max_cell_payload) return error{errc::too_large, 0, "cell_payload"};
+    cell_payload_ = cell_payload;
+    if (p.dst_wqp > 0xFFFFFF) return error{errc::invalid_field, 0, "dst_wqp"};
+    if (p.src_wqp > 0xFFFFFF) return error{errc::invalid_field, 0, "src_wqp"};
+    if (p.psn > 0xFFFFFF) return error{errc::invalid_field, 0, "psn"};
+    if (!is_known(p.type)) return error{errc::invalid_field, 0, "type"};
+    for (std::size_t i = 0; i < piece_count(); ++i) total_ += piece(i).size();
+    if (is_control(p.type)) {
+      if (!p.ack) return error{errc::invalid_field, 0, "ack"};
+      if (auto e = check_ack(p.type, *p.ack); e.code != errc{}) return e;
+      if (p.idata) return error{errc::invalid_field, 0, "idata"};
+      if (total_ != 0) return error{errc::invalid_field, 0, "payload"};
+    } else if (p.ack) {
+      return error{errc::invalid_field, 0, "ack"};
+    }
+    if (p.type == cell_type::rdma_write && !p.rdma) return error{errc::vamh_missing, 0, "rdma"};
+    if (p.type != cell_type::rdma_write && p.rdma) return error{errc::vamh_unexpected, 0, "rdma"};
+    const std::size_t cells = total_ == 0 ? 1 : (total_ - 1) / cell_payload + 1;
+    if (cells > max_cells) return error{errc::too_large, 0, "payload"};
+    cells_ = static_cast<std::uint16_t>(cells);
+    l2_ = p.vlan ? wire::eth_header_size + wire::vlan_tag_size : wire::eth_header_size;
+    return {};
+  }
+
+  constexpr header next_header() const {
+    header h{};
+    h.type = spec_.type;
+    h.first = csn_ == 0;
+    h.last = csn_ + 1 == cells_;
+    h.has_idata = h.last && spec_.idata.has_value();
+    h.ack_req = spec_.ack_req;
+    h.has_vamh = h.first && spec_.rdma.has_value();
+    h.dst_wqp = spec_.dst_wqp;
+    h.src_wqp = spec_.src_wqp;
+    h.psn = spec_.psn;
+    h.csn = csn_;
+    h.cell_count = cells_;
+    const std::size_t done_bytes = std::size_t{csn_} * cell_payload_;
+    h.length = static_cast<std::uint16_t>(total_ - done_bytes < cell_payload_ ? total_ - done_bytes : cell_payload_);
+    return h;
+  }
+
+  // Copies the next out.size() payload bytes into out, extending the packet CRC.
+  constexpr void gather(std::span<std::byte> out) {
+    std::size_t at = 0;
+    while (at < out.size()) {
+      const auto p = piece(piece_).subspan(offset_);
+      const std::size_t k = p.size() < out.size() - at ? p.size() : out.size() - at;
+      wire::detail::copy_bytes(out.data() + at, p.data(), k);
+      at += k;
+      offset_ += k;
+      if (offset_ == piece(piece_).size()) ++piece_, offset_ = 0;
+    }
+    packet_crc_ = wire::crc::crc32c(std::span<const std::byte>(out), packet_crc_);
+  }
+
+  packet_spec spec_{};
+  std::span<const std::byte> single_{};
+  scatter pieces_{};
+  bool scattered_ = false;
+  std::size_t total_ = 0, cell_payload_ = default_cell_payload, l2_ = wire::eth_header_size;
+  std::uint16_t cells_ = 0, csn_ = 0;
+  std::size_t piece_ = 0, offset_ = 0;  // read position in the payload
+  std::uint32_t packet_crc_ = 0;        // over the data written so far
+};
+
+}  // namespace pushwire::cell
