@@ -84,7 +84,7 @@ TEST_CASE("cells: round trips at the boundary sizes, with and without idata", "[
               auto res = r.push(cells[i], 100 + i, dest);
               REQUIRE(res.status == (i + 1 == cells.size() ? cell::push_status::delivered : cell::push_status::accepted));
               if (res.status != cell::push_status::delivered) continue;
-              const auto& d = res.packet;
+              const auto& d = *res.packet;
               CHECK(std::equal(d.payload.begin(), d.payload.end(), payload.begin(), payload.end()));
               if (!own) CHECK(d.payload.data() == dest.data());
               CHECK(d.type == t);
@@ -110,8 +110,9 @@ TEST_CASE("cells: control cells are delivered as they come, holding no state", "
   for (auto f : {std::span<const std::byte>(ack_bytes), std::span<const std::byte>(nak_bytes), std::span<const std::byte>(pfd_bytes)}) {
     auto res = r.push(f, 0);
     REQUIRE(res.status == cell::push_status::delivered);
-    CHECK(res.packet.payload.empty());
-    REQUIRE(res.packet.ack);
+    REQUIRE(res.packet);
+    CHECK(res.packet->payload.empty());
+    REQUIRE(res.packet->ack);
   }
   // A control cell says something each time (a re-ACK, a renewed delay): delivered again.
   CHECK(r.push(std::span<const std::byte>(ack_bytes), 1).status == cell::push_status::delivered);
@@ -311,7 +312,7 @@ TEST_CASE("cells: under injected faults the result is the exact packet or a name
         ++seen[res.error.code];
         ++rejected_total;
       } else if (res.status == cell::push_status::delivered) {
-        const auto& d = res.packet;
+        const auto& d = *res.packet;
         const std::size_t p = d.key.psn - 100;
         REQUIRE(p < packets);
         INFO("seed " << seed << " packet " << p);

@@ -20,7 +20,7 @@ inline constexpr mac_address host{0x02, 0, 0, 0, 0, 0x01}, iou{0x02, 0, 0, 0, 0,
 inline constexpr auto send_bytes = hex<
     "02 00 00 00 00 02 02 00 00 00 00 01 88 b5 10 d0"
     "00 00 22 00 00 11 00 00 00 64 00 00 00 01 00 04"
-    "70 69 6e 67 a7 fa 26 e5 75 18 d6 48 00 00 00 00"
+    "70 69 6e 67 0d c8 4c 77 2e 69 c5 b8 00 00 00 00"
     "00 00 00 00 00 00 00 00 00 00 00 00">();
 inline constexpr std::array<std::byte, 4> ping{std::byte{'p'}, std::byte{'i'}, std::byte{'n'}, std::byte{'g'}};
 
@@ -39,7 +39,7 @@ inline constexpr auto write_middle_bytes = hex<
 inline constexpr auto write_last_bytes = hex<
     "02 00 00 00 00 02 02 00 00 00 00 01 88 b5 11 60"
     "00 00 22 00 00 11 00 00 01 f4 00 02 00 03 00 04"
-    "07 05 01 00 10 11 12 13 cc 79 eb e6 ff e6 fd 7f"
+    "07 05 01 00 10 11 12 13 48 ef d7 55 ce c5 c8 b7"
     "00 00 00 00 00 00 00 00 00 00 00 00">();
 inline constexpr auto write_payload = [] {
   std::array<std::byte, 20> a{};
@@ -52,17 +52,17 @@ inline constexpr std::size_t write_cell_payload = 8;
 inline constexpr auto ack_bytes = hex<
     "02 00 00 00 00 02 02 00 00 00 00 01 88 b5 12 c0"
     "00 00 11 00 00 22 00 00 01 f4 00 00 00 01 00 00"
-    "00 00 00 00 00 00 00 00 00 00 00 00 7e e1 93 a0"
+    "00 00 00 00 00 00 00 00 2e 07 e3 2d 3f 18 27 bd"
     "00 00 00 00 00 00 00 00 00 00 00 00">();
 inline constexpr auto nak_bytes = hex<
     "02 00 00 00 00 02 02 00 00 00 00 01 88 b5 13 c0"
     "00 00 11 00 00 22 00 00 01 f4 00 00 00 01 00 00"
-    "02 00 00 00 00 00 00 00 00 00 00 00 09 b9 7a c9"
+    "02 00 00 00 00 00 00 00 91 d1 9d 6c de 26 dd c4"
     "00 00 00 00 00 00 00 00 00 00 00 00">();
 inline constexpr auto pfd_bytes = hex<
     "02 00 00 00 00 02 02 00 00 00 00 01 88 b5 14 c0"
     "00 00 11 00 00 22 00 00 01 f5 00 00 00 01 00 00"
-    "00 00 00 00 00 00 07 d0 00 00 00 00 ea d9 7b fd"
+    "00 00 00 00 00 00 07 d0 0d d0 2e e0 ee 7a d0 d2"
     "00 00 00 00 00 00 00 00 00 00 00 00">();
 
 constexpr packet_spec send_spec() {

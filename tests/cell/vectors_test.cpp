@@ -32,7 +32,7 @@ static_assert([] {
 
 // The single-cell encoder gives them too, from the fields.
 static_assert([] {
-  cell_spec s{.dst = iou, .src = host, .data = ping, .packet_crc = wire::crc::crc32c(std::span<const std::byte>(ping))};
+  cell_spec s{.dst = iou, .src = host, .data = ping};
   s.hdr.type = cell_type::send;
   s.hdr.first = true;
   s.hdr.last = true;
@@ -56,7 +56,9 @@ static_assert([] {
   s.hdr.cell_count = 3;
   s.idata = 0x07050100;
   s.data = std::span(write_payload).subspan(16);
-  s.packet_crc = wire::crc::crc32c(std::span<const std::byte>(write_payload));
+  // The packet CRC over the first two cells' packet parts (their bytes before the cell CRC).
+  s.prior_packet_crc = wire::crc::crc32c(std::span(write_middle_bytes).first(40),
+                                         wire::crc::crc32c(std::span(write_first_bytes).first(52)));
   std::array<std::byte, 60> out{};
   return cell::encode(s, out).value() == 60 && same(out, write_last_bytes);
 }());
@@ -104,7 +106,14 @@ TEST_CASE("cell vectors: decode and segment at run time", "[cells][vectors]") {
   auto last = cell::decode(std::span<const std::byte>(write_last_bytes));
   REQUIRE(last);
   CHECK(*last->idata == 0x07050100);
-  CHECK(*last->packet_crc == wire::crc::crc32c(test::copy(write_payload)));
+  // Across all cells: each cell's bytes before its CRC fields, in order.
+  std::vector<std::byte> parts = test::copy(write_first_bytes);
+  parts.resize(52);
+  parts.insert(parts.end(), write_middle_bytes.begin(), write_middle_bytes.begin() + 40);
+  parts.insert(parts.end(), write_last_bytes.begin(), write_last_bytes.begin() + 40);
+  CHECK(*last->packet_crc == wire::crc::crc32c(parts));
+  const std::vector<std::byte> send_heap = test::copy(send_bytes);
+  CHECK(*cell::decode(std::span<const std::byte>(send_heap))->packet_crc == wire::crc::crc32c(std::span(send_heap).first(36)));
   auto pfd = cell::decode(std::span<const std::byte>(pfd_bytes));
   REQUIRE(pfd);
   CHECK(pfd->ack->delay_us == 2000);

@@ -145,3 +145,35 @@ TEST_CASE("crc: crc32_concat equals the CRC of the concatenation, on every path"
   CHECK(crc::crc32_concat(buf, std::span(buf).first(3)) == crc::crc32(std::span(buf).first(3), crc::crc32(buf)));
   CHECK(checked > 1000);
 }
+
+TEST_CASE("crc: crc32c_copy copies and equals the CRC, on every path, every length and alignment", "[wire][crc]") {
+  const auto buf = random_bytes(4096 + 128, 11);
+  std::vector<std::byte> dst(4096 + 256);
+  std::size_t checked = 0;
+  for (path p : {path::portable, path::sse42, path::pclmul, path::vpclmul}) {
+    if (!crc::available(p)) continue;
+    for (std::size_t n = 0; n <= 1100; n += (n < 300 ? 1 : 37))
+      for (std::size_t a : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{33}}) {
+        std::fill(dst.begin(), dst.end(), std::byte{0xEE});
+        const std::span<const std::byte> src(buf.data() + a, n);
+        const std::uint32_t got = crc::crc32c_copy_with(p, std::span(dst).subspan(3 + a, n), src, 0x5A5A5A5A);
+        if (got != crc::reference::crc32c(src, 0x5A5A5A5A)) FAIL(crc::to_string(p) << " n " << n << " align " << a);
+        if (!std::equal(src.begin(), src.end(), dst.begin() + 3 + static_cast<std::ptrdiff_t>(a))) FAIL("copy " << n);
+        // Nothing written outside the destination.
+        if (dst[2 + a] != std::byte{0xEE} || dst[3 + a + n] != std::byte{0xEE}) FAIL("overrun " << n);
+        ++checked;
+      }
+  }
+  CHECK(checked > 1000);
+  std::vector<std::byte> big_dst(1 << 20);
+  const auto big = random_bytes(1 << 20, 12);
+  CHECK(crc::crc32c_copy(big_dst, big) == crc::reference::crc32c(std::span<const std::byte>(big)));
+  CHECK(big_dst == big);
+  CHECK(crc::crc32_copy(big_dst, std::span<const std::byte>(big).first(1000), 7) == crc::reference::crc32(std::span<const std::byte>(big).first(1000), 7));
+  static_assert([] {
+    std::array<std::byte, 9> d{};
+    const std::array<std::byte, 9> s{std::byte{'1'}, std::byte{'2'}, std::byte{'3'}, std::byte{'4'}, std::byte{'5'},
+                                     std::byte{'6'}, std::byte{'7'}, std::byte{'8'}, std::byte{'9'}};
+    return crc::crc32c_copy(d, s) == 0xE3069283 && d == s;
+  }());
+}

@@ -8,7 +8,8 @@
 //   header(18)  [VA/MH(12)]  [ACK info(8)]  [idata(4)]  data(length)  [packet CRC(4)]  cell CRC(4)
 //
 // The cell CRC is CRC-32C over every frame byte before it, from the destination MAC. The packet
-// CRC (last cell only) is CRC-32C over the data of all the packet's cells in order. Both are
+// CRC (last cell only) is CRC-32C across all the packet's cells: the concatenation, in cell
+// sequence order, of each cell's bytes before its CRC fields (a cell's "packet part"). Both are
 // stored big-endian. Frames shorter than 60 bytes are padded with zeros after the cell CRC.
 #pragma once
 
@@ -150,6 +151,8 @@ struct cell_layout {
   std::size_t cell_crc = 0;
   /// Bytes up to the end of the cell CRC (the frame may add padding up to 60).
   constexpr std::size_t end() const { return cell_crc + crc_size; }
+  /// Bytes of the cell the packet CRC covers: all before its packet CRC (or cell CRC).
+  constexpr std::size_t packet_part() const { return packet_crc ? packet_crc : cell_crc; }
 };
 
 constexpr cell_layout layout_of(std::size_t header_offset, const header& h) {
@@ -226,16 +229,36 @@ struct cell_view {
   std::optional<std::uint32_t> packet_crc{};
   std::uint32_t crc = 0;  ///< the cell CRC as written
   wire::crc_status crc_state = wire::crc_status::unchecked;
+  /// When the CRC was checked: CRC-32C of the cell's packet part (at.packet_part() bytes), which
+  /// extends a packet CRC without another pass (extend_packet_crc).
+  std::uint32_t packet_part_crc = 0;
 
   constexpr wire::eth_header eth() const { return wire::decode_prefix<wire::eth_header>(frame).value(); }
+  constexpr mac_address src() const { return wire::read<wire::eth_header, "src">(frame.data()); }
+  constexpr mac_address dst() const { return wire::read<wire::eth_header, "dst">(frame.data()); }
   constexpr std::optional<wire::vlan_tag> vlan() const {
     if (!has_vlan) return std::nullopt;
     return wire::decode_prefix<wire::vlan_tag>(frame.subspan(wire::eth_header_size)).value();
   }
 };
 
+/// The packet CRC after one more cell, from the CRC so far and the cell's packet part CRC and
+/// size (CRC linearity: one multiplication, no second pass).
+constexpr std::uint32_t extend_packet_crc(std::uint32_t packet_crc, std::uint32_t part_crc, std::size_t part_size) {
+  return wire::crc::crc32c_combine(packet_crc, part_crc, part_size);
+}
+
 namespace detail {
-constexpr std::uint32_t cell_crc_of(std::span<const std::byte> covered) { return wire::crc::crc32c(covered); }
+// The CRC-32C of a cell's packet part, and its cell CRC (one pass; a last cell adds 4 bytes).
+struct cell_crcs {
+  std::uint32_t part = 0, cell = 0;
+};
+constexpr cell_crcs crcs_of(std::span<const std::byte> frame, const cell_layout& l) {
+  cell_crcs c{};
+  c.part = wire::crc::crc32c(frame.first(l.packet_part()));
+  c.cell = l.packet_crc ? wire::crc::crc32c(frame.subspan(l.packet_crc, crc_size), c.part) : c.part;
+  return c;
+}
 }  // namespace detail
 
 /// Decodes one Ethernet frame as a cell into v. Errors, in this order, each at its byte and
@@ -261,7 +284,9 @@ constexpr wire::error decode_into(std::span<const std::byte> frame, cell_view& v
     return error{errc::length_mismatch, h0 + wire::offset_of<header>("length"), "length"};
   v.crc = wire::load_be32(frame.data() + v.at.cell_crc);
   if (opt.crc != wire::crc_check::skip) {
-    const bool good = detail::cell_crc_of(frame.first(v.at.cell_crc)) == v.crc;
+    const auto c = detail::crcs_of(frame, v.at);
+    v.packet_part_crc = c.part;
+    const bool good = c.cell == v.crc;
     v.crc_state = good ? wire::crc_status::good : wire::crc_status::bad;
     if (!good && opt.crc == wire::crc_check::require) return error{errc::cell_crc_mismatch, v.at.cell_crc, "crc"};
   }
@@ -300,7 +325,9 @@ struct cell_spec {
   std::optional<ack_info> ack{};  ///< required exactly for control types
   std::optional<std::uint32_t> idata{};
   std::span<const std::byte> data{};
-  std::optional<std::uint32_t> packet_crc{};  ///< required exactly when hdr.last
+  /// Last cell: the packet CRC over the earlier cells (0 for a one-cell packet), which encode
+  /// extends with this cell's packet part.
+  std::uint32_t prior_packet_crc = 0;
 };
 
 namespace detail {
@@ -332,14 +359,14 @@ constexpr std::size_t write_l2(std::span<std::byte> out, const mac_address& dst,
 
 /// Computes and stores the cell CRC of a frame whose layout is l, and zeroes its padding.
 constexpr void seal(std::span<std::byte> frame, const cell_layout& l) {
-  wire::store_be32(frame.data() + l.cell_crc, detail::cell_crc_of(frame.first(l.cell_crc)));
+  wire::store_be32(frame.data() + l.cell_crc, wire::crc::crc32c(frame.first(l.cell_crc)));
   for (std::size_t i = l.end(); i < frame.size(); ++i) frame[i] = std::byte{0};
 }
 
 /// Encodes one cell into the front of out; returns the frame size. Errors: no_space, too_large
 /// (more than max_cell_payload data bytes), the header rules (check_header with no payload
-/// limit, check_ack), invalid_field when ack / packet_crc is given where it must not be or
-/// missing where it must be, and a value wider than its field.
+/// limit, check_ack), invalid_field when ack is given where it must not be or missing where it
+/// must be, and a value wider than its field.
 constexpr result<std::size_t> encode(const cell_spec& s, std::span<std::byte> out) {
   using wire::error;
   if (s.data.size() > max_cell_payload) return error{errc::too_large, 0, "length"};
@@ -348,7 +375,6 @@ constexpr result<std::size_t> encode(const cell_spec& s, std::span<std::byte> ou
   if (s.ack.has_value() != is_control(h.type)) return error{errc::invalid_field, 0, "ack"};
   if (s.ack)
     if (auto e = check_ack(h.type, *s.ack); e.code != errc{}) return e;
-  if (s.packet_crc.has_value() != h.last) return error{errc::invalid_field, 0, "packet_crc"};
   const std::size_t n = frame_size(s);
   if (out.size() < n) return error{errc::no_space, out.size(), {}};
   const auto frame = out.first(n);
@@ -359,7 +385,9 @@ constexpr result<std::size_t> encode(const cell_spec& s, std::span<std::byte> ou
   if (s.ack) (void)wire::encode(*s.ack, frame.subspan(l.ack));
   if (s.idata) wire::store_be32(frame.data() + l.idata, *s.idata);
   for (std::size_t i = 0; i < s.data.size(); ++i) frame[l.data + i] = s.data[i];
-  if (s.packet_crc) wire::store_be32(frame.data() + l.packet_crc, *s.packet_crc);
+  if (h.last)
+    wire::store_be32(frame.data() + l.packet_crc,
+                     extend_packet_crc(s.prior_packet_crc, wire::crc::crc32c(frame.first(l.packet_part())), l.packet_part()));
   seal(frame, l);
   return n;
 }

@@ -72,7 +72,8 @@ struct push_result {
   std::optional<packet_key> key{};
   /// Rejected: the packet in progress was dropped as well (it can no longer complete).
   bool dropped = false;
-  delivered_packet packet{};
+  /// Delivered: the packet.
+  std::optional<delivered_packet> packet;
 };
 
 class reassembler {
@@ -93,42 +94,79 @@ class reassembler {
   std::size_t in_flight() const { return in_flight_; }
   std::size_t bytes_held() const { return held_; }
 
-  /// Decodes `frame` (the cell CRC required) and takes the cell; see push(const cell_view&).
+  /// Decodes `frame` and takes the cell; see push(const cell_view&). The cell CRC is verified
+  /// in the same pass that places the data (decode errors are decode's, in its order).
   push_result push(std::span<const std::byte> frame, std::uint64_t now_ns, std::span<std::byte> dest = {}) {
     cell_view v{};
-    if (auto e = decode_into(frame, v, {.max_payload = lim_.max_cell_payload, .crc = wire::crc_check::require});
-        e.code != errc{})
-      return reject(e);
+    if (decode_into(frame, v, {.max_payload = lim_.max_cell_payload, .crc = wire::crc_check::skip}).code != errc{})
+      return reject(decode_into(frame, v, {.max_payload = lim_.max_cell_payload, .crc = wire::crc_check::require}));
     return push(v, now_ns, dest);
   }
 
   /// Takes one decoded cell at time now_ns. `dest`, used when the cell starts a packet, is where
-  /// that packet's payload is placed (when empty: the reassembler's storage); if the packet fails, what
-  /// was placed there is unspecified and nothing is delivered. Rejections: the cell's own
-  /// (cell_crc_mismatch when its CRC is bad or, unchecked, does not verify; too_large), then
-  /// cell_missing, cell_duplicate, cell_out_of_order, reassembly_timeout, invalid_field (a header
-  /// field that disagrees with the packet's first cell), reassembly_full, no_space (dest too
-  /// small), packet_crc_mismatch.
+  /// that packet's payload is placed (when empty: the reassembler's storage); if the packet
+  /// fails, what was placed there is unspecified and nothing is delivered. A cell whose CRC is
+  /// bad (or, unchecked, does not verify) is cell_crc_mismatch and changes nothing. Otherwise the
+  /// rejections are: too_large, cell_missing, cell_duplicate, cell_out_of_order,
+  /// reassembly_timeout, invalid_field (a header field that disagrees with the packet's first
+  /// cell), reassembly_full, no_space (dest too small), packet_crc_mismatch.
   push_result push(const cell_view& c, std::uint64_t now_ns, std::span<std::byte> dest = {}) {
-    using wire::error;
-    if (!crc_good(c)) return reject({errc::cell_crc_mismatch, c.at.cell_crc, "crc"});
-    if (c.hdr.length > lim_.max_cell_payload)
+    if (c.crc_state == wire::crc_status::bad || c.at.end() > c.frame.size()) return bad_crc(c);
+    // Before any rejection the cell's CRC is checked, so a corrupted cell is reported as such
+    // and never drops a packet; a cell that is taken is checked while its data is placed.
+    bool verified = c.crc_state == wire::crc_status::good;
+    const auto intact = [&] {
+      if (!verified) verified = detail::crcs_of(c.frame, c.at).cell == c.crc;
+      return verified;
+    };
+    if (c.hdr.length > lim_.max_cell_payload) {
+      if (!intact()) return bad_crc(c);
       return reject({errc::too_large, c.at.header + wire::offset_of<header>("length"), "length"});
-    const packet_key key{c.eth().src, c.hdr.src_wqp, c.hdr.psn};
-    if (is_control(c.hdr.type)) return control(c, key);  // its PSN is the one it acknowledges
-    slot* s = find(key);
-    if (!s) {
-      if (recently_delivered(key)) return reject({errc::cell_duplicate, c.at.header, "csn"}, key);
-      if (!c.hdr.first) return reject({errc::cell_missing, c.at.header, "csn"}, key);
-      s = open(c, key, now_ns, dest);
-      if (!s) return reject(open_error_, key);
-    } else {
-      if (now_ns - s->born_ns > lim_.max_age_ns) return drop(*s, {errc::reassembly_timeout, c.at.header, "psn"});
-      if (c.hdr.csn < s->next_csn) return reject({errc::cell_duplicate, c.at.header + csn_offset, "csn"}, key);
-      if (c.hdr.csn > s->next_csn) return drop(*s, {errc::cell_out_of_order, c.at.header + csn_offset, "csn"});
-      if (auto e = agrees(*s, c); e.code != errc{}) return drop(*s, e);
     }
-    return take(*s, c);
+    const packed_key k = pack(c.frame.data(), c.hdr);
+    if (is_control(c.hdr.type)) return intact() ? control(c, k) : bad_crc(c);  // its PSN is the one it acknowledges
+    slot* s = find(k);
+    bool opened = false;
+    if (!s) {
+      error_t e{};
+      if (recently_delivered(k)) e = {errc::cell_duplicate, c.at.header + csn_offset, "csn"};
+      else if (!c.hdr.first) e = {errc::cell_missing, c.at.header + csn_offset, "csn"};
+      else if (!(s = open(c, k, now_ns, dest))) e = open_error_;
+      if (e.code != errc{}) return intact() ? reject(e, k) : bad_crc(c);
+      opened = true;
+    } else {
+      error_t e{};
+      bool fatal = true;
+      if (now_ns - s->born_ns > lim_.max_age_ns) e = {errc::reassembly_timeout, c.at.header, "psn"};
+      else if (c.hdr.csn < s->next_csn) e = {errc::cell_duplicate, c.at.header + csn_offset, "csn"}, fatal = false;
+      else if (c.hdr.csn > s->next_csn) e = {errc::cell_out_of_order, c.at.header + csn_offset, "csn"};
+      else e = agrees(*s, c);
+      if (e.code != errc{}) {
+        if (!intact()) return bad_crc(c);
+        return fatal ? drop(*s, e) : reject(e, k);
+      }
+    }
+    const std::size_t n = c.data.size();
+    error_t bound{};
+    if (n > s->store.size() - s->bytes)
+      bound = s->own ? error_t{errc::reassembly_full, c.at.data, "packet_bytes"} : error_t{errc::no_space, c.at.data, "payload"};
+    else if (n > lim_.max_bytes - held_)
+      bound = {errc::reassembly_full, c.at.data, "bytes"};
+    if (bound.code != errc{}) {
+      if (!intact()) return bad_crc(c, opened ? s : nullptr);
+      return drop(*s, bound);
+    }
+    // Place the data; unless the CRC is known good, checksum it in the same pass.
+    const auto to = s->store.subspan(s->bytes, n);
+    std::uint32_t part = c.packet_part_crc;
+    if (verified) {
+      wire::detail::copy_bytes(to.data(), c.data.data(), n);
+    } else {
+      part = wire::crc::crc32c_copy(to, c.data, wire::crc::crc32c(c.frame.first(c.at.data)));
+      const std::uint32_t cell = c.at.packet_crc ? wire::crc::crc32c(c.frame.subspan(c.at.packet_crc, crc_size), part) : part;
+      if (cell != c.crc) return bad_crc(c, opened ? s : nullptr);
+    }
+    return take(*s, c, part);
   }
 
   /// Drops every packet older than the age bound at now_ns, calling on_drop(key, error) for
@@ -138,7 +176,7 @@ class reassembler {
     std::size_t n = 0;
     for (auto& s : slots_)
       if (s.used && now_ns - s.born_ns > lim_.max_age_ns) {
-        on_drop(s.key, error_t{errc::reassembly_timeout, 0, "psn"});
+        on_drop(unpack(s.key), error_t{errc::reassembly_timeout, 0, "psn"});
         release(s);
         ++stats_.dropped;
         ++n;
@@ -153,10 +191,27 @@ class reassembler {
   using error_t = wire::error;
   static constexpr std::size_t csn_offset = wire::offset_of<header>("csn");
 
+  // A packet_key as two integers: source MAC; source WQP and PSN.
+  struct packed_key {
+    std::uint64_t mac = 0, wqp_psn = 0;
+    friend constexpr bool operator==(const packed_key&, const packed_key&) = default;
+  };
+  static constexpr std::size_t src_offset = wire::offset_of<wire::eth_header>("src");
+  static constexpr std::size_t dst_offset = wire::offset_of<wire::eth_header>("dst");
+  static packed_key pack(const std::byte* frame, const header& h) {
+    return {wire::load_be<6>(frame + src_offset), std::uint64_t{h.src_wqp} << 32 | h.psn};
+  }
+  static packet_key unpack(const packed_key& k) {
+    packet_key p{{}, static_cast<std::uint32_t>(k.wqp_psn >> 32), static_cast<std::uint32_t>(k.wqp_psn)};
+    for (std::size_t i = 0; i < 6; ++i) p.src[i] = static_cast<std::uint8_t>(k.mac >> (40 - 8 * i));
+    return p;
+  }
+
   struct slot {
     bool used = false;
-    packet_key key{};
+    packed_key key{};
     mac_address dst{};
+    std::uint64_t dst48 = 0;  // dst, for comparing
     std::uint32_t dst_wqp = 0;
     cell_type type = cell_type::send;
     bool ack_req = false;
@@ -165,16 +220,11 @@ class reassembler {
     std::span<std::byte> store{};
     bool own = true;  // store is the reassembler's
     std::size_t bytes = 0;
-    std::uint32_t crc = 0;  // packet CRC of the data so far
+    std::uint32_t crc = 0;  // packet CRC of the cells so far
     std::uint64_t born_ns = 0;
   };
 
-  static bool crc_good(const cell_view& c) {
-    if (c.crc_state != wire::crc_status::unchecked) return c.crc_state == wire::crc_status::good;
-    return c.at.cell_crc <= c.frame.size() && detail::cell_crc_of(c.frame.first(c.at.cell_crc)) == c.crc;
-  }
-
-  slot* find(const packet_key& k) {
+  slot* find(const packed_key& k) {
     if (hint_ < slots_.size() && slots_[hint_].used && slots_[hint_].key == k) return &slots_[hint_];
     for (std::size_t i = 0; i < slots_.size(); ++i)
       if (slots_[i].used && slots_[i].key == k) {
@@ -184,13 +234,13 @@ class reassembler {
     return nullptr;
   }
 
-  bool recently_delivered(const packet_key& k) const {
+  bool recently_delivered(const packed_key& k) const {
     for (std::size_t i = 0; i < history_used_; ++i)
       if (history_[i] == k) return true;
     return false;
   }
 
-  slot* open(const cell_view& c, const packet_key& key, std::uint64_t now_ns, std::span<std::byte> dest) {
+  slot* open(const cell_view& c, const packed_key& key, std::uint64_t now_ns, std::span<std::byte> dest) {
     if (in_flight_ == slots_.size()) {
       expire(now_ns);  // age makes room before the bound is declared hit
       if (in_flight_ == slots_.size()) {
@@ -204,7 +254,8 @@ class reassembler {
     s = slot{};
     s.used = true;
     s.key = key;
-    s.dst = c.eth().dst;
+    s.dst = c.dst();
+    s.dst48 = wire::load_be<6>(c.frame.data() + dst_offset);
     s.dst_wqp = c.hdr.dst_wqp;
     s.type = c.hdr.type;
     s.ack_req = c.hdr.ack_req;
@@ -227,43 +278,53 @@ class reassembler {
     if (c.hdr.cell_count != s.cell_count) return at("cell_count");
     if (c.hdr.dst_wqp != s.dst_wqp) return at("dst_wqp");
     if (c.hdr.ack_req != s.ack_req) return at("ack_req");
-    if (c.eth().dst != s.dst) return error_t{errc::invalid_field, 0, "eth.dst"};
+    if (wire::load_be<6>(c.frame.data() + dst_offset) != s.dst48) return error_t{errc::invalid_field, dst_offset, "eth.dst"};
     return {};
   }
 
-  push_result take(slot& s, const cell_view& c) {
+  // (Member by member: brace-initialising the whole result costs a 176-byte clear per cell.)
+  static push_result result(push_status st, const packed_key& k) {
+    push_result r;
+    r.status = st;
+    r.key = unpack(k);
+    return r;
+  }
+
+  // The cell's data is in place: account for it, and deliver on the last cell.
+  push_result take(slot& s, const cell_view& c, std::uint32_t part_crc) {
     const std::size_t n = c.data.size();
-    if (n > s.store.size() - s.bytes) {
-      return drop(s, s.own ? error_t{errc::reassembly_full, c.at.data, "packet_bytes"} : error_t{errc::no_space, c.at.data, "payload"});
-    }
-    if (n > lim_.max_bytes - held_) return drop(s, {errc::reassembly_full, c.at.data, "bytes"});
-    wire::detail::copy_bytes(s.store.data() + s.bytes, c.data.data(), n);
-    s.crc = wire::crc::crc32c(c.data, s.crc);
+    s.crc = extend_packet_crc(s.crc, part_crc, c.at.packet_part());
     s.bytes += n;
     held_ += n;
     ++s.next_csn;
     ++stats_.cells;
-    if (!c.hdr.last) return {push_status::accepted, {}, s.key, false, {}};
+    if (!c.hdr.last) return result(push_status::accepted, s.key);
     if (s.crc != *c.packet_crc) return drop(s, {errc::packet_crc_mismatch, c.at.packet_crc, "packet_crc"});
-    push_result r{push_status::delivered, {}, s.key, false, {}};
-    r.packet = {s.key, s.dst, s.dst_wqp, s.type, s.ack_req, s.rdma, c.ack, c.idata, s.cell_count, s.store.first(s.bytes)};
+    push_result r = result(push_status::delivered, s.key);
+    r.packet = delivered_packet{unpack(s.key), s.dst, s.dst_wqp, s.type, s.ack_req, s.rdma, c.ack, c.idata, s.cell_count, s.store.first(s.bytes)};
     remember(s.key);
     release(s);
     ++stats_.delivered;
     return r;
   }
 
+  // A cell whose CRC does not match: nothing changes (a slot it had just opened is closed).
+  push_result bad_crc(const cell_view& c, slot* opened = nullptr) {
+    if (opened) release(*opened);
+    return reject({errc::cell_crc_mismatch, c.at.cell_crc, "crc"});
+  }
+
   // ACK, NAK and page-fault delay cells are whole on arrival and may repeat (a re-ACK), so they
   // are delivered every time and hold no state.
-  push_result control(const cell_view& c, const packet_key& key) {
+  push_result control(const cell_view& c, const packed_key& key) {
     ++stats_.cells;
     ++stats_.delivered;
-    push_result r{push_status::delivered, {}, key, false, {}};
-    r.packet = {key, c.eth().dst, c.hdr.dst_wqp, c.hdr.type, c.hdr.ack_req, std::nullopt, c.ack, std::nullopt, 1, {}};
+    push_result r = result(push_status::delivered, key);
+    r.packet = delivered_packet{unpack(key), c.dst(), c.hdr.dst_wqp, c.hdr.type, c.hdr.ack_req, std::nullopt, c.ack, std::nullopt, 1, {}};
     return r;
   }
 
-  void remember(const packet_key& k) {
+  void remember(const packed_key& k) {
     if (history_.empty()) return;
     history_[history_next_] = k;
     history_next_ = (history_next_ + 1) % history_.size();
@@ -276,10 +337,13 @@ class reassembler {
     s.used = false;
   }
 
-  push_result reject(const error_t& e, std::optional<packet_key> key = std::nullopt) {
+  push_result reject(const error_t& e, std::optional<packed_key> key = std::nullopt) {
     ++stats_.rejected;
     ++stats_.by_error[static_cast<std::size_t>(e.code)];
-    return {push_status::rejected, e, key, false, {}};
+    push_result r = key ? result(push_status::rejected, *key) : push_result{};
+    r.status = push_status::rejected;
+    r.error = e;
+    return r;
   }
 
   push_result drop(slot& s, const error_t& e) {
@@ -292,7 +356,7 @@ class reassembler {
 
   reassembly_limits lim_;
   std::vector<slot> slots_;
-  std::vector<packet_key> history_;
+  std::vector<packed_key> history_;
   std::vector<std::byte> storage_;
   std::size_t history_next_ = 0, history_used_ = 0;
   std::size_t in_flight_ = 0, held_ = 0, hint_ = 0;

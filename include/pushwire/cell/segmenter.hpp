@@ -3,13 +3,13 @@
 // the caller's buffers one at a time. Nothing is allocated and the payload is read in place.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
 
 #include <pushwire/cell/format.hpp>
-#include <pushwire/wire/detail/copy.hpp>
 
 namespace pushwire::cell {
 
@@ -73,14 +73,29 @@ class segmenter {
     const std::size_t n = padded_size(l);
     if (out.size() < n) return wire::error{errc::no_space, out.size(), {}};
     const auto frame = out.first(n);
-    (void)write_l2(frame, spec_.dst, spec_.src, spec_.vlan);
-    (void)wire::encode(h, frame.subspan(l.header));
+    // The Ethernet header and the cell header come from the packet's template; only the fields
+    // that change from cell to cell are written.
+    wire::detail::copy_bytes(frame.data(), head_.data(), l.header + header_size);
+    std::byte* hp = frame.data() + l.header;
+    (void)wire::write<header, "first">(hp, h.first);
+    (void)wire::write<header, "last">(hp, h.last);
+    (void)wire::write<header, "has_idata">(hp, h.has_idata);
+    (void)wire::write<header, "has_vamh">(hp, h.has_vamh);
+    (void)wire::write<header, "csn">(hp, h.csn);
+    (void)wire::write<header, "length">(hp, h.length);
     if (h.has_vamh) (void)wire::encode(*spec_.rdma, frame.subspan(l.vamh));
     if (l.ack) (void)wire::encode(*spec_.ack, frame.subspan(l.ack));
     if (h.has_idata) wire::store_be32(frame.data() + l.idata, *spec_.idata);
-    gather(frame.subspan(l.data, h.length));
-    if (h.last) wire::store_be32(frame.data() + l.packet_crc, packet_crc_);
-    seal(frame, l);
+    // The data is checksummed as it is copied in: the cell's packet part CRC, which extends the
+    // packet CRC and, on a last cell after the packet CRC's 4 bytes, is the cell CRC.
+    std::uint32_t crc = gather(frame.subspan(l.data, h.length), wire::crc::crc32c(frame.first(l.data)));
+    packet_crc_ = extend_packet_crc(packet_crc_, crc, l.packet_part());
+    if (h.last) {
+      wire::store_be32(frame.data() + l.packet_crc, packet_crc_);
+      crc = wire::crc::crc32c(frame.subspan(l.packet_crc, crc_size), crc);
+    }
+    wire::store_be32(frame.data() + l.cell_crc, crc);
+    for (std::size_t i = l.end(); i < n; ++i) frame[i] = std::byte{0};
     ++csn_;
     return n;
   }
@@ -113,8 +128,8 @@ class segmenter {
     const std::size_t cells = total_ == 0 ? 1 : (total_ - 1) / cell_payload + 1;
     if (cells > max_cells) return error{errc::too_large, 0, "payload"};
     cells_ = static_cast<std::uint16_t>(cells);
-    l2_ = p.vlan ? wire::eth_header_size + wire::vlan_tag_size : wire::eth_header_size;
-    return {};
+    l2_ = write_l2(head_, p.dst, p.src, p.vlan);
+    return wire::encode(next_header(), std::span(head_).subspan(l2_)).error();
   }
 
   constexpr header next_header() const {
@@ -135,18 +150,18 @@ class segmenter {
     return h;
   }
 
-  // Copies the next out.size() payload bytes into out, extending the packet CRC.
-  constexpr void gather(std::span<std::byte> out) {
+  // Copies the next out.size() payload bytes into out; returns their CRC-32C continuing crc.
+  constexpr std::uint32_t gather(std::span<std::byte> out, std::uint32_t crc) {
     std::size_t at = 0;
     while (at < out.size()) {
       const auto p = piece(piece_).subspan(offset_);
       const std::size_t k = p.size() < out.size() - at ? p.size() : out.size() - at;
-      wire::detail::copy_bytes(out.data() + at, p.data(), k);
+      crc = wire::crc::crc32c_copy(out.subspan(at, k), p.first(k), crc);
       at += k;
       offset_ += k;
       if (offset_ == piece(piece_).size()) ++piece_, offset_ = 0;
     }
-    packet_crc_ = wire::crc::crc32c(std::span<const std::byte>(out), packet_crc_);
+    return crc;
   }
 
   packet_spec spec_{};
@@ -156,7 +171,8 @@ class segmenter {
   std::size_t total_ = 0, cell_payload_ = default_cell_payload, l2_ = wire::eth_header_size;
   std::uint16_t cells_ = 0, csn_ = 0;
   std::size_t piece_ = 0, offset_ = 0;  // read position in the payload
-  std::uint32_t packet_crc_ = 0;        // over the data written so far
+  std::uint32_t packet_crc_ = 0;        // over the cells written so far
+  std::array<std::byte, wire::eth_header_size + wire::vlan_tag_size + header_size> head_{};  // first cell's
 };
 
 }  // namespace pushwire::cell

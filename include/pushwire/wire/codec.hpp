@@ -3,6 +3,7 @@
 //   result<T>           decode<T>(bytes)         exactly one T; longer input is trailing_bytes
 //   result<T>           decode_prefix<T>(bytes)  a fixed-size T at the front; the rest is ignored
 //   result<std::size_t> encode(v, out)           bytes written
+//   read<T, "name">(p), write<T, "name">(p, v)   one member in place
 //   std::size_t         wire_size(v)             what encode writes
 //   bool                equal(a, b)              field by field (views compare their elements)
 //
@@ -644,6 +645,17 @@ constexpr auto read(const std::byte* base) {
   M m{};
   (void)field_codec<M>::get(base + layout<T>::offsets[I], m);
   return m;
+}
+
+/// Writes one member of a T encoded at `base` in its place, leaving the other members' bits as
+/// they are: write<cell::header, "csn">(p, 3). errc::invalid_field when v is wider than the field.
+template <described T, fixed_string Name, class V>
+constexpr error write(std::byte* base, const V& v) {
+  constexpr std::size_t I = index_of<T>(Name.view());
+  static_assert(I < member_count<T>, "write<T, Name>: T has no member of that name");
+  using M = member_type<T, I>;
+  static_assert(!field_codec<M>::variable, "write<T, Name>: a variable member has no fixed place");
+  return field_codec<M>::put(base + layout<T>::offsets[I], M(v));
 }
 
 /// A fixed-size T's encoding as an array (usable in constant expressions). Terminates if v

@@ -304,20 +304,39 @@ PUSHWIRE_TARGET_PCLMUL inline std::uint32_t reduce(__m128i r) {
   }
 }
 
+// Where the folding loops put the bytes they load: nowhere (a plain CRC), or at the same offset
+// in a destination (crc32_copy / crc32c_copy: one pass copies and checksums).
+struct no_copy {
+  PUSHWIRE_TARGET_PCLMUL void put(const std::byte*, __m128i) const {}
+  PUSHWIRE_TARGET_PCLMUL void tail(const std::byte*, std::size_t) const {}
+};
+struct copy_to {
+  std::ptrdiff_t delta;  // destination - source
+  PUSHWIRE_TARGET_PCLMUL void put(const std::byte* p, __m128i v) const {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(const_cast<std::byte*>(p) + delta), v);
+  }
+  PUSHWIRE_TARGET_PCLMUL void tail(const std::byte* p, std::size_t n) const {
+    std::memcpy(const_cast<std::byte*>(p) + delta, p, n);
+  }
+};
+
 // Lanes from p onward, given the lane r that covers the bytes before p; n >= 0 bytes remain.
 // `last` is where the message's final 16 bytes are (the n < 16 case reads them, so the bytes
 // just before p must belong to the message too; p + n - 16 when they are in the same buffer).
-template <std::uint32_t Poly>
+template <std::uint32_t Poly, class Out = no_copy>
 PUSHWIRE_TARGET_PCLMUL inline std::uint32_t finish(__m128i r, const std::byte* p, std::size_t n,
-                                                   const std::byte* last = nullptr) {
+                                                   const std::byte* last = nullptr, Out out = {}) {
   using F = folding<Poly>;
   const __m128i k128 = kreg(F::k128);
   while (n >= 16) {
-    r = _mm_xor_si128(fold(r, k128), load128(p));
+    const __m128i v = load128(p);
+    out.put(p, v);
+    r = _mm_xor_si128(fold(r, k128), v);
     p += 16;
     n -= 16;
   }
   if (n) {  // 1..15 bytes: r's first n bytes move a lane forward, the rest joins the tail
+    out.tail(p, n);
     const auto* sh = reinterpret_cast<const std::byte*>(shuffle);
     const __m128i up = load128(sh + n);        // shift left by 16 - n bytes
     const __m128i down = load128(sh + 16 + n); // shift right by n bytes
@@ -331,29 +350,33 @@ PUSHWIRE_TARGET_PCLMUL inline std::uint32_t finish(__m128i r, const std::byte* p
 
 // Register after n >= 16 bytes; `init` is XORed into the first 16-byte lane (the register, or
 // what a preceding part of the message folds to); 4 x 128-bit lanes.
-template <std::uint32_t Poly>
-PUSHWIRE_TARGET_PCLMUL inline std::uint32_t pclmul_lanes(__m128i init, const std::byte* p, std::size_t n) {
+template <std::uint32_t Poly, class Out = no_copy>
+PUSHWIRE_TARGET_PCLMUL inline std::uint32_t pclmul_lanes(__m128i init, const std::byte* p, std::size_t n, Out out = {}) {
   using F = folding<Poly>;
+  const auto ld = [&](const std::byte* q) PUSHWIRE_TARGET_PCLMUL {
+    const __m128i v = load128(q);
+    out.put(q, v);
+    return v;
+  };
   if (n < 64) {
-    const __m128i r = _mm_xor_si128(load128(p), init);
-    return finish<Poly>(r, p + 16, n - 16);
+    const __m128i r = _mm_xor_si128(ld(p), init);
+    return finish<Poly>(r, p + 16, n - 16, nullptr, out);
   }
-  __m128i x0 = _mm_xor_si128(load128(p), init), x1 = load128(p + 16), x2 = load128(p + 32),
-          x3 = load128(p + 48);
+  __m128i x0 = _mm_xor_si128(ld(p), init), x1 = ld(p + 16), x2 = ld(p + 32), x3 = ld(p + 48);
   p += 64;
   n -= 64;
   const __m128i k512 = kreg(F::k512);
   while (n >= 64) {
-    x0 = _mm_xor_si128(fold(x0, k512), load128(p));
-    x1 = _mm_xor_si128(fold(x1, k512), load128(p + 16));
-    x2 = _mm_xor_si128(fold(x2, k512), load128(p + 32));
-    x3 = _mm_xor_si128(fold(x3, k512), load128(p + 48));
+    x0 = _mm_xor_si128(fold(x0, k512), ld(p));
+    x1 = _mm_xor_si128(fold(x1, k512), ld(p + 16));
+    x2 = _mm_xor_si128(fold(x2, k512), ld(p + 32));
+    x3 = _mm_xor_si128(fold(x3, k512), ld(p + 48));
     p += 64;
     n -= 64;
   }
   const __m128i r = _mm_xor_si128(_mm_xor_si128(fold(x0, kreg(F::k384)), fold(x1, kreg(F::k256))),
                                   _mm_xor_si128(fold(x2, kreg(F::k128)), x3));
-  return finish<Poly>(r, p, n);
+  return finish<Poly>(r, p, n, nullptr, out);
 }
 
 // These helpers only ever inline into update_vpclmul (same target), so g++'s note that a 512-bit
@@ -408,6 +431,10 @@ PUSHWIRE_TARGET_VPCLMUL inline __m512i kreg512(fold_k k) {
 }
 
 PUSHWIRE_TARGET_VPCLMUL inline __m512i load512(const std::byte* p) { return _mm512_loadu_si512(p); }
+PUSHWIRE_TARGET_VPCLMUL inline void put512(no_copy, const std::byte*, __m512i) {}
+PUSHWIRE_TARGET_VPCLMUL inline void put512(copy_to out, const std::byte* p, __m512i v) {
+  _mm512_storeu_si512(const_cast<std::byte*>(p) + out.delta, v);
+}
 
 PUSHWIRE_TARGET_VPCLMUL inline __m512i fold512(__m512i r, __m512i k, __m512i next) {
   return _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(r, k, 0x00),
@@ -420,11 +447,15 @@ PUSHWIRE_TARGET_VPCLMUL inline __m512i fold512(__m512i r, __m512i k, __m512i nex
 
 // Register after n >= 16 bytes: 8 x 512-bit lanes (512 bytes per step; four chains alone are
 // latency-bound) from 1024 bytes, then 4 lanes, then one, then the 128-bit finish.
-template <std::uint32_t Poly>
-PUSHWIRE_TARGET_VPCLMUL inline std::uint32_t vpclmul_lanes(__m128i init, const std::byte* p, std::size_t n) {
+template <std::uint32_t Poly, class Out = no_copy>
+PUSHWIRE_TARGET_VPCLMUL inline std::uint32_t vpclmul_lanes(__m128i init, const std::byte* p, std::size_t n, Out out = {}) {
   using F = folding<Poly>;
-  if (n < 256) return pclmul_lanes<Poly>(init, p, n);
-  const auto ld = load512;
+  if (n < 256) return pclmul_lanes<Poly>(init, p, n, out);
+  const auto ld = [&](const std::byte* q) PUSHWIRE_TARGET_VPCLMUL {
+    const __m512i v = load512(q);
+    put512(out, q, v);
+    return v;
+  };
   __m512i z0 = _mm512_xor_si512(ld(p), _mm512_zextsi128_si512(init));
   __m512i z1 = ld(p + 64), z2 = ld(p + 128), z3 = ld(p + 192);
   p += 256;
@@ -476,13 +507,25 @@ PUSHWIRE_TARGET_VPCLMUL inline std::uint32_t vpclmul_lanes(__m128i init, const s
   const __m256i m256 = _mm256_xor_si256(_mm512_maskz_extracti64x4_epi64(0xF, moved, 0), _mm512_maskz_extracti64x4_epi64(0xF, moved, 1));
   __m128i r = _mm_xor_si128(_mm256_castsi256_si128(m256), _mm256_extracti128_si256(m256, 1));
   r = _mm_xor_si128(r, _mm512_maskz_extracti32x4_epi32(0xF, z, 3));
-  return finish<Poly>(r, p, n);
+  return finish<Poly>(r, p, n, nullptr, out);
 }
 
 template <std::uint32_t Poly>
 PUSHWIRE_TARGET_VPCLMUL_ENTRY inline std::uint32_t update_vpclmul(std::uint32_t reg, const std::byte* p,
                                                                   std::size_t n) {
   return vpclmul_lanes<Poly>(_mm_cvtsi32_si128(static_cast<int>(reg)), p, n);
+}
+
+// The same while copying the n bytes at p to dst (dst must not overlap them).
+template <std::uint32_t Poly>
+PUSHWIRE_TARGET_VPCLMUL_ENTRY inline std::uint32_t copy_vpclmul(std::uint32_t reg, std::byte* dst, const std::byte* p,
+                                                                std::size_t n) {
+  return vpclmul_lanes<Poly>(_mm_cvtsi32_si128(static_cast<int>(reg)), p, n, copy_to{dst - p});
+}
+template <std::uint32_t Poly>
+PUSHWIRE_TARGET_PCLMUL_ENTRY inline std::uint32_t copy_pclmul(std::uint32_t reg, std::byte* dst, const std::byte* p,
+                                                              std::size_t n) {
+  return pclmul_lanes<Poly>(_mm_cvtsi32_si128(static_cast<int>(reg)), p, n, copy_to{dst - p});
 }
 
 template <std::uint32_t Poly>
@@ -580,6 +623,18 @@ inline std::uint32_t update_path(path which, std::uint32_t reg, const std::byte*
 }
 
 template <std::uint32_t Poly>
+inline std::uint32_t copy_path(path which, std::uint32_t reg, std::byte* dst, const std::byte* p, std::size_t n) {
+#if PUSHWIRE_CRC_X86
+  if (n >= 16) {
+    if (which == path::vpclmul) return copy_vpclmul<Poly>(reg, dst, p, n);
+    if (which == path::pclmul) return copy_pclmul<Poly>(reg, dst, p, n);
+  }
+#endif
+  if (n) std::memcpy(dst, p, n);
+  return update_path<Poly>(which, reg, dst, n);  // the copy is in cache now
+}
+
+template <std::uint32_t Poly>
 inline std::uint32_t concat_path(path which, std::uint32_t reg, std::span<const std::byte> h, std::span<const std::byte> t) {
 #if PUSHWIRE_CRC_X86
   if (!h.empty() && h.size() % 16 == 0) {
@@ -651,6 +706,14 @@ inline std::uint32_t crc32c_runtime(std::span<const std::byte> data, std::uint32
   static const path best = best_crc32c();
   return ~update_path<crc32c_poly>(best, ~crc, data.data(), data.size());
 }
+inline std::uint32_t crc32_copy_runtime(std::span<std::byte> dst, std::span<const std::byte> src, std::uint32_t crc) {
+  static const path best = best_crc32();
+  return ~copy_path<crc32_poly>(best, ~crc, dst.data(), src.data(), src.size());
+}
+inline std::uint32_t crc32c_copy_runtime(std::span<std::byte> dst, std::span<const std::byte> src, std::uint32_t crc) {
+  static const path best = best_crc32c();
+  return ~copy_path<crc32c_poly>(best, ~crc, dst.data(), src.data(), src.size());
+}
 }  // namespace detail
 
 /// CRC-32 of head || tail without copying them together. When head is a multiple of 16 bytes
@@ -668,6 +731,28 @@ inline std::uint32_t crc32c_concat(std::span<const std::byte> head, std::span<co
 inline std::uint32_t crc32_concat_with(path p, std::span<const std::byte> head, std::span<const std::byte> tail,
                                        std::uint32_t crc = 0) {
   return ~detail::concat_path<crc32_poly>(available(p) ? p : path::portable, ~crc, head, tail);
+}
+
+/// Copies src to the front of dst (which must hold src.size() bytes and not overlap src) and
+/// returns the CRC of src continuing from crc, in one pass: each block is loaded once, stored,
+/// and folded. For moving a payload into a frame (or out of one) and checksumming it together.
+constexpr std::uint32_t crc32_copy(std::span<std::byte> dst, std::span<const std::byte> src, std::uint32_t crc = 0) {
+  if (std::is_constant_evaluated()) {
+    for (std::size_t i = 0; i < src.size(); ++i) dst[i] = src[i];
+    return reference::crc32(src, crc);
+  }
+  return detail::crc32_copy_runtime(dst, src, crc);
+}
+constexpr std::uint32_t crc32c_copy(std::span<std::byte> dst, std::span<const std::byte> src, std::uint32_t crc = 0) {
+  if (std::is_constant_evaluated()) {
+    for (std::size_t i = 0; i < src.size(); ++i) dst[i] = src[i];
+    return reference::crc32c(src, crc);
+  }
+  return detail::crc32c_copy_runtime(dst, src, crc);
+}
+/// crc32c_copy with a named path (tests).
+inline std::uint32_t crc32c_copy_with(path p, std::span<std::byte> dst, std::span<const std::byte> src, std::uint32_t crc = 0) {
+  return ~detail::copy_path<crc32c_poly>(available(p) ? p : path::portable, ~crc, dst.data(), src.data(), src.size());
 }
 
 /// CRC-32 of data, continuing from crc (0 to start).
