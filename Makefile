@@ -32,6 +32,9 @@ demo: deps
 	./$(DIR_gcc)/tools/pushwire-dump $(DIR_gcc)/demo-roce.pcap
 	@echo; echo "=== The same, one JSON object per frame (first 3)"
 	./$(DIR_gcc)/tools/pushwire-dump --json $(DIR_gcc)/demo-roce.pcap | head -3
+	@echo; echo "=== The same story in the seed's cells (EtherType 0x88B5): $(DIR_gcc)/demo-cells.pcap"
+	./$(DIR_gcc)/tools/pushwire-gen --framing cell --out $(DIR_gcc)/demo-cells.pcap
+	./$(DIR_gcc)/tools/pushwire-dump $(DIR_gcc)/demo-cells.pcap
 
 test: deps
 	$(MAKE) --no-print-directory test-gcc

@@ -1,4 +1,4 @@
-// pushwire-dump: decodes push-push messages and RoCEv2 captures; prints text or JSON.
+// pushwire-dump: decodes push-push messages, and RoCEv2 and cell captures; prints text or JSON.
 //
 //   pushwire-dump [--json] [--max-frame N] --hex HEX     one message given as hex ('-': stdin)
 //   pushwire-dump [--json] [options] FILE.pcap           every frame of a capture, in order
@@ -6,7 +6,10 @@
 // With --json a capture gives one object per line: "frame" (1-based), the IB fields under
 // Wireshark's names, "pushwire.opcode", "pushwire.icrc"; a push-push message found in a
 // single-packet SEND ("pushwire.function", ...); "pushwire.idata" for RDMA WRITE with
-// immediate; or "error" for a frame that is not RoCEv2.
+// immediate; or "error" for a frame that is neither RoCEv2 nor a cell. A cell frame (EtherType
+// 0x88B5) gives "pushwire.cell.*" keys and "pushwire.cell.crc"; a last cell also
+// "pushwire.cell.packet_crc" (cells are reassembled across the capture to check it), and a
+// completed Send holding a push-push message its fields.
 // Exit status: 0 decoded (a capture's bad frames are reported per frame); 1 usage; 2 malformed
 // input (one line on stderr naming the errc).
 #include <cstdio>
@@ -20,6 +23,8 @@
 #include <string_view>
 #include <vector>
 
+#include <pushwire/cell/print.hpp>
+#include <pushwire/cell/reassembler.hpp>
 #include <pushwire/ib/print.hpp>
 #include <pushwire/msg/idata.hpp>
 #include <pushwire/msg/msg.hpp>
@@ -64,9 +69,91 @@ bool is_single_send(const ib::opcode_info& o) {
   return o.op_name == "SEND_ONLY" || o.op_name == "SEND_ONLY_WITH_IMMEDIATE" || o.op_name == "SEND_ONLY_WITH_INVALIDATE";
 }
 
+void write_idata(wire::json_writer& w, const msg::idata& d) {
+  w.key("pushwire.idata");
+  w.begin_array();
+  w.uint(d.pool_ref);
+  w.uint(d.element_index);
+  w.uint(d.byte_count);
+  w.end_array();
+}
+std::string idata_text(const msg::idata& d) {
+  return "  idata: pool " + std::to_string(d.pool_ref) + ", element " + std::to_string(d.element_index) + ", " +
+         std::to_string(d.bytes()) + " bytes\n";
+}
+
+// Cells are reassembled across the capture, so a last cell's packet CRC can be checked and a
+// completed Send's push-push message shown.
+struct cell_state {
+  std::optional<cell::reassembler> r;
+  cell::reassembler& get() {
+    if (!r) r.emplace(cell::reassembly_limits{.max_packets = 16, .max_packet_bytes = 1 << 20, .max_bytes = 16 << 20,
+                                              .max_age_ns = 60'000'000'000ull, .max_cell_payload = cell::max_cell_payload,
+                                              .history = 64});
+    return *r;
+  }
+};
+
+std::string dump_cell(std::size_t n, std::span<const std::byte> frame, std::uint64_t t_ns, bool json, const msg::limits& lim,
+                      cell_state& cs) {
+  std::string out;
+  wire::json_writer w{out};
+  if (json) {
+    w.begin_object();
+    w.key("frame");
+    w.uint(n);
+  } else {
+    out = "frame " + std::to_string(n) + ": ";
+  }
+  auto c = cell::decode(frame, {.max_payload = cell::max_cell_payload, .crc = wire::crc_check::report});
+  if (!c) {
+    if (!json) return out + "error: " + describe(c.error()) + "\n";
+    w.key("error");
+    w.string(describe(c.error()));
+    w.end_object();
+    return out + "\n";
+  }
+  // The packet: only cells with a good CRC are fed to the reassembler.
+  std::optional<cell::push_result> pr;
+  if (c->crc_state == wire::crc_status::good) pr = cs.get().push(*c, t_ns);
+  // A NAK or page-fault delay refuses the packet it names: its resending is not a duplicate.
+  if (pr && pr->packet && (c->hdr.type == cell::cell_type::nak || c->hdr.type == cell::cell_type::page_fault_delay))
+    cs.get().forget({c->dst(), c->hdr.dst_wqp, c->hdr.psn});
+  std::string_view packet_crc = "unverified";
+  if (pr && pr->status == cell::push_status::delivered) packet_crc = "good";
+  if (pr && pr->status == cell::push_status::rejected && pr->error.code == wire::errc::packet_crc_mismatch) packet_crc = "bad";
+  std::optional<msg::message> m;
+  if (pr && pr->packet && pr->packet->type == cell::cell_type::send)
+    if (auto r = msg::decode_any(pr->packet->payload, lim)) m = *r;
+  std::optional<msg::idata> idata;
+  if (c->idata && c->hdr.type == cell::cell_type::rdma_write) idata = msg::from_imm(*c->idata);
+  if (json) {
+    cell::write_json_fields(w, *c);
+    if (c->hdr.last) {
+      w.key("pushwire.cell.packet_crc");
+      w.string(packet_crc);
+    }
+    if (pr && pr->status == cell::push_status::rejected) {
+      w.key("pushwire.cell.reassembly");
+      w.string(wire::to_string(pr->error.code));
+    }
+    if (idata) write_idata(w, *idata);
+    if (m) std::visit([&](const auto& x) { msg::write_json_fields(w, x); }, *m);
+    w.end_object();
+    return out + "\n";
+  }
+  out += cell::to_text(*c);
+  if (c->hdr.last) out += "  packet CRC " + std::string{packet_crc} + "\n";
+  if (pr && pr->status == cell::push_status::rejected) out += "  reassembly: " + describe(pr->error) + "\n";
+  if (idata) out += idata_text(*idata);
+  if (m) out += "  push-push " + msg::to_text(*m);
+  return out;
+}
+
 // One capture frame, as JSON (one line) or text.
-std::string dump_frame(std::size_t n, std::span<const std::byte> frame, bool json, const ib::parse_options& opt,
-                       const msg::limits& lim) {
+std::string dump_frame(std::size_t n, std::span<const std::byte> frame, std::uint64_t t_ns, bool json,
+                       const ib::parse_options& opt, const msg::limits& lim, cell_state& cs) {
+  if (auto l2 = wire::locate_payload(frame); l2 && l2->type == cell::ethertype) return dump_cell(n, frame, t_ns, json, lim, cs);
   std::string out;
   wire::json_writer w{out};
   auto p = ib::parse(frame, opt);
@@ -94,22 +181,13 @@ std::string dump_frame(std::size_t n, std::span<const std::byte> frame, bool jso
   if (json) {
     ib::write_json_fields(w, *p);
     if (m) std::visit([&](const auto& x) { msg::write_json_fields(w, x); }, *m);
-    if (idata) {
-      w.key("pushwire.idata");
-      w.begin_array();
-      w.uint(idata->pool_ref);
-      w.uint(idata->element_index);
-      w.uint(idata->byte_count);
-      w.end_array();
-    }
+    if (idata) write_idata(w, *idata);
     w.end_object();
     return out + "\n";
   }
   out += ib::to_text(*p);
   if (m) out += "  push-push " + msg::to_text(*m);
-  if (idata)
-    out += "  idata: pool " + std::to_string(idata->pool_ref) + ", element " + std::to_string(idata->element_index) +
-           ", " + std::to_string(idata->bytes()) + " bytes\n";
+  if (idata) out += idata_text(*idata);
   return out;
 }
 
@@ -129,6 +207,7 @@ int dump_pcap(const std::string& path, bool json, const ib::parse_options& opt, 
     return exit_malformed;
   }
   const bool ethernet = r->linktype() == wire::pcap::linktype_ethernet;
+  cell_state cells;
   for (std::size_t n = 1;; ++n) {
     auto rec = r->next();
     if (!rec) {
@@ -143,7 +222,7 @@ int dump_pcap(const std::string& path, bool json, const ib::parse_options& opt, 
                          : "frame " + std::to_string(n) + ": error: not_roce (link type)\n");
       continue;
     }
-    std::cout << dump_frame(n, (*rec)->data, json, opt, lim);
+    std::cout << dump_frame(n, (*rec)->data, (*rec)->ts_ns, json, opt, lim, cells);
   }
   return 0;
 }

@@ -1,13 +1,21 @@
 // pushwire-gen: writes sample captures of a scripted push-push exchange.
 //
 //   pushwire-gen --framing roce --out FILE.pcap
+//   pushwire-gen --framing cell --out FILE.pcap
 //
 // RoCEv2 (IPv4 unless noted): host advertises a pool (BufferRecvPool in an RC SEND_ONLY), the
 // I/O unit RDMA-writes into it with the seed's idata (pool 7, element 5, 256 bytes), the host
 // ACKs; a second write meets a page fault and is answered by a page-fault ACK (RNR NAK, 2 ms);
 // an indication too large for idata goes as BufferRDMAIndicate; a bad R_Key is NAKed; DC
 // connect, data and disconnect; a CNP; a UD SEND over IPv6 in a VLAN; and one frame whose ICRC
-// is deliberately wrong. Exit status: 0 written, 1 usage, 2 cannot write.
+// is deliberately wrong.
+//
+// Cells (EtherType 0x88B5, 256-byte cells): the host advertises two pools in a Send on the
+// control channel, which the I/O unit ACKs; the I/O unit RDMA-writes 600 bytes (three cells) into
+// pool 7 element 5 with idata (7, 5, 600) on the data channel, which the host ACKs; the next write
+// meets a page fault and the host answers with a page-fault delay ACK (2000 us); the write is
+// sent again after the delay and ACKed.
+// Exit status: 0 written, 1 usage, 2 cannot write.
 #include <array>
 #include <cstdint>
 #include <cstdio>
@@ -17,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include <pushwire/cell/segmenter.hpp>
 #include <pushwire/ib/aeth.hpp>
 #include <pushwire/ib/roce.hpp>
 #include <pushwire/msg/idata.hpp>
@@ -65,6 +74,14 @@ std::vector<std::byte> encode(const M& m) {
   std::vector<std::byte> b(msg::encoded_size(m));
   (void)msg::encode(m, b);
   return b;
+}
+
+bool write_file(const std::string& out, const std::vector<std::byte>& file) {
+  std::ofstream f(out, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(file.data()), static_cast<std::streamsize>(file.size()));
+  if (f) return true;
+  std::cerr << "pushwire-gen: cannot write " << out << "\n";
+  return false;
 }
 
 int roce(const std::string& out) {
@@ -156,18 +173,73 @@ int roce(const std::string& out) {
   // 9. A frame whose ICRC is wrong.
   sc.add(s, true);
 
-  std::ofstream f(out, std::ios::binary);
-  f.write(reinterpret_cast<const char*>(sc.file.data()), static_cast<std::streamsize>(sc.file.size()));
-  if (!f) {
-    std::cerr << "pushwire-gen: cannot write " << out << "\n";
-    return 2;
-  }
-  return 0;
+  return write_file(out, sc.file) ? 0 : 2;
+}
+
+// The cell exchange. Control channel: host WQP 0x10 <-> I/O unit WQP 0x20; data channel: 0x11 <-> 0x21.
+int cells(const std::string& out) {
+  script sc;
+  auto add = [&](const cell::packet_spec& p, std::span<const std::byte> payload) {
+    auto seg = cell::segmenter::make(p, payload);
+    if (!seg) {
+      std::cerr << "pushwire-gen: segmenter: " << wire::to_string(seg.code()) << " (" << seg.error().field << ")\n";
+      std::exit(2);
+    }
+    while (!seg->done()) {
+      std::vector<std::byte> f(seg->next_size());
+      (void)seg->next(f);
+      sc.pcap.add(sc.t, f);
+      sc.t += 1'000;  // cells 1 us apart
+    }
+    sc.t += 1'000'000;
+  };
+  const auto from = [](bool host_to_iou, bool data, std::uint32_t psn, cell::cell_type t) {
+    cell::packet_spec p{.dst = host_to_iou ? iou_mac : host_mac, .src = host_to_iou ? host_mac : iou_mac};
+    p.src_wqp = (host_to_iou ? 0x10u : 0x20u) + (data ? 1u : 0u);
+    p.dst_wqp = (host_to_iou ? 0x20u : 0x10u) + (data ? 1u : 0u);
+    p.psn = psn;
+    p.type = t;
+    return p;
+  };
+  const auto ack = [&](bool host_to_iou, bool data, std::uint32_t psn, cell::ack_info a = {}) {
+    auto p = from(host_to_iou, data, psn, a.delay_us ? cell::cell_type::page_fault_delay : cell::cell_type::ack);
+    p.ack = a;
+    add(p, {});
+  };
+  // 1. The host advertises two receive pools; the I/O unit ACKs.
+  const std::array<msg::pool_descriptor, 2> pools{{{.pool_ref = 7, .element_count = 64, .element_size = 1024,
+                                                    .memory_handle = 0x1234, .address = 0x7f0000010000},
+                                                   {.pool_ref = 8, .element_count = 16, .element_size = 9000,
+                                                    .memory_handle = 0x1235, .address = 0x7f0000100000}}};
+  const auto advert = encode(msg::buffer_recv_pool{.header = {.transaction_context = 1}, .pools = pools});
+  auto send = from(true, false, 100, cell::cell_type::send);
+  send.ack_req = true;
+  add(send, advert);
+  ack(false, false, 100);
+  // 2. The I/O unit writes 600 bytes into pool 7, element 5, with idata (7, 5, 600); the host ACKs.
+  std::vector<std::byte> data(600);
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<std::byte>(i * 7);
+  auto write = from(false, true, 500, cell::cell_type::rdma_write);
+  write.ack_req = true;
+  write.rdma = cell::vamh{.va = 0x7f0000010000 + 5 * 1024, .mh = 0x1234};
+  write.idata = msg::to_imm(*msg::make_idata({7, 5, 600}));
+  add(write, data);
+  ack(true, true, 500);
+  // 3. The next write meets a page fault: the host asks for a 2000 us pause; the write comes again.
+  write.psn = 501;
+  write.rdma->va += 1024;
+  write.idata = msg::to_imm(*msg::make_idata({7, 6, 600}));
+  add(write, data);
+  ack(true, true, 501, {.delay_us = 2000});
+  sc.t += 2'000'000;
+  add(write, data);
+  ack(true, true, 501);
+  return write_file(out, sc.file) ? 0 : 2;
 }
 
 int usage(const char* why) {
   if (why) std::cerr << "pushwire-gen: " << why << "\n";
-  std::cerr << "usage: pushwire-gen --framing roce --out FILE.pcap\n";
+  std::cerr << "usage: pushwire-gen --framing roce|cell --out FILE.pcap\n";
   return 1;
 }
 
@@ -184,5 +256,6 @@ int main(int argc, char** argv) {
   }
   if (out.empty()) return usage("--out is required");
   if (framing == "roce") return roce(out);
-  return usage("--framing must be roce");
+  if (framing == "cell") return cells(out);
+  return usage("--framing must be roce or cell");
 }

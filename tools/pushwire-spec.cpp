@@ -3,6 +3,7 @@
 //
 //   pushwire-spec --check spec/push-push.md     exit 1 and a diff hint when the file is stale
 //   pushwire-spec --update spec/push-push.md    rewrite the regions in place
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -13,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include <pushwire/cell/cell.hpp>
 #include <pushwire/ib/aeth.hpp>
 #include <pushwire/ib/encap.hpp>
 #include <pushwire/ib/lan.hpp>
@@ -171,6 +173,76 @@ std::optional<std::string> render_ib_struct(std::string_view arg, std::string_vi
   return render_struct<H>();
 }
 
+// The parts of a cell frame, in order, with their sizes (format.hpp).
+std::string render_cell_layout() {
+  std::string s = "| Part | Bytes | Present |\n|---|---:|---|\n";
+  auto row = [&](std::string_view part, std::string bytes, std::string_view when) {
+    s += "| " + std::string{part} + " | " + bytes + " | " + std::string{when} + " |\n";
+  };
+  row("Ethernet destination MAC, source MAC", std::to_string(2 * sizeof(cell::mac_address)), "always");
+  row("802.1Q tag", std::to_string(wire::vlan_tag_size), "optional (the decoder accepts one; the cell CRC covers it)");
+  row("EtherType " + specgen::hex(cell::ethertype, 4), "2", "always");
+  row("header (§3)", std::to_string(cell::header_size), "always");
+  row("VA/MH (§4)", std::to_string(cell::vamh_size), "`has_vamh`: first cell of an RDMA write");
+  row("ACK info (§4)", std::to_string(cell::ack_info_size), "type ACK, NAK or PageFaultDelay");
+  row("idata", std::to_string(cell::idata_size), "`has_idata`: last cell of a Send or RDMA write, when given");
+  row("data", "`length`", "always (0 .. the cell payload size)");
+  row("packet CRC", std::to_string(cell::crc_size), "`last`");
+  row("cell CRC", std::to_string(cell::crc_size), "always");
+  row("Ethernet padding (zeros)", "to " + std::to_string(wire::eth_min_frame), "when the frame is shorter than " + std::to_string(wire::eth_min_frame) + " bytes");
+  return s;
+}
+
+// The reassembler's bounds and their defaults.
+std::string render_cell_limits() {
+  const cell::reassembly_limits d{};
+  std::string s = "| Bound | Default | Exceeded |\n|---|---:|---|\n";
+  s += "| `max_packets` | " + std::to_string(d.max_packets) + " | `reassembly_full` (packets) |\n";
+  s += "| `max_packet_bytes` | " + std::to_string(d.max_packet_bytes) + " | `reassembly_full` (packet_bytes); a caller's destination: `no_space` |\n";
+  s += "| `max_bytes` | " + std::to_string(d.max_bytes) + " | `reassembly_full` (bytes) |\n";
+  s += "| `max_age_ns` | " + std::to_string(d.max_age_ns) + " | `reassembly_timeout` |\n";
+  s += "| `max_cell_payload` | " + std::to_string(d.max_cell_payload) + " | `too_large` |\n";
+  s += "| `history` | " + std::to_string(d.history) + " | (older deliveries are forgotten) |\n";
+  return s;
+}
+
+// Hex rows of the frames a segmenter makes of an example packet.
+std::string render_cell_example(std::string_view which) {
+  const cell::mac_address host{2, 0, 0, 0, 0, 1}, iou{2, 0, 0, 0, 0, 2};
+  cell::packet_spec p{.dst = iou, .src = host, .dst_wqp = 0x22, .src_wqp = 0x11};
+  std::vector<std::byte> payload;
+  std::size_t cell_payload = cell::default_cell_payload;
+  if (which == "send") {
+    p.psn = 0x64;
+    p.ack_req = true;
+    for (char ch : std::string_view{"ping"}) payload.push_back(static_cast<std::byte>(ch));
+  } else if (which == "write") {
+    p.psn = 0x1F4;
+    p.type = cell::cell_type::rdma_write;
+    p.rdma = cell::vamh{.va = 0x00007f0000010500, .mh = 0x1234};
+    p.idata = 0x07050100;
+    for (int i = 0; i < 20; ++i) payload.push_back(static_cast<std::byte>(i));
+    cell_payload = 8;
+  } else if (which == "page_fault_delay") {
+    p = {.dst = iou, .src = host, .dst_wqp = 0x11, .src_wqp = 0x22, .psn = 0x1F5, .type = cell::cell_type::page_fault_delay,
+         .ack = cell::ack_info{.delay_us = 2000}};
+  } else {
+    return {};
+  }
+  auto seg = cell::segmenter::make(p, std::span<const std::byte>(payload), cell_payload).value();
+  std::string s = "```text\n";
+  while (!seg.done()) {
+    std::vector<std::byte> f(seg.next_size());
+    (void)seg.next(f);
+    for (std::size_t i = 0; i < f.size(); i += 16) {
+      for (std::size_t j = i; j < f.size() && j < i + 16; ++j) s += (j > i ? " " : "") + specgen::hex(static_cast<unsigned>(f[j]), 2).substr(2);
+      s += "\n";
+    }
+    s += seg.done() ? "" : "\n";
+  }
+  return s + "```\n";
+}
+
 std::optional<std::string> render(std::string_view key) {
   std::optional<std::string> out;
   const auto sp = key.find(' ');
@@ -180,6 +252,22 @@ std::optional<std::string> render(std::string_view key) {
     msg::for_each_message_type([&]<class M>(std::type_identity<M>) {
       if (msg::name(msg::code_of<M>) == arg) out = render_message<M>();
     });
+  } else if (kind == "cell") {
+    if (arg == "header") out = render_struct<cell::header>();
+    if (arg == "vamh") out = render_struct<cell::vamh>();
+    if (arg == "ack_info") out = render_struct<cell::ack_info>();
+    if (arg == "type") out = specgen::value_table(cell::cell_type_names, 1);
+    if (arg == "nak_code") out = specgen::value_table(cell::nak_code_names, 1);
+    if (arg == "layout") out = render_cell_layout();
+    if (arg == "limits") out = render_cell_limits();
+    if (arg == "json_keys")
+      out = json_keys<cell::header>() + ", " + json_keys<cell::vamh>() + ", " + json_keys<cell::ack_info>() +
+            ", `pushwire.cell.type_name`, `pushwire.cell.idata`, `pushwire.cell.crc`, `pushwire.cell.packet_crc`, "
+            "`pushwire.cell.reassembly`\n";
+    if (arg.starts_with("example ")) {
+      auto e = render_cell_example(arg.substr(8));
+      if (!e.empty()) out = e;
+    }
   } else if (kind == "struct") {
     if (arg == "idata") out = render_struct<msg::idata>();
     if (arg == "mac_address") out = render_struct<msg::cfg::mac_address>();
@@ -219,7 +307,15 @@ std::optional<std::string> render(std::string_view key) {
     out = render_cfg_data();
   } else if (kind == "errors") {
     std::string s = "| Code | Name | Meaning |\n|---:|---|---|\n";
+    // "errors cell": those a cell decoder or the reassembler returns.
+    const std::vector<wire::errc> cells{wire::errc::truncated, wire::errc::unsupported_version, wire::errc::zero_count,
+                                        wire::errc::too_large, wire::errc::reserved_nonzero, wire::errc::invalid_field,
+                                        wire::errc::no_space, wire::errc::length_mismatch, wire::errc::not_cell,
+                                        wire::errc::cell_crc_mismatch, wire::errc::packet_crc_mismatch, wire::errc::cell_missing,
+                                        wire::errc::cell_duplicate, wire::errc::cell_out_of_order, wire::errc::vamh_missing,
+                                        wire::errc::vamh_unexpected, wire::errc::reassembly_full, wire::errc::reassembly_timeout};
     for (wire::errc e : wire::all_errc) {
+      if (arg == "cell" && std::find(cells.begin(), cells.end(), e) == cells.end()) continue;
       const auto& info = wire::errc_table[static_cast<std::size_t>(e) - 1];
       s += "| " + std::to_string(static_cast<int>(e)) + " | `" + std::string{info.name} + "` | " +
            std::string{info.meaning} + " |\n";

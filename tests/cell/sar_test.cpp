@@ -238,6 +238,20 @@ TEST_CASE("cells: the reassembler's named errors", "[cells][sar]") {
     CHECK(d.push(c[1], 0).status == cell::push_status::accepted);
     CHECK(d.push(c[2], 0).error.code == errc::no_space);
   }
+  SECTION("forget: a packet refused by a NAK or page-fault delay is taken again when resent") {
+    cell::reassembler r;
+    for (const auto& f : c) (void)r.push(f, 0);
+    CHECK(r.stats().delivered == 1);
+    CHECK(r.push(c[0], 0).error.code == errc::cell_duplicate);
+    CHECK(r.forget({host, 0x11, 1}));
+    CHECK(!r.forget({host, 0x11, 1}));
+    for (std::size_t i = 0; i + 1 < c.size(); ++i) CHECK(r.push(c[i], 0).status == cell::push_status::accepted);
+    CHECK(r.forget({host, 0x11, 1}));  // in flight: dropped
+    CHECK(r.in_flight() == 0);
+    CHECK(r.bytes_held() == 0);
+    for (const auto& f : c) (void)r.push(f, 0);
+    CHECK(r.stats().delivered == 2);
+  }
   SECTION("cells wider than the receiver's cell payload are too_large") {
     cell::reassembler r({.max_cell_payload = 128});
     CHECK(r.push(c[0], 0).error.code == errc::too_large);

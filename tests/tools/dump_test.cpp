@@ -1,15 +1,12 @@
 // pushwire-dump as a user runs it: text and JSON output, exit status 2 and one error line on
 // malformed input.
-#include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 #include <string>
 
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <pushwire/wire/pcap.hpp>
+
+#include "../support/process.hpp"
 
 #include "../msg/vectors.hpp"
 
@@ -27,38 +24,9 @@ using namespace pushwire;
 namespace pcap = wire::pcap;
 
 namespace {
-
-struct run_result {
-  int status;
-  std::string out, err;
-};
-
-run_result run(const std::string& args, const std::string& stdin_text = {}) {
-  char in_path[] = "/tmp/pushwire-dump-in-XXXXXX";
-  char err_path[] = "/tmp/pushwire-dump-err-XXXXXX";
-  const int in_fd = mkstemp(in_path), err_fd = mkstemp(err_path);
-  REQUIRE(in_fd >= 0);
-  REQUIRE(err_fd >= 0);
-  std::ofstream(in_path) << stdin_text;
-  const std::string cmd = std::string("'" PUSHWIRE_DUMP "' ") + args + " <" + in_path + " 2>" + err_path;
-  run_result r{};
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p);
-  char buf[4096];
-  std::size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  std::stringstream es;
-  es << std::ifstream(err_path).rdbuf();
-  r.err = es.str();
-  close(in_fd);
-  close(err_fd);
-  std::remove(in_path);
-  std::remove(err_path);
-  return r;
+test::run_result run(const std::string& args, const std::string& stdin_text = {}) {
+  return test::run_command("'" PUSHWIRE_DUMP "' " + args, stdin_text);
 }
-
 }  // namespace
 
 TEST_CASE("pushwire-dump --json prints the library's JSON for every vector", "[tools][dump]") {
@@ -118,14 +86,7 @@ TEST_CASE("pushwire-dump: stdin, usage errors", "[tools][dump]") {
   CHECK(run("--help").status == 0);
 }
 
-namespace {
-std::vector<std::string> lines_of(const std::string& s) {
-  std::vector<std::string> v;
-  std::istringstream in(s);
-  for (std::string l; std::getline(in, l);) v.push_back(l);
-  return v;
-}
-}  // namespace
+using test::lines_of;
 
 TEST_CASE("pushwire-dump FILE.pcap: the generated RoCE exchange, one JSON object per frame", "[tools][dump][pcap]") {
   const std::string pcap = PUSHWIRE_WORKDIR "/dump-gen.pcap";

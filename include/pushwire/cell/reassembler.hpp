@@ -187,6 +187,18 @@ class reassembler {
     return expire(now_ns, [](const packet_key&, const error_t&) {});
   }
 
+  /// Forgets packet k: its state if in flight, and that it was delivered, so that it is taken
+  /// again when it comes again (a responder that refused it, with a NAK or a page-fault delay,
+  /// expects it to be resent). Returns whether anything was forgotten.
+  bool forget(const packet_key& k) {
+    const packed_key p = pack(k);
+    bool any = false;
+    if (slot* s = find(p)) release(*s), any = true;
+    for (std::size_t i = 0; i < history_used_; ++i)
+      if (history_[i] == p) history_[i] = packed_key{~std::uint64_t{0}, ~std::uint64_t{0}}, any = true;  // matches no key
+    return any;
+  }
+
  private:
   using error_t = wire::error;
   static constexpr std::size_t csn_offset = wire::offset_of<header>("csn");
@@ -200,6 +212,11 @@ class reassembler {
   static constexpr std::size_t dst_offset = wire::offset_of<wire::eth_header>("dst");
   static packed_key pack(const std::byte* frame, const header& h) {
     return {wire::load_be<6>(frame + src_offset), std::uint64_t{h.src_wqp} << 32 | h.psn};
+  }
+  static packed_key pack(const packet_key& k) {
+    std::uint64_t mac = 0;
+    for (std::uint8_t b : k.src) mac = mac << 8 | b;
+    return {mac, std::uint64_t{k.src_wqp} << 32 | k.psn};
   }
   static packet_key unpack(const packed_key& k) {
     packet_key p{{}, static_cast<std::uint32_t>(k.wqp_psn >> 32), static_cast<std::uint32_t>(k.wqp_psn)};

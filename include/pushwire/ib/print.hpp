@@ -26,16 +26,7 @@ inline std::string packet_name(const roce_packet& p) {
   return p.dc_disconnect() ? "DC_DISCONNECT" : opcode_name(*p.op);
 }
 
-/// Writes h's fields as "<prefix>.<field>" keys into the open object; a field named `value` is
-/// the header itself (Wireshark's infiniband.immdt, infiniband.ieth).
-template <wire::described H>
-void write_json_header(wire::json_writer& w, const H& h) {
-  const std::string prefix{H::wireshark};
-  wire::visit_fields(h, [&](std::string_view field, const auto& v) {
-    w.key(field == "value" ? prefix : prefix + "." + std::string{field});
-    wire::detail::scalar_json(w, v);
-  });
-}
+using wire::write_json_header;
 
 /// The IB layer of p: BTH, every extended header present, "pushwire.opcode" (its name) and
 /// "pushwire.icrc" ("good", "bad" or "unchecked").

@@ -234,4 +234,16 @@ std::ostream& print(std::ostream& os, const T& v) {
   return os << to_text(v);
 }
 
+/// Writes h's fields as "<prefix>.<field>" keys into the open object, prefix being H::wireshark
+/// (its Wireshark field prefix); a field named `value` is the header itself (Wireshark's
+/// infiniband.immdt, infiniband.ieth). Values as in to_json.
+template <described H>
+void write_json_header(json_writer& w, const H& h) {
+  const std::string prefix{H::wireshark};
+  visit_fields(h, [&](std::string_view field, const auto& v) {
+    w.key(field == "value" ? prefix : prefix + "." + std::string{field});
+    detail::scalar_json(w, v);
+  });
+}
+
 }  // namespace pushwire::wire

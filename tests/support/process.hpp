@@ -1,0 +1,64 @@
+// Runs a command line as a user would (through the shell), capturing its exit status, stdout
+// and stderr. For tests of the command-line tools.
+#pragma once
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+namespace pushwire::test {
+
+struct run_result {
+  int status;
+  std::string out, err;
+};
+
+/// `command` with stdin from stdin_text; status is the exit code (-1 when killed by a signal).
+inline run_result run_command(const std::string& command, const std::string& stdin_text = {}) {
+  char in_path[] = "/tmp/pushwire-test-in-XXXXXX";
+  char err_path[] = "/tmp/pushwire-test-err-XXXXXX";
+  const int in_fd = mkstemp(in_path), err_fd = mkstemp(err_path);
+  REQUIRE(in_fd >= 0);
+  REQUIRE(err_fd >= 0);
+  std::ofstream(in_path) << stdin_text;
+  const std::string cmd = command + " <" + in_path + " 2>" + err_path;
+  run_result r{};
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p);
+  char buf[4096];
+  std::size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  std::stringstream es;
+  es << std::ifstream(err_path).rdbuf();
+  r.err = es.str();
+  close(in_fd);
+  close(err_fd);
+  std::remove(in_path);
+  std::remove(err_path);
+  return r;
+}
+
+inline std::vector<std::string> lines_of(const std::string& s) {
+  std::vector<std::string> v;
+  std::istringstream in(s);
+  for (std::string l; std::getline(in, l);) v.push_back(l);
+  return v;
+}
+
+/// Writes bytes to path.
+template <class Bytes>
+void write_file(const std::string& path, const Bytes& b) {
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+}
+
+}  // namespace pushwire::test
