@@ -35,7 +35,7 @@ constexpr std::size_t H = 14;  // the cell header's offset in an untagged frame
 
 }  // namespace
 
-TEST_CASE("cells: every truncation is truncated or length_mismatch, or the unpadded cell", "[cells][format]") {
+TEST_CASE("every truncation is truncated or length_mismatch, or the unpadded cell", "[cells][format]") {
   for (auto f : all_vectors) {
     const std::vector<std::byte> full(f.begin(), f.end());
     const auto whole = cell::decode(std::span<const std::byte>(full));
@@ -63,7 +63,7 @@ TEST_CASE("cells: every truncation is truncated or length_mismatch, or the unpad
   }
 }
 
-TEST_CASE("cells: every single-byte corruption is caught or lands in the padding", "[cells][format]") {
+TEST_CASE("every single-byte corruption is caught or lands in the padding", "[cells][format]") {
   std::size_t caught = 0, padding = 0;
   for (auto f : all_vectors) {
     const auto whole = cell::decode(f);
@@ -92,7 +92,7 @@ TEST_CASE("cells: every single-byte corruption is caught or lands in the padding
   CHECK(padding > 0);
 }
 
-TEST_CASE("cells: each rule is reported by name, at its byte", "[cells][format]") {
+TEST_CASE("each rule is reported by name, at its byte", "[cells][format]") {
   using E = wire::error;
   // Before the CRC: Ethernet, version, reserved bits, type, length.
   auto not_cell = std::vector<std::byte>(send_bytes.begin(), send_bytes.end());
@@ -136,7 +136,7 @@ TEST_CASE("cells: each rule is reported by name, at its byte", "[cells][format]"
   CHECK(decode_error(edited(pfd_bytes, [](auto& b) { set_byte(b, A + 7, 1); })).code == errc{});  // any delay
 }
 
-TEST_CASE("cells: an 802.1Q-tagged cell decodes, its CRC covering the tag", "[cells][format]") {
+TEST_CASE("an 802.1Q-tagged cell decodes, its CRC covering the tag", "[cells][format]") {
   auto p = send_spec();
   p.vlan = wire::vlan_tag{.priority = 5, .id = 42};
   const std::vector<std::byte> payload = test::copy(ping);
@@ -155,7 +155,7 @@ TEST_CASE("cells: an 802.1Q-tagged cell decodes, its CRC covering the tag", "[ce
   CHECK(decode_error(f).code == errc::cell_crc_mismatch);
 }
 
-TEST_CASE("cells: encode and segmenter reject what decode would", "[cells][format]") {
+TEST_CASE("encode and segmenter reject what decode would", "[cells][format]") {
   using E = wire::error;
   std::array<std::byte, 128> out{};
   cell::cell_spec s{.dst = iou, .src = host};
@@ -227,7 +227,7 @@ TEST_CASE("cells: encode and segmenter reject what decode would", "[cells][forma
   CHECK(test::copy(frame) == test::copy(write_first_bytes));
 }
 
-TEST_CASE("cells: reseal reports frames with no place for a CRC", "[cells][format]") {
+TEST_CASE("reseal reports frames with no place for a CRC", "[cells][format]") {
   std::vector<std::byte> b(send_bytes.begin(), send_bytes.end());
   CHECK(cell::reseal(std::span(b).first(10)).code == errc::truncated);
   CHECK(cell::reseal(std::span(b).first(30)).code == errc::truncated);

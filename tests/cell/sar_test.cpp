@@ -57,7 +57,7 @@ cell::packet_spec spec_for(cell_type t, std::uint32_t psn, bool idata, std::uint
 
 }  // namespace
 
-TEST_CASE("cells: round trips at the boundary sizes, with and without idata", "[cells][sar]") {
+TEST_CASE("round trips at the boundary sizes, with and without idata", "[cells][sar]") {
   std::mt19937 rng(1);
   std::size_t packets = 0;
   for (std::size_t cell : {std::size_t{256}, std::size_t{1}, std::size_t{7}, std::size_t{1000}}) {
@@ -105,7 +105,7 @@ TEST_CASE("cells: round trips at the boundary sizes, with and without idata", "[
   CHECK(packets == 4 * 19 * 8);
 }
 
-TEST_CASE("cells: control cells are delivered as they come, holding no state", "[cells][sar]") {
+TEST_CASE("control cells are delivered as they come, holding no state", "[cells][sar]") {
   cell::reassembler r;
   for (auto f : {std::span<const std::byte>(ack_bytes), std::span<const std::byte>(nak_bytes), std::span<const std::byte>(pfd_bytes)}) {
     auto res = r.push(f, 0);
@@ -120,7 +120,7 @@ TEST_CASE("cells: control cells are delivered as they come, holding no state", "
   CHECK(r.in_flight() == 0);
 }
 
-TEST_CASE("cells: the reassembler's named errors", "[cells][sar]") {
+TEST_CASE("the reassembler's named errors", "[cells][sar]") {
   std::mt19937 rng(2);
   const auto payload = random_payload(1000, rng);  // 4 cells of 256
   auto make_cells = [&](std::uint32_t psn, std::uint32_t src_wqp = 0x11) {
@@ -261,7 +261,7 @@ TEST_CASE("cells: the reassembler's named errors", "[cells][sar]") {
 // Property: many seeds, several interleaved packets, each cell possibly dropped, duplicated,
 // reordered or bit-flipped. Every delivery is an original packet, exactly, at most once; every
 // packet none of whose cells was touched is delivered; every rejection has a name.
-TEST_CASE("cells: under injected faults the result is the exact packet or a named error", "[cells][sar][faults]") {
+TEST_CASE("under injected faults the result is the exact packet or a named error", "[cells][sar][faults]") {
   std::size_t delivered_total = 0, rejected_total = 0, untouched_total = 0, runs = 0;
   std::map<errc, std::size_t> seen;
   for (std::uint32_t seed = 1; seed <= 400; ++seed) {

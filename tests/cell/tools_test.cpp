@@ -35,7 +35,7 @@ bool has(const std::string& line, const std::string& what) { return line.find(wh
 
 }  // namespace
 
-TEST_CASE("cells: pushwire-gen --framing cell writes the scripted exchange; pushwire-dump --json decodes it", "[cells][tools]") {
+TEST_CASE("pushwire-gen --framing cell writes the scripted exchange; pushwire-dump --json decodes it", "[cells][tools]") {
   const std::string pcap = gen_cells();
   auto r = dump("--json '" + pcap + "'");
   REQUIRE(r.status == 0);
@@ -79,7 +79,7 @@ TEST_CASE("cells: pushwire-gen --framing cell writes the scripted exchange; push
   CHECK(has(t.out, "idata: pool 7, element 5, 600 bytes"));
 }
 
-TEST_CASE("cells: pushwire-dump reports bad cell and packet CRCs, and cells it cannot parse", "[cells][tools]") {
+TEST_CASE("pushwire-dump reports bad cell and packet CRCs, and cells it cannot parse", "[cells][tools]") {
   const std::vector<std::byte> payload(300, std::byte{0x42});
   cell::packet_spec p{.dst = {2, 0, 0, 0, 0, 2}, .src = {2, 0, 0, 0, 0, 1}, .dst_wqp = 1, .src_wqp = 2, .psn = 9};
   auto seg = cell::segmenter::make(p, std::span<const std::byte>(payload)).value();
@@ -126,7 +126,7 @@ TEST_CASE("cells: pushwire-dump reports bad cell and packet CRCs, and cells it c
   CHECK(l[6] == R"x({"frame":7,"error":"unsupported_version at byte 14 (version)"})x");
 }
 
-TEST_CASE("cells: corrupted cell captures never crash pushwire-dump", "[cells][tools][robustness]") {
+TEST_CASE("corrupted cell captures never crash pushwire-dump", "[cells][tools][robustness]") {
   const std::string pcap = gen_cells();
   std::ifstream in(pcap, std::ios::binary);
   const std::vector<char> original((std::istreambuf_iterator<char>(in)), {});
