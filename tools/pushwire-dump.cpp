@@ -94,25 +94,42 @@ struct cell_state {
   }
 };
 
-std::string dump_cell(std::size_t n, std::span<const std::byte> frame, std::uint64_t t_ns, bool json, const msg::limits& lim,
-                      cell_state& cs) {
-  std::string out;
-  wire::json_writer w{out};
-  if (json) {
+// One frame's output: "frame N: ..." or {"frame":N,...}.
+struct frame_out {
+  std::string s;
+  wire::json_writer w{s};
+  bool json;
+  frame_out(std::size_t n, bool j) : json(j) {
+    if (!json) {
+      s = "frame " + std::to_string(n) + ": ";
+      return;
+    }
     w.begin_object();
     w.key("frame");
     w.uint(n);
-  } else {
-    out = "frame " + std::to_string(n) + ": ";
   }
-  auto c = cell::decode(frame, {.max_payload = cell::max_cell_payload, .crc = wire::crc_check::report});
-  if (!c) {
-    if (!json) return out + "error: " + describe(c.error()) + "\n";
+  /// The whole output of a frame that does not decode.
+  std::string error(const wire::error& e) {
+    if (!json) return s + "error: " + describe(e) + "\n";
     w.key("error");
-    w.string(describe(c.error()));
-    w.end_object();
-    return out + "\n";
+    w.string(describe(e));
+    return end();
   }
+  std::string end() {
+    if (json) {
+      w.end_object();
+      s += "\n";
+    }
+    return s;
+  }
+};
+
+std::string dump_cell(std::size_t n, std::span<const std::byte> frame, std::uint64_t t_ns, bool json, const msg::limits& lim,
+                      cell_state& cs) {
+  frame_out o{n, json};
+  auto& w = o.w;
+  auto c = cell::decode(frame, {.max_payload = cell::max_cell_payload, .crc = wire::crc_check::report});
+  if (!c) return o.error(c.error());
   // The packet: only cells with a good CRC are fed to the reassembler.
   std::optional<cell::push_result> pr;
   if (c->crc_state == wire::crc_status::good) pr = cs.get().push(*c, t_ns);
@@ -139,9 +156,9 @@ std::string dump_cell(std::size_t n, std::span<const std::byte> frame, std::uint
     }
     if (idata) write_idata(w, *idata);
     if (m) std::visit([&](const auto& x) { msg::write_json_fields(w, x); }, *m);
-    w.end_object();
-    return out + "\n";
+    return o.end();
   }
+  std::string& out = o.s;
   out += cell::to_text(*c);
   if (c->hdr.last) out += "  packet CRC " + std::string{packet_crc} + "\n";
   if (pr && pr->status == cell::push_status::rejected) out += "  reassembly: " + describe(pr->error) + "\n";
@@ -154,25 +171,10 @@ std::string dump_cell(std::size_t n, std::span<const std::byte> frame, std::uint
 std::string dump_frame(std::size_t n, std::span<const std::byte> frame, std::uint64_t t_ns, bool json,
                        const ib::parse_options& opt, const msg::limits& lim, cell_state& cs) {
   if (auto l2 = wire::locate_payload(frame); l2 && l2->type == cell::ethertype) return dump_cell(n, frame, t_ns, json, lim, cs);
-  std::string out;
-  wire::json_writer w{out};
+  frame_out o{n, json};
+  auto& w = o.w;
   auto p = ib::parse(frame, opt);
-  if (json) {
-    w.begin_object();
-    w.key("frame");
-    w.uint(n);
-  } else {
-    out = "frame " + std::to_string(n) + ": ";
-  }
-  if (!p) {
-    if (json) {
-      w.key("error");
-      w.string(describe(p.error()));
-      w.end_object();
-      return out + "\n";
-    }
-    return out + "error: " + describe(p.error()) + "\n";
-  }
+  if (!p) return o.error(p.error());
   std::optional<msg::message> m;
   if (is_single_send(*p->op))
     if (auto r = msg::decode_any(p->payload, lim)) m = *r;
@@ -182,9 +184,9 @@ std::string dump_frame(std::size_t n, std::span<const std::byte> frame, std::uin
     ib::write_json_fields(w, *p);
     if (m) std::visit([&](const auto& x) { msg::write_json_fields(w, x); }, *m);
     if (idata) write_idata(w, *idata);
-    w.end_object();
-    return out + "\n";
+    return o.end();
   }
+  std::string& out = o.s;
   out += ib::to_text(*p);
   if (m) out += "  push-push " + msg::to_text(*m);
   if (idata) out += idata_text(*idata);
