@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <pushwire/cell/cell.hpp>
+#include <pushwire/flow/flow.hpp>
 #include <pushwire/ib/aeth.hpp>
 #include <pushwire/ib/encap.hpp>
 #include <pushwire/ib/lan.hpp>
@@ -243,6 +244,47 @@ std::string render_cell_example(std::string_view which) {
   return s + "```\n";
 }
 
+// A machine's transition table as a Mermaid state diagram (GitHub renders it) and as a table.
+template <class Info>
+std::string render_machine(const Info& m, bool diagram) {
+  auto clean = [](std::string_view v) {
+    std::string s{v};
+    std::replace(s.begin(), s.end(), ';', ',');  // Mermaid ends a statement at ';'
+    std::replace(s.begin(), s.end(), ':', ' ');
+    return s;
+  };
+  std::string out;
+  if (diagram) {
+    out = "```mermaid\nstateDiagram-v2\n  [*] --> " + std::string{m.initial} + "\n";
+    for (const auto& r : m.table) {
+      std::string label = clean(m.event_name(r.on));
+      if (!r.guard_name.empty()) label += " [" + clean(r.guard_name) + "]";
+      if (!r.action_name.empty()) label += " / " + clean(r.action_name);
+      out += "  " + std::string{m.state_name(r.from)} + " --> " + std::string{m.state_name(r.to)} + " : " + label + "\n";
+    }
+    return out + "```\n";
+  }
+  out = "| # | From | Event | Guard | To | Action |\n|---:|---|---|---|---|---|\n";
+  int i = 0;
+  for (const auto& r : m.table)
+    out += "| " + std::to_string(i++) + " | `" + std::string{m.state_name(r.from)} + "` | " + std::string{m.event_name(r.on)} + " | " +
+           std::string{r.guard_name} + " | `" + std::string{m.state_name(r.to)} + "` | " + std::string{r.action_name} + " |\n";
+  return out;
+}
+
+std::optional<std::string> render_flow(std::string_view arg) {
+  const bool diagram = arg.starts_with("diagram ");
+  const std::string_view what = arg.substr(arg.find(' ') + 1);
+  if (what == "pool_owner") return render_machine(flow::pool_owner_info<1, 1>, diagram);
+  if (what == "pool_user") return render_machine(flow::pool_user_info<1, 1>, diagram);
+  if (what == "requester") return render_machine(flow::requester_info<1>, diagram);
+  if (what == "responder") return render_machine(flow::responder_info<1>, diagram);
+  if (what == "dc_initiator") return render_machine(flow::dci_info<1, 1>, diagram);
+  if (what == "dc_target") return render_machine(flow::dct_info<1>, diagram);
+  if (what == "session_receiver") return render_machine(flow::session_receiver_info<1, 1>, diagram);
+  return std::nullopt;
+}
+
 std::optional<std::string> render(std::string_view key) {
   std::optional<std::string> out;
   const auto sp = key.find(' ');
@@ -305,6 +347,14 @@ std::optional<std::string> render(std::string_view key) {
     out = s;
   } else if (kind == "cfg_data") {
     out = render_cfg_data();
+  } else if (kind == "flow") {
+    out = render_flow(arg);
+  } else if (kind == "flow_errors") {
+    std::string s = "| Code | Name | Meaning |\n|---:|---|---|\n";
+    for (std::size_t i = 0; i < flow::errc_table.size(); ++i)
+      s += "| " + std::to_string(i + 1) + " | `" + std::string{flow::errc_table[i].name} + "` | " +
+           std::string{flow::errc_table[i].meaning} + " |\n";
+    out = s;
   } else if (kind == "errors") {
     std::string s = "| Code | Name | Meaning |\n|---:|---|---|\n";
     // "errors cell": those a cell decoder or the reassembler returns.

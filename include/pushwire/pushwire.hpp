@@ -7,3 +7,4 @@
 #include <pushwire/msg/msg.hpp>
 #include <pushwire/ib/ib.hpp>
 #include <pushwire/cell/cell.hpp>
+#include <pushwire/flow/flow.hpp>

@@ -40,6 +40,24 @@ constexpr std::uint8_t rnr_from_us(std::uint32_t us) {
   return best;
 }
 
+/// AETH credit count encoding (IBTA table 46): code -> receive WQEs available; code 31 means
+/// "no credit information" (unlimited).
+inline constexpr std::array<std::uint16_t, 31> credit_counts{0,   1,   2,   3,    4,    6,    8,    12,   16,    24,    32,
+                                                             48,  64,  96,  128,  192,  256,  384,  512,  768,   1024,  1536,
+                                                             2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768};
+/// Receive WQEs a credit code announces (nullopt for 31, unlimited).
+constexpr std::optional<std::uint32_t> credit_count(std::uint8_t code) {
+  return (code & 0x1F) == 31 ? std::nullopt : std::optional<std::uint32_t>{credit_counts[code & 0x1F]};
+}
+/// The largest code whose count is <= n (a responder never announces more than it has).
+constexpr std::uint8_t credit_code(std::uint32_t n) {
+  std::uint8_t c = 0;
+  while (c + 1 < 31 && credit_counts[c + 1] <= n) ++c;
+  return c;
+}
+static_assert(credit_code(0) == 0 && credit_code(5) == 4 && credit_code(6) == 5 && credit_code(1u << 20) == 30 &&
+              *credit_count(credit_code(100)) == 96 && !credit_count(31));
+
 /// A syndrome byte, read and built by meaning.
 struct syndrome {
   std::uint8_t raw = 0;

@@ -1,0 +1,10 @@
+// flow/: the sans-IO state machines (buffer-pool credits and flush, queue-pair transport with
+// page-fault pause, Dynamically Connected transport, sessions). Diagrams: spec/flow.md.
+#pragma once
+
+#include <pushwire/flow/core.hpp>
+#include <pushwire/flow/dc.hpp>
+#include <pushwire/flow/packet.hpp>
+#include <pushwire/flow/pool.hpp>
+#include <pushwire/flow/rc.hpp>
+#include <pushwire/flow/session.hpp>

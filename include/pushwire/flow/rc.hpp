@@ -1,0 +1,1034 @@
+// Queue-pair transport machines (IBTA vol. 1 ch. 9; Linux rxe's req/resp/comp split read for
+// reference): the requester (send queue and completer) and the responder, for RC, UC, UD and the
+// reliable part of DC. Sans-IO: packets in and out are flow::packet values, time is an
+// argument, timers are deadlines the caller fires with on_timer().
+//
+// Decisions (spec/flow.md §2):
+// - PSNs are assigned when a work request is posted; a message takes ceil(length / mtu)
+//   PSNs (at least 1); a READ request takes as many as its responses.
+// - AckReq is set on the last packet of every message and on every `ackreq_every`-th packet.
+//   The responder ACKs only AckReq packets (coalescing the rest) and every READ / atomic.
+// - Go-back-N: a PSN-sequence-error NAK, a timeout or the end of an RNR / page-fault wait
+//   rewinds to the PSN named (a READ or atomic is re-issued whole).
+// - Responses whose PSN is outside the outstanding range are stale and ignored (no state
+//   change): duplicates, and NAKs for packets already acknowledged.
+// - On RoCE a page-fault ACK is an RNR NAK (ib::page_fault_ack); a page_fault_aware requester
+//   reads an RNR NAK that answers an RDMA WRITE, READ or atomic as one, pauses without
+//   counting and resumes from that PSN; an RNR NAK answering a SEND is a genuine RNR.
+// - AETH credits: the responder announces its posted receives (ib::credit_code); the
+//   requester starts no new SEND while the last ACK announced none and packets are
+//   outstanding (it may always probe with one when nothing is).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <variant>
+
+#include <pushwire/flow/core.hpp>
+#include <pushwire/flow/packet.hpp>
+#include <pushwire/ib/psn.hpp>
+
+namespace pushwire::flow {
+
+/// Work request operations. dc_connect / dc_disconnect are DC only (opcode 0x55).
+enum class wr_op : std::uint8_t { send, send_imm, write, write_imm, read, compare_swap, fetch_add, dc_connect, dc_disconnect };
+inline constexpr std::array<std::string_view, 9> wr_op_names{"SEND", "SEND_WITH_IMM", "RDMA_WRITE", "RDMA_WRITE_WITH_IMM",
+                                                             "RDMA_READ", "COMPARE_SWAP", "FETCH_ADD", "DC_CONNECT", "DC_DISCONNECT"};
+
+struct work_request {
+  std::uint64_t id = 0;
+  wr_op op = wr_op::send;
+  std::uint32_t length = 0;  ///< bytes (atomics: 8; DC connect / disconnect: 0)
+  std::uint64_t remote_va = 0;
+  std::uint32_t rkey = 0;
+  std::uint32_t imm = 0;
+  std::uint64_t swap = 0, compare = 0;  ///< FETCH_ADD adds `swap`
+  std::uint32_t dest_qp = 0;  ///< UD: destination QP; DC: DCT number; else the QP's
+  std::uint64_t dc_key = 0;   ///< DC: DCETH access key
+  std::uint32_t dci = 0;      ///< DC: this initiator's number (DCCETH)
+  std::uint32_t q_key = 0;    ///< UD: DETH Q_Key
+  friend constexpr bool operator==(const work_request&, const work_request&) = default;
+};
+
+/// Work completion status (IBTA 11.6.2 names, shortened).
+enum class wc_status : std::uint8_t {
+  success,
+  retry_exceeded,      ///< retry_cnt timeouts without progress
+  rnr_retry_exceeded,  ///< rnr_retry genuine RNR NAKs without progress
+  remote_invalid_request,
+  remote_access_error,
+  remote_operational_error,
+  flushed,  ///< the QP went to the error state before this request completed
+};
+inline constexpr std::array<std::string_view, 7> wc_status_names{"success", "retry_exceeded", "rnr_retry_exceeded",
+                                                                 "remote_invalid_request", "remote_access_error",
+                                                                 "remote_operational_error", "flushed"};
+
+enum class timer_kind : std::uint8_t {
+  retransmit,  ///< local ACK timeout
+  wait,        ///< RNR timer or page-fault delay
+};
+
+namespace qp_action {
+struct transmit { packet pkt; friend constexpr bool operator==(const transmit&, const transmit&) = default; };
+/// A send-queue completion (requester).
+struct complete {
+  std::uint64_t wr_id;
+  wr_op op;
+  wc_status status;
+  std::uint64_t orig;  ///< atomics: the remote value before
+  friend constexpr bool operator==(const complete&, const complete&) = default;
+};
+/// Arm (replace) a timer: fire on_timer(kind, t) at or after `at`.
+struct set_timer { timer_kind kind; time_ns at; friend constexpr bool operator==(const set_timer&, const set_timer&) = default; };
+struct cancel_timer { timer_kind kind; friend constexpr bool operator==(const cancel_timer&, const cancel_timer&) = default; };
+/// Responder: place a request packet's payload. to_receive: into the receive buffer of
+/// message `msn` at `offset`; else at (rkey, va).
+struct place {
+  bool to_receive;
+  std::uint32_t msn;
+  std::uint64_t va;
+  std::uint32_t rkey, offset, length, psn;
+  std::uint64_t wr_id;  ///< the requester's id, for tests that follow data (not on the wire)
+  friend constexpr bool operator==(const place&, const place&) = default;
+};
+/// Responder: a receive completion (SEND, or WRITE with immediate), once per message.
+struct receive {
+  std::uint32_t msn, bytes;
+  bool with_imm;
+  std::uint32_t imm;
+  std::uint64_t wr_id;
+  friend constexpr bool operator==(const receive&, const receive&) = default;
+};
+/// Responder: a packet was dropped (why: errc).
+struct dropped { std::uint32_t psn; errc why; friend constexpr bool operator==(const dropped&, const dropped&) = default; };
+}  // namespace qp_action
+
+using qp_action_t = std::variant<qp_action::transmit, qp_action::complete, qp_action::set_timer, qp_action::cancel_timer,
+                                 qp_action::place, qp_action::receive, qp_action::dropped>;
+using qp_sink = sink<qp_action_t>;
+
+/// Packets for message `wr` at path MTU `mtu` (READ: its responses).
+constexpr std::uint32_t packets_for(const work_request& wr, std::uint32_t mtu) {
+  switch (wr.op) {
+    case wr_op::compare_swap:
+    case wr_op::fetch_add:
+    case wr_op::dc_connect:
+    case wr_op::dc_disconnect: return 1;
+    default: return wr.length == 0 ? 1 : (wr.length + mtu - 1) / mtu;
+  }
+}
+
+/// The opcode of packet `i` of `n` of `wr` on `svc` (ib/opcode.hpp names them).
+constexpr std::uint8_t request_opcode(service svc, const work_request& wr, std::uint32_t i, std::uint32_t n) {
+  const std::uint8_t base = svc == service::rc ? 0x00 : svc == service::uc ? 0x20 : svc == service::ud ? 0x60 : 0x40;
+  const bool only = n == 1, first = i == 0, last = i + 1 == n;
+  std::uint8_t op = 0;
+  switch (wr.op) {
+    case wr_op::send: op = only ? 0x04 : first ? 0x00 : last ? 0x02 : 0x01; break;
+    case wr_op::send_imm: op = only ? 0x05 : first ? 0x00 : last ? 0x03 : 0x01; break;
+    case wr_op::write: op = only ? 0x0A : first ? 0x06 : last ? 0x08 : 0x07; break;
+    case wr_op::write_imm: op = only ? 0x0B : first ? 0x06 : last ? 0x09 : 0x07; break;
+    case wr_op::read: op = 0x0C; break;
+    case wr_op::compare_swap: op = 0x13; break;
+    case wr_op::fetch_add: op = 0x14; break;
+    case wr_op::dc_connect:
+    case wr_op::dc_disconnect: return ib::op::dc_connect;
+  }
+  return static_cast<std::uint8_t>(base | op);
+}
+
+/// Whether `op` is allowed on `svc` (UD: SEND only; UC: no READ or atomics).
+constexpr bool supports(service svc, wr_op op) {
+  switch (svc) {
+    case service::ud: return op == wr_op::send || op == wr_op::send_imm;
+    case service::uc: return op <= wr_op::write_imm;
+    case service::rc: return op <= wr_op::fetch_add;
+    case service::dc: return true;
+  }
+  return false;
+}
+
+// ==== requester ==============================================================================
+
+struct requester_config {
+  service svc = service::rc;
+  std::uint32_t mtu = 4096;      ///< path MTU: payload bytes per packet, 256..4096
+  std::uint32_t dest_qp = 0;     ///< the connected responder (RC, UC)
+  std::uint32_t start_psn = 0;   ///< 24 bits
+  std::uint32_t window = 128;    ///< most packets unacknowledged at once, 1..2^23
+  time_ns timeout = 1'048'576;   ///< local ACK timeout, ns (IBTA code 8: 4.096 us * 2^8)
+  std::uint8_t retry_cnt = 7;    ///< timeouts allowed without progress, 0..7; 7 = infinite
+  std::uint8_t rnr_retry = 7;    ///< genuine RNR NAKs allowed without progress, 0..7; 7 = infinite
+  std::uint32_t ackreq_every = 16;  ///< AckReq on every n-th packet too (0: last packets only)
+  bool page_fault_aware = true;  ///< read RNR NAKs answering WRITE/READ/atomic as page-fault ACKs
+  bool honor_credits = true;     ///< AETH credits limit new SENDs
+};
+
+enum class req_state : std::uint8_t { idle, active, rnr_wait, paused, error };
+inline constexpr std::array<std::string_view, 5> req_state_names{"idle", "active", "rnr_wait", "paused", "error"};
+enum class req_event : std::uint8_t { post, ack, nak_seq, nak_fatal, rnr_nak, page_fault, timeout, wait_over, resolved };
+inline constexpr std::array<std::string_view, 9> req_event_names{"post", "ACK/response", "NAK PSN sequence error", "NAK other",
+                                                                 "RNR NAK", "page-fault ACK", "retransmit timeout",
+                                                                 "wait timer", "fault resolved"};
+
+struct req_input {
+  work_request wr{};
+  packet pkt{};
+  time_ns now = 0;
+};
+
+/// The requester of one queue pair, with a send queue of SQ work requests.
+template <std::size_t SQ>
+class requester {
+ public:
+  using row = transition<requester, req_state, req_event, req_input, qp_sink>;
+
+  struct wqe {
+    work_request wr{};
+    std::uint32_t first_psn = 0, npkts = 0;
+    bool done = false;
+    wc_status status = wc_status::success;
+    std::uint64_t orig = 0;
+  };
+  struct counters {
+    std::uint64_t sent = 0, retransmitted = 0, timeouts = 0, rnr_naks = 0, page_faults = 0, seq_naks = 0, stale = 0;
+  };
+
+  constexpr explicit requester(requester_config c = {}) : cfg_(c), next_psn_(c.start_psn & ib::psn_mask), nxt_(next_psn_), una_(next_psn_), max_sent_(next_psn_),
+                                                          retry_left_(c.retry_cnt), rnr_left_(c.rnr_retry) {}
+
+  /// Queue a work request and send what the window allows. Errors: queue_full,
+  /// invalid_argument (an operation the service lacks; UD longer than the MTU: too_large),
+  /// qp_in_error (completed as flushed).
+  constexpr step_result post(const work_request& wr, time_ns now, qp_sink& out);
+  /// A response packet from the responder (ACK, NAK, RNR NAK, READ response, atomic ACK).
+  constexpr step_result on_packet(const packet& p, time_ns now, qp_sink& out);
+  /// A timer the caller armed fired. Stale (no longer armed, or early) is ignored.
+  constexpr step_result on_timer(timer_kind k, time_ns now, qp_sink& out);
+  /// The responder announced the page fault resolved (cell framing; or the caller's policy).
+  constexpr step_result resolved(time_ns now, qp_sink& out);
+  /// Send more (after a call that ran out of sink room).
+  constexpr void pump(time_ns now, qp_sink& out);
+
+  constexpr req_state state() const { return st_; }
+  constexpr void set_state(req_state s) { st_ = s; }  ///< tests put a machine in a state
+  constexpr bool wants_to_send() const {
+    return (st_ == req_state::active || st_ == req_state::idle) && cur_ < q_.size() && window_open() && !credit_blocks(q_[cur_]);
+  }
+  constexpr std::optional<time_ns> deadline(timer_kind k) const { return k == timer_kind::retransmit ? rto_ : wait_; }
+  constexpr std::size_t queued() const { return q_.size(); }
+  constexpr const counters& stats() const { return stats_; }
+  constexpr std::uint32_t una() const { return una_; }
+  constexpr std::uint32_t next_psn() const { return next_psn_; }
+  constexpr const requester_config& config() const { return cfg_; }
+  constexpr const wqe& at(std::size_t i) const { return q_[i]; }
+  /// Everything posted has completed.
+  constexpr bool quiescent() const { return q_.empty(); }
+  template <class H>
+  constexpr void digest(H& h) const {
+    h(static_cast<std::uint64_t>(st_));
+    h(q_.size());
+    for (const wqe& w : q_) {
+      h(w.wr.id);
+      h(w.first_psn);
+      h(w.done);
+    }
+    h(cur_);
+    h(cur_pkt_);
+    h(next_psn_);
+    h(nxt_);
+    h(una_);
+    h(max_sent_);
+    h(wait_psn_);
+    h(retry_left_);
+    h(rnr_left_);
+    h(credits_);
+    h(rto_.has_value());
+    h(wait_.has_value());
+  }
+
+  // ---- guards --------------------------------------------------------------------------
+  static constexpr bool g_room(const requester& m, const req_input&) { return !m.q_.full(); }
+  static constexpr bool g_all_done(const requester& m, const req_input& in) { return m.acks_all(in.pkt); }
+  static constexpr bool g_rnr_left(const requester& m, const req_input&) { return m.cfg_.rnr_retry == 7 || m.rnr_left_ > 0; }
+  static constexpr bool g_retry_left(const requester& m, const req_input&) { return m.cfg_.retry_cnt == 7 || m.retry_left_ > 0; }
+
+  // ---- actions -------------------------------------------------------------------------
+  static constexpr errc a_queue(requester& m, const req_input& in, qp_sink&) {
+    const std::uint32_t n = packets_for(in.wr, m.cfg_.mtu);
+    m.q_.push_back({in.wr, m.next_psn_, n});
+    m.next_psn_ = ib::psn_add(m.next_psn_, n);
+    return {};
+  }
+  static constexpr errc a_refuse_full(requester&, const req_input&, qp_sink&) { return errc::queue_full; }
+  static constexpr errc a_flush_one(requester&, const req_input& in, qp_sink& out) {
+    out.push(qp_action::complete{in.wr.id, in.wr.op, wc_status::flushed, 0});
+    return errc::qp_in_error;
+  }
+  static constexpr errc a_advance(requester& m, const req_input& in, qp_sink& out) {
+    m.advance(in.pkt, in.now, out);
+    return {};
+  }
+  static constexpr errc a_go_back(requester& m, const req_input& in, qp_sink& out) {
+    ++m.stats_.seq_naks;
+    m.advance_before(in.pkt.psn, in.now, out);
+    m.rewind(in.pkt.psn);
+    return {};
+  }
+  static constexpr errc a_fail(requester& m, const req_input& in, qp_sink& out) {
+    m.advance_before(in.pkt.psn, in.now, out);
+    const auto code = ib::syndrome_of(in.pkt.aeth).nak_reason();
+    m.fail(code == ib::nak_code::remote_access_error       ? wc_status::remote_access_error
+           : code == ib::nak_code::remote_operational_error ? wc_status::remote_operational_error
+                                                            : wc_status::remote_invalid_request,
+           out);
+    return {};
+  }
+  static constexpr errc a_rnr_wait(requester& m, const req_input& in, qp_sink& out) {
+    ++m.stats_.rnr_naks;
+    if (m.cfg_.rnr_retry != 7) --m.rnr_left_;
+    m.begin_wait(in, out);
+    return {};
+  }
+  static constexpr errc a_pause(requester& m, const req_input& in, qp_sink& out) {
+    ++m.stats_.page_faults;
+    m.begin_wait(in, out);
+    return {};
+  }
+  static constexpr errc a_rnr_exceeded(requester& m, const req_input& in, qp_sink& out) {
+    m.advance_before(in.pkt.psn, in.now, out);
+    m.fail(wc_status::rnr_retry_exceeded, out);
+    return {};
+  }
+  static constexpr errc a_retransmit(requester& m, const req_input& in, qp_sink& out) {
+    ++m.stats_.timeouts;
+    if (m.cfg_.retry_cnt != 7) --m.retry_left_;
+    m.rto_.reset();
+    m.rewind(m.una_);
+    (void)in;
+    (void)out;
+    return {};
+  }
+  static constexpr errc a_retry_exceeded(requester& m, const req_input&, qp_sink& out) {
+    m.rto_.reset();
+    m.fail(wc_status::retry_exceeded, out);
+    return {};
+  }
+  static constexpr errc a_ignore_timeout(requester& m, const req_input&, qp_sink&) {
+    m.rto_.reset();  // no retransmission and no count while waiting; re-armed on resume
+    return {};
+  }
+  static constexpr errc a_resume(requester& m, const req_input&, qp_sink& out) {
+    if (m.wait_) out.push(qp_action::cancel_timer{timer_kind::wait});
+    m.wait_.reset();
+    m.rewind(m.wait_psn_);
+    return {};
+  }
+
+ private:
+  constexpr bool window_open() const {
+    const std::int32_t d = ib::psn_diff(nxt_, una_);  // negative while re-issuing a READ
+    return d < 0 || static_cast<std::uint32_t>(d) < cfg_.window;
+  }
+  constexpr bool reliable() const { return cfg_.svc == service::rc || cfg_.svc == service::dc; }
+  /// Index of the WQE holding `psn` (q_.size() when none).
+  constexpr std::size_t wqe_of(std::uint32_t psn) const {
+    for (std::size_t i = 0; i < q_.size(); ++i) {
+      const std::int32_t d = ib::psn_diff(psn, q_[i].first_psn);
+      if (d >= 0 && static_cast<std::uint32_t>(d) < q_[i].npkts) return i;
+    }
+    return q_.size();
+  }
+  constexpr bool outstanding(std::uint32_t psn) const {
+    return !ib::psn_before(psn, una_) && ib::psn_before(psn, max_sent_);
+  }
+  constexpr bool acks_all(const packet& p) const {
+    return ib::psn_add(p.psn, 1) == next_psn_ && max_sent_ == next_psn_;
+  }
+  static constexpr bool is_read_like(wr_op op) {
+    return op == wr_op::read || op == wr_op::compare_swap || op == wr_op::fetch_add;
+  }
+  constexpr void rewind(std::uint32_t psn) {
+    if (ib::psn_before(psn, una_)) psn = una_;  // what is acknowledged is never resent
+    std::size_t i = wqe_of(psn);
+    if (i == q_.size()) {  // nothing left at or after psn
+      cur_ = q_.size();
+      nxt_ = next_psn_;
+      cur_pkt_ = 0;
+      return;
+    }
+    cur_ = i;
+    cur_pkt_ = is_read_like(q_[i].wr.op) ? 0 : static_cast<std::uint32_t>(ib::psn_diff(psn, q_[i].first_psn));
+    nxt_ = ib::psn_add(q_[i].first_psn, cur_pkt_);
+  }
+  constexpr void begin_wait(const req_input& in, qp_sink& out) {
+    advance_before(in.pkt.psn, in.now, out);
+    wait_psn_ = in.pkt.psn;
+    const auto us = in.pkt.fault_delay_us ? in.pkt.fault_delay_us : ib::page_fault_delay_us(in.pkt.aeth).value_or(0);
+    wait_ = in.now + time_ns{us} * 1000;
+    if (rto_) out.push(qp_action::cancel_timer{timer_kind::retransmit});
+    rto_.reset();
+    out.push(qp_action::set_timer{timer_kind::wait, *wait_});
+  }
+  /// Everything before `psn` is acknowledged (a NAK implies it); completes what that finishes.
+  constexpr void advance_before(std::uint32_t psn, time_ns now, qp_sink& out) {
+    if (ib::psn_after(psn, una_)) progress(psn, now, out);
+  }
+  /// An ACK or response for p.psn: everything through it is acknowledged, except that a READ
+  /// or atomic completes only with its own responses (an ACK past one re-issues it).
+  constexpr void advance(const packet& p, time_ns now, qp_sink& out) {
+    const std::size_t i = wqe_of(p.psn);
+    if (i == q_.size()) return;
+    wqe& w = q_[i];
+    const std::uint8_t code = p.opcode & 0x1F;
+    const bool read_resp = code >= 0x0D && code <= 0x10;
+    const bool atomic_ack = code == 0x12;
+    if (w.wr.op == wr_op::read || w.wr.op == wr_op::compare_swap || w.wr.op == wr_op::fetch_add) {
+      if (w.wr.op == wr_op::read && read_resp) {
+        if (p.psn == w.first_psn) advance_before(w.first_psn, now, out);  // implies all before it
+        if (p.psn != una_) {  // a response is missing: re-issue the READ
+          advance_before(w.first_psn, now, out);
+          rewind(w.first_psn);
+          return;
+        }
+        const bool last = ib::psn_add(p.psn, 1) == ib::psn_add(w.first_psn, w.npkts);
+        if (last) w.done = true;
+        progress(ib::psn_add(p.psn, 1), now, out);
+        return;
+      }
+      if (w.wr.op != wr_op::read && atomic_ack) {
+        w.done = true;
+        w.orig = p.orig;
+        progress(ib::psn_add(p.psn, 1), now, out);
+        return;
+      }
+      // a plain ACK cannot complete a READ or atomic: acknowledge up to it, then re-issue it
+      advance_before(w.first_psn, now, out);
+      rewind(w.first_psn);
+      return;
+    }
+    progress(ib::psn_add(p.psn, 1), now, out);
+  }
+  /// una_ moves to `to`; WQEs wholly before it are done; completions go out in order.
+  constexpr void progress(std::uint32_t to, time_ns now, qp_sink& out) {
+    // An ACK or NAK past an unfinished READ / atomic acknowledges only up to it: the
+    // responder executed it but its response was lost, so it is re-issued (and replayed).
+    for (const wqe& w : q_)
+      if (is_read_like(w.wr.op) && !w.done) {
+        if (!ib::psn_before(to, ib::psn_add(w.first_psn, w.npkts))) {
+          rewind(w.first_psn);
+          to = ib::psn_before(w.first_psn, una_) ? una_ : w.first_psn;
+        }
+        break;
+      }
+    if (!ib::psn_after(to, una_)) return;
+    una_ = to;
+    if (ib::psn_before(nxt_, una_)) rewind(una_);
+    retry_left_ = cfg_.retry_cnt;
+    rnr_left_ = cfg_.rnr_retry;
+    for (wqe& w : q_)
+      if (!is_read_like(w.wr.op) && ib::psn_before(ib::psn_add(w.first_psn, w.npkts - 1), una_)) w.done = true;
+    complete_done(out);
+    if (ib::psn_before(una_, max_sent_)) {
+      rto_ = now + cfg_.timeout;
+      out.push(qp_action::set_timer{timer_kind::retransmit, *rto_});
+    } else if (rto_) {
+      rto_.reset();
+      out.push(qp_action::cancel_timer{timer_kind::retransmit});
+    }
+  }
+  constexpr void complete_done(qp_sink& out) {
+    while (!q_.empty() && q_.front().done && out.room() > 2) {
+      out.push(qp_action::complete{q_.front().wr.id, q_.front().wr.op, q_.front().status, q_.front().orig});
+      const std::uint32_t end = ib::psn_add(q_.front().first_psn, q_.front().npkts);
+      if (reliable() && ib::psn_before(una_, end)) una_ = end;  // completed: acknowledged through its end
+      q_.pop_front();
+      if (cur_ > 0) --cur_;
+    }
+  }
+  constexpr void fail(wc_status s, qp_sink& out) {
+    if (rto_) out.push(qp_action::cancel_timer{timer_kind::retransmit});
+    if (wait_) out.push(qp_action::cancel_timer{timer_kind::wait});
+    rto_.reset();
+    wait_.reset();
+    for (std::size_t i = 0; i < q_.size(); ++i) {
+      q_[i].done = true;
+      q_[i].status = i == 0 ? s : wc_status::flushed;
+    }
+    cur_ = q_.size();
+    complete_done(out);
+  }
+  constexpr packet make_packet(const wqe& w, std::uint32_t i) const {
+    const work_request& wr = w.wr;
+    packet p{};
+    p.opcode = request_opcode(cfg_.svc, wr, i, w.npkts);
+    p.psn = ib::psn_add(w.first_psn, i);
+    p.dest_qp = (cfg_.svc == service::ud || cfg_.svc == service::dc) ? wr.dest_qp : cfg_.dest_qp;
+    p.wr_id = wr.id;
+    const bool last = i + 1 == w.npkts;
+    const bool read_like = is_read_like(wr.op);
+    p.ack_req = reliable() && (last || read_like || wr.op == wr_op::dc_connect || wr.op == wr_op::dc_disconnect ||
+                               (cfg_.ackreq_every && (p.psn % cfg_.ackreq_every) == cfg_.ackreq_every - 1));
+    p.se = wr.op == wr_op::dc_disconnect;
+    if (!read_like && wr.op != wr_op::dc_connect && wr.op != wr_op::dc_disconnect) {
+      p.offset = i * cfg_.mtu;
+      p.length = wr.length - p.offset < cfg_.mtu ? wr.length - p.offset : cfg_.mtu;
+    }
+    if (wr.op == wr_op::read || ((wr.op == wr_op::write || wr.op == wr_op::write_imm) && i == 0)) {
+      p.va = wr.remote_va;
+      p.rkey = wr.rkey;
+      p.dmalen = wr.length;
+    }
+    if (wr.op == wr_op::compare_swap || wr.op == wr_op::fetch_add) {
+      p.va = wr.remote_va;
+      p.rkey = wr.rkey;
+      p.swap = wr.swap;
+      p.compare = wr.compare;
+    }
+    if ((wr.op == wr_op::send_imm || wr.op == wr_op::write_imm) && last) p.imm = wr.imm;
+    p.dc_key = wr.dc_key;
+    p.dct = wr.dest_qp;
+    p.dci = wr.dci;
+    p.q_key = wr.q_key;
+    return p;
+  }
+  constexpr bool credit_blocks(const wqe& w) const {
+    return cfg_.honor_credits && (w.wr.op == wr_op::send || w.wr.op == wr_op::send_imm) && cur_pkt_ == 0 &&
+           credits_ == 0 && una_ != nxt_;
+  }
+  constexpr step_result run(req_event e, const req_input& in, qp_sink& out) {
+    const step_result r = step<row>(table(), st_, *this, e, in, out);
+    if (st_ == req_state::active || st_ == req_state::idle) pump(in.now, out);
+    if (st_ == req_state::active && q_.empty()) st_ = req_state::idle;
+    return r;
+  }
+
+  requester_config cfg_;
+  static_vector<wqe, SQ> q_{};
+  std::size_t cur_ = 0;        ///< next WQE to send from
+  std::uint32_t cur_pkt_ = 0;  ///< its next packet
+  std::uint32_t next_psn_;     ///< PSN the next posted WQE gets
+  std::uint32_t nxt_;          ///< PSN of the next packet to send
+  std::uint32_t una_;          ///< oldest unacknowledged PSN
+  std::uint32_t max_sent_;     ///< one past the highest PSN sent
+  std::uint32_t wait_psn_ = 0;
+  std::uint8_t retry_left_, rnr_left_;
+  std::uint32_t credits_ = 1;  ///< from the last ACK's AETH (unlimited: large)
+  std::optional<time_ns> rto_, wait_;
+  req_state st_ = req_state::idle;
+  counters stats_{};
+
+ public:
+  /// The transition table (detail::requester_rows).
+  static constexpr std::span<const row> table();
+};
+
+namespace detail {
+template <std::size_t SQ>
+struct requester_rows {
+  using M = requester<SQ>;
+  static constexpr auto rows = std::to_array<typename M::row>({
+      {req_state::idle, req_event::post, "queue has room", &M::g_room, req_state::active, "queue; send", &M::a_queue},
+      {req_state::active, req_event::post, "queue has room", &M::g_room, req_state::active, "queue; send", &M::a_queue},
+      {req_state::rnr_wait, req_event::post, "queue has room", &M::g_room, req_state::rnr_wait, "queue", &M::a_queue},
+      {req_state::paused, req_event::post, "queue has room", &M::g_room, req_state::paused, "queue", &M::a_queue},
+      {req_state::idle, req_event::post, "else", nullptr, req_state::idle, "refuse queue_full", &M::a_refuse_full},
+      {req_state::active, req_event::post, "else", nullptr, req_state::active, "refuse queue_full", &M::a_refuse_full},
+      {req_state::rnr_wait, req_event::post, "else", nullptr, req_state::rnr_wait, "refuse queue_full", &M::a_refuse_full},
+      {req_state::paused, req_event::post, "else", nullptr, req_state::paused, "refuse queue_full", &M::a_refuse_full},
+      {req_state::error, req_event::post, "", nullptr, req_state::error, "complete flushed", &M::a_flush_one},
+      {req_state::active, req_event::ack, "acknowledges everything", &M::g_all_done, req_state::idle, "complete; cancel timer", &M::a_advance},
+      {req_state::active, req_event::ack, "else", nullptr, req_state::active, "complete what it covers; re-arm timer", &M::a_advance},
+      {req_state::rnr_wait, req_event::ack, "", nullptr, req_state::rnr_wait, "complete what it covers", &M::a_advance},
+      {req_state::paused, req_event::ack, "", nullptr, req_state::paused, "complete what it covers", &M::a_advance},
+      {req_state::active, req_event::nak_seq, "", nullptr, req_state::active, "go back to the NAK's PSN", &M::a_go_back},
+      {req_state::active, req_event::nak_fatal, "", nullptr, req_state::error, "complete with the NAK's error; flush the rest", &M::a_fail},
+      {req_state::active, req_event::rnr_nak, "rnr_retry left (7 = infinite)", &M::g_rnr_left, req_state::rnr_wait, "count; arm RNR timer", &M::a_rnr_wait},
+      {req_state::active, req_event::rnr_nak, "else", nullptr, req_state::error, "complete rnr_retry_exceeded; flush the rest", &M::a_rnr_exceeded},
+      {req_state::active, req_event::page_fault, "", nullptr, req_state::paused, "stop; arm the fault delay (not counted)", &M::a_pause},
+      {req_state::paused, req_event::page_fault, "", nullptr, req_state::paused, "re-arm the fault delay", &M::a_pause},
+      {req_state::active, req_event::timeout, "retry_cnt left (7 = infinite)", &M::g_retry_left, req_state::active, "count; go back to the oldest unacknowledged PSN", &M::a_retransmit},
+      {req_state::active, req_event::timeout, "else", nullptr, req_state::error, "complete retry_exceeded; flush the rest", &M::a_retry_exceeded},
+      {req_state::rnr_wait, req_event::timeout, "", nullptr, req_state::rnr_wait, "ignore (no retransmission, no count)", &M::a_ignore_timeout},
+      {req_state::paused, req_event::timeout, "", nullptr, req_state::paused, "ignore (no retransmission, no count)", &M::a_ignore_timeout},
+      {req_state::rnr_wait, req_event::wait_over, "", nullptr, req_state::active, "go back to the RNR NAK's PSN", &M::a_resume},
+      {req_state::paused, req_event::wait_over, "", nullptr, req_state::active, "resume from the faulted PSN", &M::a_resume},
+      {req_state::paused, req_event::resolved, "", nullptr, req_state::active, "resume from the faulted PSN", &M::a_resume},
+  });
+};
+}  // namespace detail
+
+template <std::size_t SQ>
+constexpr std::span<const typename requester<SQ>::row> requester<SQ>::table() {
+  return detail::requester_rows<SQ>::rows;
+}
+
+template <std::size_t SQ>
+constexpr void requester<SQ>::pump(time_ns now, qp_sink& out) {
+  complete_done(out);
+  if (st_ != req_state::active && st_ != req_state::idle) return;
+  while (cur_ < q_.size() && window_open() && out.room() > 3) {
+    wqe& w = q_[cur_];
+    if (credit_blocks(w)) break;
+    const packet p = make_packet(w, cur_pkt_);
+    out.push(qp_action::transmit{p});
+    ++stats_.sent;
+    if (ib::psn_before(p.psn, max_sent_)) ++stats_.retransmitted;
+    // a READ request is one packet that takes the PSNs of all its responses
+    cur_pkt_ = w.wr.op == wr_op::read ? w.npkts - 1 : cur_pkt_;
+    nxt_ = ib::psn_add(w.first_psn, cur_pkt_ + 1);
+    if (ib::psn_after(nxt_, max_sent_)) max_sent_ = nxt_;
+    if (++cur_pkt_ == w.npkts) {
+      cur_pkt_ = 0;
+      ++cur_;
+      if (!reliable()) w.done = true;  // UC / UD complete once sent
+    }
+    if (reliable() && !rto_) {
+      rto_ = now + cfg_.timeout;
+      out.push(qp_action::set_timer{timer_kind::retransmit, *rto_});
+    }
+  }
+  if (!reliable()) {
+    una_ = nxt_;
+    complete_done(out);
+  }
+  if (st_ == req_state::idle && !q_.empty()) st_ = req_state::active;
+}
+
+template <std::size_t SQ>
+constexpr step_result requester<SQ>::post(const work_request& wr, time_ns now, qp_sink& out) {
+  if (out.room() < 4) return {-1, errc::actions_full};
+  if (!supports(cfg_.svc, wr.op)) return {-1, errc::invalid_argument};
+  if (cfg_.svc == service::ud && wr.length > cfg_.mtu) return {-1, errc::too_large};
+  if ((wr.op == wr_op::compare_swap || wr.op == wr_op::fetch_add) && (wr.remote_va % 8) != 0) return {-1, errc::invalid_argument};
+  return run(req_event::post, {.wr = wr, .now = now}, out);
+}
+
+template <std::size_t SQ>
+constexpr step_result requester<SQ>::on_packet(const packet& p, time_ns now, qp_sink& out) {
+  if (out.room() < 4) return {-1, errc::actions_full};
+  const ib::opcode_info* oi = ib::find_opcode(p.opcode);
+  if (!oi || oi->request || !reliable()) return {-1, errc::event_not_allowed};
+  if (!outstanding(p.psn)) {  // stale: a duplicate, or for a packet already acknowledged
+    ++stats_.stale;
+    return {-1, errc{}};
+  }
+  const ib::syndrome syn{p.aeth.syndrome};
+  const bool has_aeth = oi->has(ib::ext::aeth);
+  if (has_aeth && syn.credits()) credits_ = *syn.credits() == 31 ? 0xFFFFFFFF : ib::credit_counts[*syn.credits()];
+  req_event e = req_event::ack;
+  if (has_aeth && syn.kind() == ib::aeth_kind::nak)
+    e = syn.nak_reason() == ib::nak_code::psn_sequence_error ? req_event::nak_seq : req_event::nak_fatal;
+  if (has_aeth && syn.kind() == ib::aeth_kind::rnr_nak) {
+    const std::size_t i = wqe_of(p.psn);
+    const bool fault_op = i < q_.size() && q_[i].wr.op != wr_op::send && q_[i].wr.op != wr_op::send_imm;
+    e = cfg_.page_fault_aware && fault_op ? req_event::page_fault : req_event::rnr_nak;
+  }
+  return run(e, {.pkt = p, .now = now}, out);
+}
+
+template <std::size_t SQ>
+constexpr step_result requester<SQ>::on_timer(timer_kind k, time_ns now, qp_sink& out) {
+  if (out.room() < 4) return {-1, errc::actions_full};
+  const auto& d = k == timer_kind::retransmit ? rto_ : wait_;
+  if (!d || now < *d) return {-1, errc{}};
+  if (k == timer_kind::wait) return run(req_event::wait_over, {.now = now}, out);
+  if (st_ == req_state::active && una_ == max_sent_) {  // nothing outstanding: disarm
+    rto_.reset();
+    return {-1, errc{}};
+  }
+  return run(req_event::timeout, {.now = now}, out);
+}
+
+template <std::size_t SQ>
+constexpr step_result requester<SQ>::resolved(time_ns now, qp_sink& out) {
+  if (out.room() < 4) return {-1, errc::actions_full};
+  return run(req_event::resolved, {.now = now}, out);
+}
+
+template <std::size_t SQ>
+inline constexpr machine_info<typename requester<SQ>::row, 5, 9> requester_info{
+    "requester", "idle", requester<SQ>::table(), req_state_names, req_event_names};
+
+// ==== responder ==============================================================================
+
+/// Memory as the responder sees it: the caller's registrations and page residency.
+struct access_result {
+  enum kind_t : std::uint8_t { ok, access_error, page_fault } kind = ok;
+  std::uint32_t delay_us = 0;  ///< page_fault: expected time until the page is resident
+};
+struct memory_port {
+  void* ctx = nullptr;
+  /// May (rkey, va, len) be accessed (write: for writing)? nullptr: everything is resident.
+  access_result (*check)(void* ctx, std::uint32_t rkey, std::uint64_t va, std::uint32_t len, bool write) = nullptr;
+  /// Performs an atomic and returns the value before (nullptr: memory reads as 0).
+  std::uint64_t (*atomic)(void* ctx, std::uint32_t rkey, std::uint64_t va, bool cmp_swap, std::uint64_t swap,
+                          std::uint64_t compare) = nullptr;
+};
+
+/// What the responder does when a packet meets a page that is not resident (seed 000).
+enum class fault_policy : std::uint8_t {
+  page_fault_ack,  ///< send a page-fault ACK (RNR NAK with the delay) and wait for the retransmission
+  silent_drop,     ///< drop the packet; the requester's timeout recovers (the comparison baseline)
+};
+
+struct responder_config {
+  service svc = service::rc;
+  std::uint32_t mtu = 4096;
+  std::uint32_t start_psn = 0;
+  fault_policy on_fault = fault_policy::page_fault_ack;
+  std::uint32_t qp = 0;       ///< this QP's number (UD: checked against dest_qp)
+  std::uint32_t peer_qp = 0;  ///< RC: the requester's QP, where responses go
+  /// Cell framing: page-fault ACKs carry the exact delay (packet::fault_delay_us); RoCE
+  /// rounds it up to the RNR timer table.
+  bool exact_fault_delay = false;
+};
+
+enum class resp_state : std::uint8_t { ready, nak_sent, faulted, error };
+inline constexpr std::array<std::string_view, 4> resp_state_names{"ready", "nak_sent", "faulted", "error"};
+/// The responder classifies each request packet before the table sees it.
+enum class resp_event : std::uint8_t { execute, no_receive, fault_ack, fault_drop, access_error, invalid, duplicate, ahead };
+inline constexpr std::array<std::string_view, 8> resp_event_names{
+    "in-sequence request", "in-sequence SEND, no receive posted", "in-sequence, page not resident (ACK policy)",
+    "in-sequence, page not resident (drop policy)", "in-sequence, access violation", "in-sequence, invalid opcode sequence",
+    "duplicate (PSN before expected)", "ahead (PSN after expected)"};
+
+struct resp_input {
+  packet pkt{};
+  std::uint32_t delay_us = 0;
+};
+
+/// The responder of one queue pair, remembering RD READ / atomic requests for replay.
+template <std::size_t RD = 16>
+class responder {
+ public:
+  using row = transition<responder, resp_state, resp_event, resp_input, qp_sink>;
+  struct rd_resource {
+    std::uint32_t first_psn = 0, npkts = 0;
+    bool atomic = false;
+    packet req{};
+    std::uint64_t orig = 0;
+  };
+  struct counters {
+    std::uint64_t executed = 0, duplicates = 0, seq_naks = 0, rnr_naks = 0, page_faults = 0, dropped = 0, messages = 0;
+  };
+
+  constexpr explicit responder(responder_config c = {}, memory_port mem = {}) : cfg_(c), mem_(mem), epsn_(c.start_psn & ib::psn_mask) {}
+
+  /// A request packet addressed to this QP.
+  constexpr step_result on_packet(const packet& p, qp_sink& out);
+  /// The application posted n receive buffers.
+  constexpr void post_receive(std::uint32_t n) { recv_ += n; }
+  /// Re-point the memory port (after copying a machine whose port's context moved with it).
+  constexpr void set_memory(memory_port m) { mem_ = m; }
+
+  constexpr resp_state state() const { return st_; }
+  constexpr void set_state(resp_state s) { st_ = s; }
+  constexpr std::uint32_t expected_psn() const { return epsn_; }
+  constexpr std::uint32_t msn() const { return msn_; }
+  constexpr std::uint32_t receives() const { return recv_; }
+  constexpr const counters& stats() const { return stats_; }
+  template <class H>
+  constexpr void digest(H& h) const {
+    h(static_cast<std::uint64_t>(st_));
+    h(epsn_);
+    h(msn_);
+    h(recv_);
+    h(in_msg_);
+    h(msg_bytes_);
+    h(rd_.size());
+    for (const rd_resource& r : rd_) h(r.first_psn);
+  }
+  /// DC: a connect starts a new stream at psn (the target resets the responder).
+  constexpr void restart(std::uint32_t psn) {
+    epsn_ = psn & ib::psn_mask;
+    st_ = resp_state::ready;
+    in_msg_ = false;
+    rd_.clear();
+  }
+
+  static constexpr errc a_execute(responder& m, const resp_input& in, qp_sink& out) {
+    m.execute(in.pkt, out);
+    return {};
+  }
+  static constexpr errc a_rnr(responder& m, const resp_input& in, qp_sink& out) {
+    ++m.stats_.rnr_naks;
+    m.respond(in.pkt, ib::syndrome::rnr_nak(ib::rnr_from_us(10)), out);
+    return {};
+  }
+  static constexpr errc a_fault_ack(responder& m, const resp_input& in, qp_sink& out) {
+    ++m.stats_.page_faults;
+    const ib::aeth a = ib::page_fault_ack(m.msn_, in.delay_us);
+    m.respond(in.pkt, ib::syndrome{a.syndrome}, out, m.cfg_.exact_fault_delay ? in.delay_us : 0);
+    return {};
+  }
+  static constexpr errc a_drop(responder& m, const resp_input& in, qp_sink& out) {
+    ++m.stats_.dropped;
+    out.push(qp_action::dropped{in.pkt.psn, errc{}});
+    return {};
+  }
+  static constexpr errc a_nak_access(responder& m, const resp_input& in, qp_sink& out) {
+    m.respond(in.pkt, ib::syndrome::nak(ib::nak_code::remote_access_error), out);
+    return {};
+  }
+  static constexpr errc a_nak_invalid(responder& m, const resp_input& in, qp_sink& out) {
+    m.respond(in.pkt, ib::syndrome::nak(ib::nak_code::invalid_request), out);
+    return {};
+  }
+  static constexpr errc a_nak_seq(responder& m, const resp_input& in, qp_sink& out) {
+    ++m.stats_.seq_naks;
+    packet at = in.pkt;
+    at.psn = m.epsn_;  // the NAK names the PSN expected
+    m.respond(at, ib::syndrome::nak(ib::nak_code::psn_sequence_error), out);
+    return {};
+  }
+  static constexpr errc a_duplicate(responder& m, const resp_input& in, qp_sink& out) {
+    ++m.stats_.duplicates;
+    m.duplicate(in.pkt, out);
+    return {};
+  }
+  static constexpr errc a_uc_resync(responder& m, const resp_input& in, qp_sink& out) {
+    ++m.stats_.dropped;  // UC: a gap abandons the message in progress; resync on a first/only
+    m.in_msg_ = false;
+    const ib::position pos = in.pkt.info().pos;
+    if (pos == ib::position::first || pos == ib::position::only) {
+      m.epsn_ = in.pkt.psn;
+      m.execute(in.pkt, out);
+    } else {
+      out.push(qp_action::dropped{in.pkt.psn, errc::event_not_allowed});
+    }
+    return {};
+  }
+
+  static constexpr bool g_reliable(const responder& m, const resp_input&) { return m.cfg_.svc != service::uc; }
+
+  /// The transition table (detail::responder_rows).
+  static constexpr std::span<const row> table();
+
+ private:
+  constexpr bool reliable() const { return cfg_.svc == service::rc || cfg_.svc == service::dc; }
+  constexpr resp_event classify(const packet& p, std::uint32_t& delay) const;
+  constexpr void respond(const packet& req, ib::syndrome s, qp_sink& out, std::uint32_t fault_delay_us = 0) const {
+    if (!reliable()) return;
+    packet a{};
+    a.opcode = static_cast<std::uint8_t>((cfg_.svc == service::dc ? 0x40 : 0x00) | 0x11);
+    a.psn = req.psn;
+    a.dest_qp = cfg_.svc == service::dc ? req.dci : cfg_.peer_qp;
+    a.aeth = {.syndrome = s.raw, .msn = msn_};
+    a.dc_key = req.dc_key;
+    a.fault_delay_us = fault_delay_us;
+    out.push(qp_action::transmit{a});
+  }
+  constexpr ib::syndrome credit_ack() const { return ib::syndrome::ack(ib::credit_code(recv_)); }
+  constexpr void execute(const packet& p, qp_sink& out);
+  constexpr void duplicate(const packet& p, qp_sink& out);
+  constexpr void read_responses(const rd_resource& r, qp_sink& out) const;
+  constexpr void remember(const rd_resource& r) {
+    if (rd_.full()) rd_.pop_front();
+    rd_.push_back(r);
+  }
+
+  responder_config cfg_;
+  memory_port mem_;
+  std::uint32_t epsn_;
+  std::uint32_t msn_ = 0;
+  std::uint32_t recv_ = 0;
+  bool in_msg_ = false;      ///< a multi-packet SEND or WRITE is in progress
+  bool msg_is_send_ = false;
+  std::uint64_t msg_va_ = 0;
+  std::uint32_t msg_rkey_ = 0, msg_bytes_ = 0;
+  static_vector<rd_resource, RD> rd_{};
+  resp_state st_ = resp_state::ready;
+  counters stats_{};
+};
+
+namespace detail {
+template <std::size_t RD>
+struct responder_rows {
+  using M = responder<RD>;
+  static constexpr auto rows = std::to_array<typename M::row>({
+      {resp_state::ready, resp_event::execute, "", nullptr, resp_state::ready, "place / deliver / respond; ACK if AckReq", &M::a_execute},
+      {resp_state::nak_sent, resp_event::execute, "", nullptr, resp_state::ready, "place / deliver / respond; ACK if AckReq", &M::a_execute},
+      {resp_state::faulted, resp_event::execute, "", nullptr, resp_state::ready, "place / deliver / respond; ACK if AckReq", &M::a_execute},
+      {resp_state::ready, resp_event::no_receive, "", nullptr, resp_state::ready, "RNR NAK", &M::a_rnr},
+      {resp_state::nak_sent, resp_event::no_receive, "", nullptr, resp_state::ready, "RNR NAK", &M::a_rnr},
+      {resp_state::faulted, resp_event::no_receive, "", nullptr, resp_state::ready, "RNR NAK", &M::a_rnr},
+      {resp_state::ready, resp_event::fault_ack, "", nullptr, resp_state::faulted, "page-fault ACK (RNR NAK, delay)", &M::a_fault_ack},
+      {resp_state::nak_sent, resp_event::fault_ack, "", nullptr, resp_state::faulted, "page-fault ACK (RNR NAK, delay)", &M::a_fault_ack},
+      {resp_state::faulted, resp_event::fault_ack, "", nullptr, resp_state::faulted, "page-fault ACK (RNR NAK, delay)", &M::a_fault_ack},
+      {resp_state::ready, resp_event::fault_drop, "", nullptr, resp_state::ready, "drop silently", &M::a_drop},
+      {resp_state::nak_sent, resp_event::fault_drop, "", nullptr, resp_state::nak_sent, "drop silently", &M::a_drop},
+      {resp_state::ready, resp_event::access_error, "", nullptr, resp_state::error, "NAK remote access error", &M::a_nak_access},
+      {resp_state::nak_sent, resp_event::access_error, "", nullptr, resp_state::error, "NAK remote access error", &M::a_nak_access},
+      {resp_state::faulted, resp_event::access_error, "", nullptr, resp_state::error, "NAK remote access error", &M::a_nak_access},
+      {resp_state::ready, resp_event::invalid, "", nullptr, resp_state::error, "NAK invalid request", &M::a_nak_invalid},
+      {resp_state::nak_sent, resp_event::invalid, "", nullptr, resp_state::error, "NAK invalid request", &M::a_nak_invalid},
+      {resp_state::faulted, resp_event::invalid, "", nullptr, resp_state::error, "NAK invalid request", &M::a_nak_invalid},
+      {resp_state::ready, resp_event::duplicate, "", nullptr, resp_state::ready, "re-ACK; replay READ / atomic", &M::a_duplicate},
+      {resp_state::nak_sent, resp_event::duplicate, "", nullptr, resp_state::nak_sent, "re-ACK; replay READ / atomic", &M::a_duplicate},
+      {resp_state::faulted, resp_event::duplicate, "", nullptr, resp_state::faulted, "re-ACK; replay READ / atomic", &M::a_duplicate},
+      {resp_state::ready, resp_event::ahead, "reliable", &M::g_reliable, resp_state::nak_sent, "NAK PSN sequence error", &M::a_nak_seq},
+      {resp_state::ready, resp_event::ahead, "UC", nullptr, resp_state::ready, "abandon message; resync on first/only", &M::a_uc_resync},
+      {resp_state::nak_sent, resp_event::ahead, "", nullptr, resp_state::nak_sent, "drop (NAK sent once)", &M::a_drop},
+      {resp_state::faulted, resp_event::ahead, "", nullptr, resp_state::faulted, "drop (waiting for the faulted PSN)", &M::a_drop},
+      {resp_state::error, resp_event::execute, "any request", nullptr, resp_state::error, "drop", &M::a_drop},
+  });
+};
+}  // namespace detail
+
+template <std::size_t RD>
+constexpr std::span<const typename responder<RD>::row> responder<RD>::table() {
+  return detail::responder_rows<RD>::rows;
+}
+
+template <std::size_t RD>
+constexpr resp_event responder<RD>::classify(const packet& p, std::uint32_t& delay) const {
+  const std::int32_t d = ib::psn_diff(p.psn, epsn_);
+  if (cfg_.svc != service::ud) {
+    if (d < 0) return reliable() ? resp_event::duplicate : resp_event::ahead;
+    if (d > 0) return resp_event::ahead;
+  }
+  const ib::position pos = p.info().pos;
+  const std::uint8_t code = p.opcode & 0x1F;
+  const bool first_like = pos == ib::position::first || pos == ib::position::only;
+  const bool is_send = code <= 0x05 || code == 0x16 || code == 0x17;
+  const bool is_write = code >= 0x06 && code <= 0x0B;
+  // opcode sequence (IBTA 9.7.3): middle/last continue a message of the same kind
+  if (first_like && in_msg_) return resp_event::invalid;
+  if (!first_like && (!in_msg_ || msg_is_send_ != is_send)) return resp_event::invalid;
+  if (p.length > cfg_.mtu || (pos != ib::position::last && pos != ib::position::only && p.length != cfg_.mtu))
+    return resp_event::invalid;
+  const bool needs_receive = (is_send && first_like) || code == 0x09 || code == 0x0B;
+  if (needs_receive && recv_ == 0) return resp_event::no_receive;
+  if (is_write || code == 0x0C || code == 0x13 || code == 0x14) {
+    const std::uint64_t va = first_like || code == 0x0C || code >= 0x13 ? p.va : msg_va_ + msg_bytes_;
+    const std::uint32_t rkey = first_like || code == 0x0C || code >= 0x13 ? p.rkey : msg_rkey_;
+    const std::uint32_t len = code == 0x0C ? p.dmalen : code >= 0x13 ? 8 : p.length;
+    if (mem_.check) {
+      const access_result a = mem_.check(mem_.ctx, rkey, va, len, code != 0x0C);
+      if (a.kind == access_result::access_error) return resp_event::access_error;
+      if (a.kind == access_result::page_fault) {
+        delay = a.delay_us;
+        return cfg_.on_fault == fault_policy::page_fault_ack && reliable() ? resp_event::fault_ack : resp_event::fault_drop;
+      }
+    }
+  }
+  return resp_event::execute;
+}
+
+template <std::size_t RD>
+constexpr void responder<RD>::execute(const packet& p, qp_sink& out) {
+  ++stats_.executed;
+  const ib::position pos = p.info().pos;
+  const std::uint8_t code = p.opcode & 0x1F;
+  const bool first_like = pos == ib::position::first || pos == ib::position::only;
+  const bool last_like = pos == ib::position::last || pos == ib::position::only;
+  const bool is_send = code <= 0x05 || code == 0x16 || code == 0x17;
+  if (code == 0x0C) {  // READ: responses take the PSNs after the request
+    const rd_resource r{p.psn, p.dmalen == 0 ? 1 : (p.dmalen + cfg_.mtu - 1) / cfg_.mtu, false, p, 0};
+    remember(r);
+    epsn_ = ib::psn_add(epsn_, r.npkts);
+    ++msn_;
+    ++stats_.messages;
+    read_responses(r, out);
+    return;
+  }
+  if (code == 0x13 || code == 0x14) {
+    const std::uint64_t orig =
+        mem_.atomic ? mem_.atomic(mem_.ctx, p.rkey, p.va, code == 0x13, p.swap, p.compare) : 0;
+    const rd_resource r{p.psn, 1, true, p, orig};
+    remember(r);
+    epsn_ = ib::psn_add(epsn_, 1);
+    ++msn_;
+    ++stats_.messages;
+    read_responses(r, out);
+    return;
+  }
+  if (first_like) {
+    in_msg_ = true;
+    msg_is_send_ = is_send;
+    msg_va_ = p.va;
+    msg_rkey_ = p.rkey;
+    msg_bytes_ = 0;
+    if (is_send) --recv_;
+  }
+  out.push(qp_action::place{is_send, msn_, is_send ? 0 : msg_va_ + msg_bytes_, is_send ? 0 : msg_rkey_, msg_bytes_, p.length,
+                            p.psn, p.wr_id});
+  msg_bytes_ += p.length;
+  epsn_ = ib::psn_add(epsn_, 1);
+  if (last_like) {
+    in_msg_ = false;
+    const bool imm = code == 0x03 || code == 0x05 || code == 0x09 || code == 0x0B;
+    if (!is_send && imm) --recv_;
+    if (is_send || imm) out.push(qp_action::receive{msn_, msg_bytes_, imm, p.imm, p.wr_id});
+    ++msn_;
+    ++stats_.messages;
+  }
+  if (p.ack_req) respond(p, credit_ack(), out);
+}
+
+template <std::size_t RD>
+constexpr void responder<RD>::duplicate(const packet& p, qp_sink& out) {
+  for (const rd_resource& r : rd_)
+    if (!ib::psn_before(p.psn, r.first_psn) && ib::psn_before(p.psn, ib::psn_add(r.first_psn, r.npkts))) {
+      read_responses(r, out);  // replay: same PSNs, same data (atomics: the saved result)
+      return;
+    }
+  // a SEND / WRITE already executed: acknowledge the latest PSN executed
+  packet at = p;
+  at.psn = ib::psn_add(epsn_, -1);
+  respond(at, credit_ack(), out);
+}
+
+template <std::size_t RD>
+constexpr void responder<RD>::read_responses(const rd_resource& r, qp_sink& out) const {
+  const std::uint8_t base = cfg_.svc == service::dc ? 0x40 : 0x00;
+  if (r.atomic) {
+    packet a{};
+    a.opcode = static_cast<std::uint8_t>(base | 0x12);
+    a.psn = r.first_psn;
+    a.dest_qp = cfg_.svc == service::dc ? r.req.dci : cfg_.peer_qp;
+    a.aeth = {.syndrome = credit_ack().raw, .msn = msn_};
+    a.orig = r.orig;
+    a.wr_id = r.req.wr_id;
+    a.dc_key = r.req.dc_key;
+    out.push(qp_action::transmit{a});
+    return;
+  }
+  for (std::uint32_t i = 0; i < r.npkts; ++i) {
+    packet a{};
+    const bool first = i == 0, last = i + 1 == r.npkts;
+    a.opcode = static_cast<std::uint8_t>(base | (r.npkts == 1 ? 0x10 : first ? 0x0D : last ? 0x0F : 0x0E));
+    a.psn = ib::psn_add(r.first_psn, i);
+    a.dest_qp = cfg_.svc == service::dc ? r.req.dci : cfg_.peer_qp;
+    if (first || last) a.aeth = {.syndrome = credit_ack().raw, .msn = msn_};
+    a.va = r.req.va + std::uint64_t{i} * cfg_.mtu;
+    a.rkey = r.req.rkey;
+    a.offset = i * cfg_.mtu;
+    a.length = r.req.dmalen - a.offset < cfg_.mtu ? r.req.dmalen - a.offset : cfg_.mtu;
+    a.wr_id = r.req.wr_id;
+    a.dc_key = r.req.dc_key;
+    out.push(qp_action::transmit{a});
+  }
+}
+
+template <std::size_t RD>
+constexpr step_result responder<RD>::on_packet(const packet& p, qp_sink& out) {
+  const ib::opcode_info* oi = ib::find_opcode(p.opcode);
+  if (!oi || !oi->request) return {-1, errc::event_not_allowed};
+  const std::size_t need = (p.opcode & 0x1F) == 0x0C ? (p.dmalen + cfg_.mtu - 1) / cfg_.mtu + 2 : 4;
+  if (out.room() < need) return {-1, errc::actions_full};
+  if (cfg_.svc == service::ud && p.dest_qp != cfg_.qp) return {-1, errc::event_not_allowed};
+  resp_input in{.pkt = p};
+  const resp_event e = st_ == resp_state::error ? resp_event::execute : classify(p, in.delay_us);
+  return step<row>(table(), st_, *this, e, in, out);
+}
+
+template <std::size_t RD>
+inline constexpr machine_info<typename responder<RD>::row, 4, 8> responder_info{
+    "responder", "ready", responder<RD>::table(), resp_state_names, resp_event_names};
+
+}  // namespace pushwire::flow

@@ -1,0 +1,146 @@
+// The shared machinery: static_vector, sink, step() over a table, and machines evaluated at
+// compile time (each constexpr result is checked by static_assert and again at run time).
+#include <catch2/catch.hpp>
+
+#include "harness.hpp"
+
+using namespace pwtest;
+
+namespace {
+
+constexpr pool_state owner_after_flush() {
+  pool_owner<1, 4> o;
+  std::array<pool_action_t, 4> buf{};
+  pool_sink s{std::span<pool_action_t>(buf)};
+  o.advertise({.pool_ref = 3, .element_count = 4, .element_size = 64, .memory_handle = 1, .address = 0, .pool_context = 0}, s);
+  o.on_idata(0x03010040, s);  // pool 3, element 1, 64 bytes
+  o.flush(3, s);
+  return o.state_of(3);
+}
+
+constexpr std::uint32_t user_idata_for_second_transfer() {
+  pool_user<1, 4> u;
+  std::array<pool_action_t, 8> buf{};
+  pool_sink s{std::span<pool_action_t>(buf)};
+  u.on_pool({.pool_ref = 7, .element_count = 4, .element_size = 256, .memory_handle = 1, .address = 0, .pool_context = 0}, s);
+  u.transfer(10, s);
+  u.transfer(256, s);
+  return std::get<pool_action::rdma_write>(s[1]).imm;
+}
+
+constexpr std::uint32_t requester_psn_after_ack() {
+  requester<4> rq({.mtu = 256, .start_psn = 0xFFFFFF});
+  std::array<qp_action_t, 16> buf{};
+  qp_sink s{std::span<qp_action_t>(buf)};
+  rq.post({.id = 1, .op = wr_op::send, .length = 512}, 0, s);
+  packet ack{};
+  ack.opcode = 0x11;
+  ack.psn = 0;
+  ack.aeth = {.syndrome = ib::syndrome::ack(31).raw, .msn = 1};
+  rq.on_packet(ack, 10, s);
+  return rq.una() | (rq.quiescent() ? 0x1000000u : 0u);
+}
+
+constexpr std::uint32_t delivered_in_order() {
+  session_table<2> t;
+  five_tuple a{};
+  a.sport = 1;
+  t.bind(1, a, 1, 9);
+  session_receiver<2, 4> rx(t, 9, 1);
+  std::array<session_action_t, 8> buf{};
+  session_sink s{std::span<session_action_t>(buf)};
+  rx.on_message({a, 9, 1, 101}, s);
+  rx.on_message({a, 9, 0, 100}, s);
+  return rx.expected() * 1000 + static_cast<std::uint32_t>(s.size());
+}
+
+static_assert(owner_after_flush() == pool_state::flushing);
+static_assert(user_idata_for_second_transfer() == 0x07010100);  // pool 7, element 1, 256 bytes
+static_assert(requester_psn_after_ack() == 0x1000001);           // PSN wrapped to 1, all complete
+static_assert(delivered_in_order() == 2002);
+
+}  // namespace
+
+TEST_CASE("constexpr machines: the static_assert'ed results hold at run time too") {
+  CHECK(owner_after_flush() == pool_state::flushing);
+  CHECK(user_idata_for_second_transfer() == 0x07010100);
+  CHECK(requester_psn_after_ack() == 0x1000001);
+  CHECK(delivered_in_order() == 2002);
+}
+
+TEST_CASE("static_vector and sink never allocate and never overflow") {
+  static_vector<int, 3> v;
+  CHECK(v.push_back(1));
+  CHECK(v.push_back(2));
+  CHECK(v.push_back(3));
+  CHECK_FALSE(v.push_back(4));
+  CHECK(v.size() == 3);
+  v.pop_front();
+  CHECK(v.front() == 2);
+  std::array<int, 2> st{};
+  sink<int> s{std::span<int>(st)};
+  s.push(1);
+  s.push(2);
+  s.push(3);  // dropped by the sink, which is why machines check room() first
+  CHECK(s.size() == 2);
+  CHECK(s.room() == 0);
+}
+
+TEST_CASE("step: first matching row whose guard holds; no row means event_not_allowed and no change") {
+  struct ctx {
+    int n = 0;
+  };
+  enum class st { a, b };
+  enum class ev { go, stop };
+  using row = transition<ctx, st, ev, int, sink<int>>;
+  static constexpr auto table = std::to_array<row>({
+      {st::a, ev::go, "n > 0", [](const ctx& c, const int&) { return c.n > 0; }, st::b, "count",
+       [](ctx& c, const int& in, sink<int>& o) {
+         c.n += in;
+         o.push(c.n);
+         return errc{};
+       }},
+      {st::a, ev::go, "else", nullptr, st::a, "refuse", [](ctx&, const int&, sink<int>&) { return errc::queue_full; }},
+  });
+  ctx c;
+  st s = st::a;
+  std::array<int, 4> buf{};
+  sink<int> out{std::span<int>(buf)};
+  auto r = step<row>(table, s, c, ev::go, 1, out);
+  CHECK(r.row == 1);
+  CHECK(r.error == errc::queue_full);
+  CHECK(s == st::a);
+  c.n = 1;
+  r = step<row>(table, s, c, ev::go, 5, out);
+  CHECK(r.row == 0);
+  CHECK(r.ok());
+  CHECK(s == st::b);
+  CHECK(out[0] == 6);
+  r = step<row>(table, s, c, ev::stop, 0, out);
+  CHECK(r.row == -1);
+  CHECK(r.error == errc::event_not_allowed);
+  CHECK(s == st::b);
+  CHECK(enabled<row>(table, st::a, c, ev::go, 0));
+  CHECK_FALSE(enabled<row>(table, st::b, c, ev::go, 0));
+}
+
+TEST_CASE("tables: every row's states and events have names, and every state is reachable in the table") {
+  auto check = [](const auto& info, std::size_t states) {
+    std::set<std::size_t> seen;
+    seen.insert(0);
+    for (const auto& r : info.table) {
+      CHECK_FALSE(info.state_name(r.from).empty());
+      CHECK_FALSE(info.event_name(r.on).empty());
+      seen.insert(static_cast<std::size_t>(r.to));
+    }
+    CHECK(seen.size() == states);
+  };
+  check(pool_owner_info<1, 1>, 4);  // the owner never drains
+  check(pool_user_info<1, 1>, 5);
+  check(requester_info<1>, 5);
+  check(responder_info<1>, 4);
+  check(dci_info<1, 1>, 4);
+  check(dct_info<1>, 2);
+  check(session_receiver_info<1, 1>, 2);
+  for (std::size_t i = 1; i <= errc_table.size(); ++i) CHECK_FALSE(errc_table[i - 1].meaning.empty());
+}

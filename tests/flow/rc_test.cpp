@@ -1,0 +1,447 @@
+// Requester and responder: single transitions from a known state, then scenarios over a link.
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+#include "harness.hpp"
+
+using namespace pwtest;
+
+namespace {
+
+constexpr std::uint32_t mtu = 1024;
+
+requester_config rc_cfg() { return {.mtu = mtu, .dest_qp = 0x11, .start_psn = 0xFFFFFE, .window = 64, .timeout = 100'000}; }
+
+packet ack_for(std::uint32_t psn, std::uint8_t syndrome = ib::syndrome::ack(31).raw) {
+  packet a{};
+  a.opcode = 0x11;
+  a.psn = psn & ib::psn_mask;
+  a.aeth = {.syndrome = syndrome, .msn = 0};
+  return a;
+}
+
+template <class R>
+std::vector<packet> sent(const std::vector<qp_action_t>& acts) {
+  std::vector<packet> out;
+  for (const auto& t : only<qp_action::transmit>(acts)) out.push_back(t.pkt);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("requester: segmentation follows FIRST/MIDDLE/LAST/ONLY, AckReq on last and periodically") {
+  requester<8> rq(rc_cfg());
+  const auto acts = collect<qp_action_t>([&](qp_sink& o) { return rq.post({.id = 1, .op = wr_op::write_imm, .length = 3 * mtu + 1, .remote_va = 0x1000, .rkey = 9, .imm = 0x07050100}, 0, o); });
+  const auto p = sent<void>(acts);
+  REQUIRE(p.size() == 4);
+  CHECK(p[0].opcode == 0x06);
+  CHECK(p[1].opcode == 0x07);
+  CHECK(p[2].opcode == 0x07);
+  CHECK(p[3].opcode == 0x09);
+  CHECK(p[0].psn == 0xFFFFFE);
+  CHECK(p[1].psn == 0xFFFFFF);
+  CHECK(p[2].psn == 0);  // 24-bit wrap
+  CHECK(p[3].psn == 1);
+  CHECK(p[0].va == 0x1000);
+  CHECK(p[0].dmalen == 3 * mtu + 1);
+  CHECK(p[3].length == 1);
+  CHECK(p[3].imm == 0x07050100);
+  CHECK(p[3].ack_req);
+  CHECK_FALSE(p[0].ack_req);
+  // every 16th PSN asks for an ACK even mid-message
+  requester<8> rq2({.mtu = 256, .window = 64, .ackreq_every = 16});
+  const auto p2 = sent<void>(collect<qp_action_t>([&](qp_sink& o) { return rq2.post({.id = 1, .op = wr_op::send, .length = 40 * 256}, 0, o); }));
+  REQUIRE(p2.size() == 40);
+  CHECK(p2[15].ack_req);
+  CHECK(p2[31].ack_req);
+  CHECK_FALSE(p2[16].ack_req);
+  CHECK(p2[39].ack_req);
+  CHECK(p2[0].opcode == 0x00);
+  CHECK(p2[1].opcode == 0x01);
+  CHECK(p2[39].opcode == 0x02);
+  // only, with immediate and zero length
+  requester<8> rq3({.mtu = 256});
+  CHECK(sent<void>(collect<qp_action_t>([&](qp_sink& o) { return rq3.post({.id = 1, .op = wr_op::send_imm, .length = 0, .imm = 5}, 0, o); }))[0].opcode == 0x05);
+}
+
+TEST_CASE("requester: every packet builds a valid RoCEv2 frame that parses back") {
+  requester<8> rq({.mtu = 256, .window = 64});
+  std::vector<packet> all;
+  for (auto wr : {work_request{.id = 1, .op = wr_op::send, .length = 600},
+                  work_request{.id = 2, .op = wr_op::write_imm, .length = 300, .remote_va = 64, .rkey = 3, .imm = 7},
+                  work_request{.id = 3, .op = wr_op::read, .length = 700, .remote_va = 64, .rkey = 3},
+                  work_request{.id = 4, .op = wr_op::compare_swap, .length = 8, .remote_va = 64, .rkey = 3, .swap = 1, .compare = 2}}) {
+    for (auto& p : sent<void>(collect<qp_action_t>([&](qp_sink& o) { return rq.post(wr, 0, o); }))) all.push_back(p);
+  }
+  REQUIRE(all.size() == 3 + 2 + 1 + 1);
+  for (const packet& p : all) {
+    std::vector<std::byte> payload(p.length, std::byte{0x5A});
+    const auto spec = to_frame_spec(p, payload);
+    std::vector<std::byte> frame(*ib::frame_size(spec));
+    REQUIRE(ib::build(spec, frame).has_value());
+    const auto back = ib::parse(frame, {.icrc = ib::icrc_check::require});
+    REQUIRE(back.has_value());
+    CHECK(back->bth.opcode == p.opcode);
+    CHECK(back->bth.psn == p.psn);
+    CHECK(back->bth.a == p.ack_req);
+    CHECK(back->payload.size() == p.length);
+  }
+}
+
+TEST_CASE("requester: an ACK completes what it covers, in order, and cancels the timer when all is acknowledged") {
+  requester<8> rq(rc_cfg());
+  (void)collect<qp_action_t>([&](qp_sink& o) { return rq.post({.id = 1, .op = wr_op::send, .length = 10}, 0, o); });
+  (void)collect<qp_action_t>([&](qp_sink& o) { return rq.post({.id = 2, .op = wr_op::send, .length = 10}, 0, o); });
+  REQUIRE(rq.state() == req_state::active);
+  REQUIRE(rq.deadline(timer_kind::retransmit));
+  // ACK of the first: completes 1, re-arms
+  auto a = collect<qp_action_t>([&](qp_sink& o) { return rq.on_packet(ack_for(0xFFFFFE), 50, o); });
+  auto c = only<qp_action::complete>(a);
+  REQUIRE(c.size() == 1);
+  CHECK(c[0].wr_id == 1);
+  CHECK(c[0].status == wc_status::success);
+  CHECK(only<qp_action::set_timer>(a).size() == 1);
+  CHECK(rq.state() == req_state::active);
+  // ACK of the last: idle, timer cancelled
+  a = collect<qp_action_t>([&](qp_sink& o) { return rq.on_packet(ack_for(0xFFFFFF), 60, o); });
+  CHECK(only<qp_action::complete>(a).size() == 1);
+  CHECK(only<qp_action::cancel_timer>(a).size() == 1);
+  CHECK(rq.state() == req_state::idle);
+  CHECK_FALSE(rq.deadline(timer_kind::retransmit));
+  // a duplicate ACK is stale: nothing happens
+  step_result r;
+  a = collect<qp_action_t>([&](qp_sink& o) { return rq.on_packet(ack_for(0xFFFFFF), 70, o); }, &r);
+  CHECK(a.empty());
+  CHECK(r.row == -1);
+  CHECK(rq.stats().stale == 1);
+}
+
+TEST_CASE("requester: a coalesced ACK completes several requests at once") {
+  requester<8> rq(rc_cfg());
+  for (std::uint64_t id = 1; id <= 3; ++id)
+    (void)collect<qp_action_t>([&](qp_sink& o) { return rq.post({.id = id, .op = wr_op::write, .length = 2 * mtu, .remote_va = 0, .rkey = 1}, 0, o); });
+  const auto c = only<qp_action::complete>(collect<qp_action_t>([&](qp_sink& o) { return rq.on_packet(ack_for(ib::psn_add(0xFFFFFE, 5)), 1, o); }));
+  REQUIRE(c.size() == 3);
+  CHECK(c[0].wr_id == 1);
+  CHECK(c[2].wr_id == 3);
+}
+
+TEST_CASE("requester: NAK PSN sequence error goes back to the named PSN without counting") {
+  requester<8> rq(rc_cfg());
+  (void)collect<qp_action_t>([&](qp_sink& o) { return rq.post({.id = 1, .op = wr_op::send, .length = 4 * mtu}, 0, o); });
+  const auto a = collect<qp_action_t>([&](qp_sink& o) {
+    return rq.on_packet(ack_for(0xFFFFFF, ib::syndrome::nak(ib::nak_code::psn_sequence_error).raw), 5, o);
+  });
+  const auto p = sent<void>(a);
+  REQUIRE(p.size() == 3);  // PSNs 0xFFFFFF, 0, 1 again
+  CHECK(p[0].psn == 0xFFFFFF);
+  CHECK(p[0].opcode == 0x01);
+  CHECK(rq.stats().retransmitted == 3);
+  CHECK(rq.state() == req_state::active);
+}
+
+TEST_CASE("requester: other NAK codes complete with the error and flush the rest") {
+  for (auto [code, status] : {std::pair{ib::nak_code::invalid_request, wc_status::remote_invalid_request},
+                              std::pair{ib::nak_code::remote_access_error, wc_status::remote_access_error},
+                              std::pair{ib::nak_code::remote_operational_error, wc_status::remote_operational_error}}) {
+    requester<8> rq(rc_cfg());
+    (void)collect<qp_action_t>([&](qp_sink& o) { return rq.post({.id = 1, .op = wr_op::send, .length = 10}, 0, o); });
+    (void)collect<qp_action_t>([&](qp_sink& o) { return rq.post({.id = 2, .op = wr_op::send, .length = 10}, 0, o); });
+    const auto c = only<qp_action::complete>(collect<qp_action_t>([&](qp_sink& o) { return rq.on_packet(ack_for(0xFFFFFE, ib::syndrome::nak(code).raw), 5, o); }));
+    REQUIRE(c.size() == 2);
+    CHECK(c[0].status == status);
+    CHECK(c[1].status == wc_status::flushed);
+    CHECK(rq.state() == req_state::error);
+    step_result r;
+    const auto f = only<qp_action::complete>(collect<qp_action_t>([&](qp_sink& o) { return rq.post({.id = 3}, 6, o); }, &r));
+    CHECK(r.error == errc::qp_in_error);
+    REQUIRE(f.size() == 1);
+    CHECK(f[0].status == wc_status::flushed);
+  }
+}
+
+TEST_CASE("requester: timeouts retransmit from the oldest unacknowledged PSN and count against retry_cnt") {
+  auto cfg = rc_cfg();
+  cfg.retry_cnt = 2;
+  requester<8> rq(cfg);
+  (void)collect<qp_action_t>([&](qp_sink& o) { return rq.post({.id = 1, .op = wr_op::send, .length = 2 * mtu}, 0, o); });
+  for (int i = 1; i <= 2; ++i) {
+    const time_ns t = *rq.deadline(timer_kind::retransmit);
+    // early firing is ignored
+    CHECK(collect<qp_action_t>([&](qp_sink& o) { return rq.on_timer(timer_kind::retransmit, t - 1, o); }).empty());
+    const auto p = sent<void>(collect<qp_action_t>([&](qp_sink& o) { return rq.on_timer(timer_kind::retransmit, t, o); }));
+    REQUIRE(p.size() == 2);
+    CHECK(p[0].psn == 0xFFFFFE);
+  }
+  const time_ns t = *rq.deadline(timer_kind::retransmit);
+  const auto c = only<qp_action::complete>(collect<qp_action_t>([&](qp_sink& o) { return rq.on_timer(timer_kind::retransmit, t, o); }));
+  REQUIRE(c.size() == 1);
+  CHECK(c[0].status == wc_status::retry_exceeded);
+  CHECK(rq.state() == req_state::error);
+}
+
+TEST_CASE("requester: retry_cnt 7 means infinite, and progress restores the count") {
+  auto cfg = rc_cfg();
+  cfg.retry_cnt = 7;
+  requester<8> rq(cfg);
+  (void)collect<qp_action_t>([&](qp_sink& o) { return rq.post({.id = 1, .op = wr_op::send, .length = 10}, 0, o); });
+  for (int i = 0; i < 50; ++i) {
+    const time_ns t = *rq.deadline(timer_kind::retransmit);
+    (void)collect<qp_action_t>([&](qp_sink& o) { return rq.on_timer(timer_kind::retransmit, t, o); });
+  }
+  CHECK(rq.state() == req_state::active);
+  CHECK(rq.stats().timeouts == 50);
+  // retry_cnt 1: one timeout, then progress resets it, then one more is allowed
+  cfg.retry_cnt = 1;
+  requester<8> r1(cfg);
+  (void)collect<qp_action_t>([&](qp_sink& o) { return r1.post({.id = 1, .op = wr_op::send, .length = 10}, 0, o); });
+  (void)collect<qp_action_t>([&](qp_sink& o) { return r1.post({.id = 2, .op = wr_op::send, .length = 10}, 0, o); });
+  (void)collect<qp_action_t>([&](qp_sink& o) { return r1.on_timer(timer_kind::retransmit, *r1.deadline(timer_kind::retransmit), o); });
+  (void)collect<qp_action_t>([&](qp_sink& o) { return r1.on_packet(ack_for(0xFFFFFE), 200'000, o); });
+  (void)collect<qp_action_t>([&](qp_sink& o) { return r1.on_timer(timer_kind::retransmit, *r1.deadline(timer_kind::retransmit), o); });
+  CHECK(r1.state() == req_state::active);
+}
+
+TEST_CASE("requester: an RNR NAK on a SEND waits the table's timer, counted against rnr_retry") {
+  auto cfg = rc_cfg();
+  cfg.rnr_retry = 1;
+  requester<8> rq(cfg);
+  (void)collect<qp_action_t>([&](qp_sink& o) { return rq.post({.id = 1, .op = wr_op::send, .length = 10}, 0, o); });
+  auto a = collect<qp_action_t>([&](qp_sink& o) { return rq.on_packet(ack_for(0xFFFFFE, ib::syndrome::rnr_nak(14).raw), 1000, o); });
+  CHECK(rq.state() == req_state::rnr_wait);
+  const auto st = only<qp_action::set_timer>(a);
+  REQUIRE(st.size() == 1);
+  CHECK(st[0].kind == timer_kind::wait);
+  CHECK(st[0].at == 1000 + 1'280'000);  // code 14: 1.28 ms
+  // the retransmit timer is off while waiting: firing it does nothing
+  CHECK(sent<void>(collect<qp_action_t>([&](qp_sink& o) { return rq.on_timer(timer_kind::retransmit, 10'000'000, o); })).empty());
+  a = collect<qp_action_t>([&](qp_sink& o) { return rq.on_timer(timer_kind::wait, st[0].at, o); });
+  CHECK(sent<void>(a).size() == 1);
+  CHECK(rq.state() == req_state::active);
+  // the second RNR exceeds rnr_retry 1
+  const auto c = only<qp_action::complete>(collect<qp_action_t>([&](qp_sink& o) { return rq.on_packet(ack_for(0xFFFFFE, ib::syndrome::rnr_nak(1).raw), st[0].at + 5, o); }));
+  REQUIRE(c.size() == 1);
+  CHECK(c[0].status == wc_status::rnr_retry_exceeded);
+}
+
+TEST_CASE("requester: a page-fault ACK pauses without counting; timeouts during the pause retransmit nothing") {
+  auto cfg = rc_cfg();
+  cfg.retry_cnt = 0;  // any counted timeout would fail the QP
+  cfg.rnr_retry = 0;
+  requester<8> rq(cfg);
+  (void)collect<qp_action_t>([&](qp_sink& o) { return rq.post({.id = 1, .op = wr_op::write, .length = 4 * mtu, .remote_va = 0, .rkey = 1}, 0, o); });
+  const auto pf = ib::page_fault_ack(0, 2000);
+  auto a = collect<qp_action_t>([&](qp_sink& o) { return rq.on_packet(ack_for(0, pf.syndrome), 10, o); });
+  CHECK(rq.state() == req_state::paused);
+  CHECK(rq.stats().page_faults == 1);
+  CHECK(only<qp_action::complete>(a).size() == 0);
+  for (int i = 0; i < 3; ++i)
+    CHECK(sent<void>(collect<qp_action_t>([&](qp_sink& o) { return rq.on_timer(timer_kind::retransmit, 1'000'000'000, o); })).empty());
+  CHECK(rq.state() == req_state::paused);
+  // a resolution resumes from the faulted PSN (0), not from the start (0xFFFFFE was acked by the NAK)
+  a = collect<qp_action_t>([&](qp_sink& o) { return rq.resolved(20, o); });
+  const auto p = sent<void>(a);
+  REQUIRE(p.size() == 2);
+  CHECK(p[0].psn == 0);
+  CHECK(rq.state() == req_state::active);
+  CHECK(rq.una() == 0);
+}
+
+TEST_CASE("requester: without page-fault awareness the same NAK is a counted RNR") {
+  auto cfg = rc_cfg();
+  cfg.page_fault_aware = false;
+  cfg.rnr_retry = 0;
+  requester<8> rq(cfg);
+  (void)collect<qp_action_t>([&](qp_sink& o) { return rq.post({.id = 1, .op = wr_op::write, .length = 10, .remote_va = 0, .rkey = 1}, 0, o); });
+  const auto c = only<qp_action::complete>(collect<qp_action_t>([&](qp_sink& o) { return rq.on_packet(ack_for(0xFFFFFE, ib::page_fault_ack(0, 100).syndrome), 1, o); }));
+  REQUIRE(c.size() == 1);
+  CHECK(c[0].status == wc_status::rnr_retry_exceeded);
+}
+
+TEST_CASE("requester: the send queue is bounded and refuses with queue_full; UD and UC rules") {
+  requester<2> rq(rc_cfg());
+  step_result r;
+  (void)collect<qp_action_t>([&](qp_sink& o) { return rq.post({.id = 1, .length = 1}, 0, o); });
+  (void)collect<qp_action_t>([&](qp_sink& o) { return rq.post({.id = 2, .length = 1}, 0, o); });
+  CHECK(collect<qp_action_t>([&](qp_sink& o) { return rq.post({.id = 3, .length = 1}, 0, o); }, &r).empty());
+  CHECK(r.error == errc::queue_full);
+  // a full sink refuses the event whole
+  std::array<qp_action_t, 2> tiny{};
+  qp_sink small{std::span<qp_action_t>(tiny)};
+  CHECK(rq.post({.id = 4}, 0, small).error == errc::actions_full);
+  CHECK(small.empty());
+
+  requester<4> ud({.svc = service::ud, .mtu = 256});
+  CHECK(collect<qp_action_t>([&](qp_sink& o) { return ud.post({.id = 1, .op = wr_op::write, .length = 1}, 0, o); }, &r).empty());
+  CHECK(r.error == errc::invalid_argument);
+  (void)collect<qp_action_t>([&](qp_sink& o) { return ud.post({.id = 1, .op = wr_op::send, .length = 257}, 0, o); }, &r);
+  CHECK(r.error == errc::too_large);
+  auto a = collect<qp_action_t>([&](qp_sink& o) { return ud.post({.id = 1, .op = wr_op::send, .length = 100, .dest_qp = 77, .q_key = 0x11}, 0, o); });
+  const auto p = sent<void>(a);
+  REQUIRE(p.size() == 1);
+  CHECK(p[0].opcode == 0x64);
+  CHECK(p[0].dest_qp == 77);
+  CHECK_FALSE(p[0].ack_req);
+  REQUIRE(only<qp_action::complete>(a).size() == 1);  // completes on transmission
+
+  requester<4> uc({.svc = service::uc, .mtu = 256});
+  CHECK(collect<qp_action_t>([&](qp_sink& o) { return uc.post({.id = 1, .op = wr_op::read, .length = 1}, 0, o); }, &r).empty());
+  CHECK(r.error == errc::invalid_argument);
+  a = collect<qp_action_t>([&](qp_sink& o) { return uc.post({.id = 1, .op = wr_op::write, .length = 600, .rkey = 1}, 0, o); });
+  CHECK(sent<void>(a).size() == 3);
+  CHECK(sent<void>(a)[0].opcode == 0x26);
+  CHECK(only<qp_action::complete>(a).size() == 1);
+  CHECK_FALSE(uc.deadline(timer_kind::retransmit));
+}
+
+TEST_CASE("responder: in-sequence requests place, deliver once and ACK with credits") {
+  responder<4> rs({.mtu = mtu, .start_psn = 5, .peer_qp = 0x22});
+  rs.post_receive(3);
+  packet p{.opcode = 0x04, .psn = 5, .ack_req = true, .length = 100};
+  auto a = collect<qp_action_t>([&](qp_sink& o) { return rs.on_packet(p, o); });
+  REQUIRE(only<qp_action::place>(a).size() == 1);
+  const auto rcv = only<qp_action::receive>(a);
+  REQUIRE(rcv.size() == 1);
+  CHECK(rcv[0].bytes == 100);
+  const auto ack = sent<void>(a);
+  REQUIRE(ack.size() == 1);
+  CHECK(ack[0].opcode == 0x11);
+  CHECK(ack[0].dest_qp == 0x22);
+  CHECK(ack[0].psn == 5);
+  CHECK(ib::syndrome{ack[0].aeth.syndrome}.credits() == ib::credit_code(2));
+  CHECK(ack[0].aeth.msn == 1);
+  CHECK(rs.expected_psn() == 6);
+}
+
+TEST_CASE("responder: a duplicate SEND is re-acknowledged, never delivered twice") {
+  responder<4> rs({.mtu = mtu});
+  rs.post_receive(3);
+  packet p{.opcode = 0x04, .psn = 0, .ack_req = true, .length = 8};
+  (void)collect<qp_action_t>([&](qp_sink& o) { return rs.on_packet(p, o); });
+  const auto a = collect<qp_action_t>([&](qp_sink& o) { return rs.on_packet(p, o); });
+  CHECK(only<qp_action::receive>(a).empty());
+  CHECK(only<qp_action::place>(a).empty());
+  REQUIRE(sent<void>(a).size() == 1);
+  CHECK(sent<void>(a)[0].psn == 0);
+  CHECK(rs.stats().duplicates == 1);
+  CHECK(rs.receives() == 2);
+}
+
+TEST_CASE("responder: a duplicate READ is replayed with the same PSNs; a duplicate atomic returns the saved value") {
+  std::uint64_t cell = 40;
+  memory_port mem{&cell, nullptr, [](void* c, std::uint32_t, std::uint64_t, bool, std::uint64_t add, std::uint64_t) {
+                    auto* v = static_cast<std::uint64_t*>(c);
+                    const auto old = *v;
+                    *v += add;
+                    return old;
+                  }};
+  responder<4> rs({.mtu = 256}, mem);
+  packet rd{.opcode = 0x0C, .psn = 0, .ack_req = true, .va = 0, .rkey = 1, .dmalen = 600};
+  const auto first = sent<void>(collect<qp_action_t>([&](qp_sink& o) { return rs.on_packet(rd, o); }));
+  REQUIRE(first.size() == 3);
+  CHECK(first[0].opcode == 0x0D);
+  CHECK(first[1].opcode == 0x0E);
+  CHECK(first[2].opcode == 0x0F);
+  CHECK(first[2].length == 88);
+  CHECK(rs.expected_psn() == 3);
+  packet fa{.opcode = 0x14, .psn = 3, .ack_req = true, .va = 8, .rkey = 1, .swap = 2};
+  const auto ack1 = sent<void>(collect<qp_action_t>([&](qp_sink& o) { return rs.on_packet(fa, o); }));
+  REQUIRE(ack1.size() == 1);
+  CHECK(ack1[0].opcode == 0x12);
+  CHECK(ack1[0].orig == 40);
+  CHECK(cell == 42);
+  // duplicates
+  const auto replay = sent<void>(collect<qp_action_t>([&](qp_sink& o) { return rs.on_packet(rd, o); }));
+  REQUIRE(replay.size() == first.size());
+  for (std::size_t i = 0; i < replay.size(); ++i) {
+    CHECK(replay[i].psn == first[i].psn);
+    CHECK(replay[i].opcode == first[i].opcode);
+    CHECK(replay[i].length == first[i].length);
+  }
+  const auto ack2 = sent<void>(collect<qp_action_t>([&](qp_sink& o) { return rs.on_packet(fa, o); }));
+  REQUIRE(ack2.size() == 1);
+  CHECK(ack2[0].orig == 40);
+  CHECK(cell == 42);  // not executed twice
+}
+
+TEST_CASE("responder: a gap gets one NAK sequence error, then silence until the expected PSN") {
+  responder<4> rs({.mtu = mtu});
+  rs.post_receive(8);
+  packet p{.opcode = 0x04, .psn = 2, .ack_req = true, .length = 8};
+  auto a = collect<qp_action_t>([&](qp_sink& o) { return rs.on_packet(p, o); });
+  REQUIRE(sent<void>(a).size() == 1);
+  CHECK(ib::syndrome{sent<void>(a)[0].aeth.syndrome}.nak_reason() == ib::nak_code::psn_sequence_error);
+  CHECK(sent<void>(a)[0].psn == 0);
+  CHECK(rs.state() == resp_state::nak_sent);
+  p.psn = 3;
+  CHECK(sent<void>(collect<qp_action_t>([&](qp_sink& o) { return rs.on_packet(p, o); })).empty());
+  p.psn = 0;
+  a = collect<qp_action_t>([&](qp_sink& o) { return rs.on_packet(p, o); });
+  CHECK(only<qp_action::receive>(a).size() == 1);
+  CHECK(rs.state() == resp_state::ready);
+}
+
+TEST_CASE("responder: no posted receive gives an RNR NAK; bad access NAKs and enters error; bad opcode order is invalid") {
+  responder<4> rs({.mtu = mtu});
+  packet p{.opcode = 0x04, .psn = 0, .ack_req = true, .length = 8};
+  auto a = collect<qp_action_t>([&](qp_sink& o) { return rs.on_packet(p, o); });
+  CHECK(ib::syndrome{sent<void>(a)[0].aeth.syndrome}.kind() == ib::aeth_kind::rnr_nak);
+  CHECK(rs.expected_psn() == 0);
+
+  memory_port deny{nullptr, [](void*, std::uint32_t, std::uint64_t, std::uint32_t, bool) { return access_result{access_result::access_error}; }, nullptr};
+  responder<4> r2({.mtu = mtu}, deny);
+  a = collect<qp_action_t>([&](qp_sink& o) { return r2.on_packet({.opcode = 0x0A, .psn = 0, .length = 8, .rkey = 1}, o); });
+  CHECK(ib::syndrome{sent<void>(a)[0].aeth.syndrome}.nak_reason() == ib::nak_code::remote_access_error);
+  CHECK(only<qp_action::place>(a).empty());
+  CHECK(r2.state() == resp_state::error);
+  step_result r;
+  (void)collect<qp_action_t>([&](qp_sink& o) { return r2.on_packet({.opcode = 0x0A, .psn = 1, .length = 8}, o); }, &r);
+  CHECK(r.row >= 0);
+  CHECK(r2.state() == resp_state::error);
+
+  responder<4> r3({.mtu = mtu});
+  a = collect<qp_action_t>([&](qp_sink& o) { return r3.on_packet({.opcode = 0x07, .psn = 0, .length = mtu}, o); });  // MIDDLE first
+  CHECK(ib::syndrome{sent<void>(a)[0].aeth.syndrome}.nak_reason() == ib::nak_code::invalid_request);
+}
+
+TEST_CASE("responder: UC resynchronises on the next FIRST or ONLY after a gap") {
+  responder<4> rs({.svc = service::uc, .mtu = 256});
+  rs.post_receive(4);
+  (void)collect<qp_action_t>([&](qp_sink& o) { return rs.on_packet({.opcode = 0x20, .psn = 0, .length = 256}, o); });
+  // PSN 1 lost; 2 is a MIDDLE: dropped, no NAK
+  auto a = collect<qp_action_t>([&](qp_sink& o) { return rs.on_packet({.opcode = 0x22, .psn = 2, .length = 10}, o); });
+  CHECK(sent<void>(a).empty());
+  CHECK(only<qp_action::receive>(a).empty());
+  a = collect<qp_action_t>([&](qp_sink& o) { return rs.on_packet({.opcode = 0x24, .psn = 3, .length = 10}, o); });
+  CHECK(only<qp_action::receive>(a).size() == 1);
+  CHECK(rs.expected_psn() == 4);
+}
+
+TEST_CASE("scenario: requester and responder over a lossy link complete everything exactly once") {
+  for (std::uint32_t seed = 1; seed <= 300; ++seed) {
+    rc_sim sim({.req = {.mtu = 512, .window = 16, .timeout = 50'000, .ackreq_every = 4}, .resp = {.mtu = 512}});
+    std::uint32_t x = seed * 2654435761u;
+    sim.lose = [&](const packet&, bool) {
+      x = x * 1664525u + 1013904223u;
+      return (x >> 24) < 8 + seed % 60;  // 3 % to 26 % each way
+    };
+    sim.post({.id = 1, .op = wr_op::write, .length = 5000, .remote_va = 0, .rkey = 1});
+    sim.post({.id = 2, .op = wr_op::send_imm, .length = 1200, .imm = 9});
+    sim.post({.id = 3, .op = wr_op::read, .length = 3000, .remote_va = 0, .rkey = 1});
+    sim.post({.id = 4, .op = wr_op::fetch_add, .length = 8, .remote_va = 0, .rkey = 1, .swap = 1});
+    sim.post({.id = 5, .op = wr_op::send, .length = 0});
+    sim.run();
+    INFO("seed " << seed);
+    REQUIRE(sim.completions.size() == 5);
+    for (std::size_t i = 0; i < 5; ++i) {
+      CHECK(sim.completions[i].wr_id == i + 1);
+      CHECK(sim.completions[i].status == wc_status::success);
+    }
+    CHECK(sim.received.size() == 2);  // the SEND_WITH_IMM and the SEND, once each
+    std::set<std::pair<std::uint64_t, std::uint32_t>> places;
+    for (const auto& p : sim.placed) CHECK(places.insert({p.wr_id, p.offset}).second);  // placed once
+    CHECK(places.size() == 10 + 3 + 1);
+    CHECK(sim.rq.quiescent());
+  }
+}
