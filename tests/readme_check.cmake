@@ -1,13 +1,19 @@
-# ctest "examples: README quickstart": the code between the [readme] markers of
-# examples/quickstart.cpp appears verbatim in README.md.
-file(READ "${SOURCE_DIR}/examples/quickstart.cpp" src)
+# ctest "examples: README shows the examples verbatim": the code between the [readme] markers of
+# each example that has them appears verbatim in README.md.
 file(READ "${SOURCE_DIR}/README.md" readme)
-string(REGEX MATCH "// \\[readme\\]\n(.*)// \\[/readme\\]" _ "${src}")
-set(snippet "${CMAKE_MATCH_1}")
-if(snippet STREQUAL "")
-  message(FATAL_ERROR "no [readme] markers in examples/quickstart.cpp")
-endif()
-string(FIND "${readme}" "${snippet}" at)
-if(at EQUAL -1)
-  message(FATAL_ERROR "README.md does not contain examples/quickstart.cpp's snippet verbatim")
-endif()
+foreach(example quickstart.cpp page_fault.cpp)
+  file(READ "${SOURCE_DIR}/examples/${example}" src)
+  string(REGEX MATCH "// \\[readme\\]\n(.*)// \\[/readme\\]" _ "${src}")
+  set(snippet "${CMAKE_MATCH_1}")
+  if(snippet STREQUAL "")
+    message(FATAL_ERROR "no [readme] markers in examples/${example}")
+  endif()
+  if(snippet MATCHES "^  ")  # a snippet from inside a function: the README shows it unindented
+    string(REGEX REPLACE "\n  " "\n" snippet "\n${snippet}")
+    string(SUBSTRING "${snippet}" 1 -1 snippet)
+  endif()
+  string(FIND "${readme}" "${snippet}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "README.md does not contain examples/${example}'s snippet verbatim")
+  endif()
+endforeach()

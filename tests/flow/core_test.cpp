@@ -94,13 +94,13 @@ TEST_CASE("step: first matching row whose guard holds; no row means event_not_al
   enum class ev { go, stop };
   using row = transition<ctx, st, ev, int, sink<int>>;
   static constexpr auto table = std::to_array<row>({
-      {st::a, ev::go, "n > 0", [](const ctx& c, const int&) { return c.n > 0; }, st::b, "count",
-       [](ctx& c, const int& in, sink<int>& o) {
+      {st::a, ev::go, "n > 0", +[](const ctx& c, const int&) { return c.n > 0; }, st::b, "count",
+       +[](ctx& c, const int& in, sink<int>& o) {
          c.n += in;
          o.push(c.n);
          return errc{};
        }},
-      {st::a, ev::go, "else", nullptr, st::a, "refuse", [](ctx&, const int&, sink<int>&) { return errc::queue_full; }},
+      {st::a, ev::go, "else", nullptr, st::a, "refuse", +[](ctx&, const int&, sink<int>&) { return errc::queue_full; }},
   });
   ctx c;
   st s = st::a;

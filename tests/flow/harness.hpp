@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <pushwire/flow/flow.hpp>
+#include <pushwire/msg/message.hpp>
 
 namespace pwtest {
 

@@ -221,7 +221,9 @@ TEST_CASE("pool user: element choice, the idata or BufferRDMAIndicate carrier, a
   CHECK(w[0].pool_ref == 300);
   CHECK(w[0].address == 0x900);
   CHECK_FALSE(w[0].with_imm);
-  CHECK(only<pool_action::send_get>(a).size() == 1);  // 5 free elements of >= 64 bytes left: below 6
+  REQUIRE(only<pool_action::send_get>(a).size() == 1);  // 5 free elements of >= 64 bytes left: below 6
+  CHECK(only<pool_action::send_get>(a)[0].element_size == 64);
+  CHECK(only<pool_action::send_get>(a)[0].element_count == 16);
   CHECK(u.get_outstanding());
   a = collect<A>([&](pool_sink& s) { return u.write_done(300, 0, s); });
   REQUIRE(only<pool_action::send_indicate>(a).size() == 1);
@@ -319,4 +321,27 @@ TEST_CASE("pool scenario: messages over the wire, credits conserved, every eleme
   step_result r;
   (void)collect<A>([&](pool_sink& s) { return u.transfer(1, s); }, &r);
   CHECK(r.error == errc::write_after_flush);  // the only pool that fits is flushed
+}
+
+TEST_CASE("pool actions encode as push-push messages that decode back to the same values") {
+  std::vector<std::byte> frame(4096);
+  const std::vector<pool_action_t> sends{
+      pool_action::send_recv_pool{1, pool7},
+      pool_action::send_get{2, 128, 16},
+      pool_action::send_update{3, {7, 1, 2}},
+      pool_action::send_flush_request{4, 7},
+      pool_action::send_flush_reply{5},
+      pool_action::send_indicate{6, {300, 2, 70000}},
+  };
+  for (const auto& a : sends) {
+    const auto n = encode_message(a, frame);
+    REQUIRE(n.has_value());
+    const auto m = msg::decode_any(std::span<const std::byte>(frame.data(), *n));
+    REQUIRE(m.has_value());
+    std::visit([&](const auto& x) { CHECK(x.header.transaction_context == a.index() + 1); }, *m);
+  }
+  const auto up = msg::decode<msg::buffer_recv_pool_update>(std::span<const std::byte>(frame.data(), *encode_message(sends[2], frame)));
+  REQUIRE(up.has_value());
+  CHECK(up->entries[0] == msg::pool_update_entry{7, 1, 2});
+  CHECK_FALSE(encode_message(pool_action::deregister{7}, frame).has_value());
 }

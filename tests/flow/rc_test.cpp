@@ -142,9 +142,11 @@ TEST_CASE("requester: NAK PSN sequence error goes back to the named PSN without 
 }
 
 TEST_CASE("requester: other NAK codes complete with the error and flush the rest") {
-  for (auto [code, status] : {std::pair{ib::nak_code::invalid_request, wc_status::remote_invalid_request},
-                              std::pair{ib::nak_code::remote_access_error, wc_status::remote_access_error},
-                              std::pair{ib::nak_code::remote_operational_error, wc_status::remote_operational_error}}) {
+  for (const auto& cs : {std::pair{ib::nak_code::invalid_request, wc_status::remote_invalid_request},
+                         std::pair{ib::nak_code::remote_access_error, wc_status::remote_access_error},
+                         std::pair{ib::nak_code::remote_operational_error, wc_status::remote_operational_error}}) {
+    const ib::nak_code code = cs.first;
+    const wc_status status = cs.second;
     requester<8> rq(rc_cfg());
     (void)collect<qp_action_t>([&](qp_sink& o) { return rq.post({.id = 1, .op = wr_op::send, .length = 10}, 0, o); });
     (void)collect<qp_action_t>([&](qp_sink& o) { return rq.post({.id = 2, .op = wr_op::send, .length = 10}, 0, o); });

@@ -164,9 +164,11 @@ constexpr std::string_view name(errc e) {
   return i >= 1 && i <= errc_table.size() ? errc_table[i - 1].name : std::string_view{"ok"};
 }
 
-/// One row of a transition table. Guard null = always; action null = nothing to do. An action
-/// returns errc{} or the error step() reports (the state still becomes `to`; rows that refuse
-/// an input keep the state).
+/// One row of a transition table. A guard of nullptr always holds; an action of nullptr does
+/// nothing. An action returns errc{} or the error step() reports (the state still becomes
+/// `to`; rows that refuse an input keep the state). Null is replaced by a function at
+/// construction, so step() never compares a function pointer with null (which some
+/// compilers refuse in constant evaluation under -fsanitize=undefined).
 template <class Ctx, class State, class Event, class Input, class Output>
 struct transition {
   using context = Ctx;
@@ -174,13 +176,27 @@ struct transition {
   using event_type = Event;
   using input_type = Input;
   using output_type = Output;
+  struct guard_fn {
+    using fn = bool (*)(const Ctx&, const Input&);
+    fn call;
+    constexpr guard_fn(std::nullptr_t) : call(&always) {}  // NOLINT
+    constexpr guard_fn(fn f) : call(f) {}                   // NOLINT
+    static constexpr bool always(const Ctx&, const Input&) { return true; }
+  };
+  struct action_fn {
+    using fn = errc (*)(Ctx&, const Input&, Output&);
+    fn call;
+    constexpr action_fn(std::nullptr_t) : call(&nothing) {}  // NOLINT
+    constexpr action_fn(fn f) : call(f) {}                    // NOLINT
+    static constexpr errc nothing(Ctx&, const Input&, Output&) { return {}; }
+  };
   State from;
   Event on;
   std::string_view guard_name;
-  bool (*guard)(const Ctx&, const Input&);
+  guard_fn guard;
   State to;
   std::string_view action_name;
-  errc (*action)(Ctx&, const Input&, Output&);
+  action_fn action;
 };
 
 /// What step() did: the row taken (-1 when none) and the error, if any.
@@ -198,8 +214,8 @@ constexpr step_result step(std::span<const Row> table, typename Row::state_type&
   for (std::size_t i = 0; i < table.size(); ++i) {
     const Row& r = table[i];
     if (r.from != s || r.on != on) continue;
-    if (r.guard && !r.guard(ctx, in)) continue;
-    const errc e = r.action ? r.action(ctx, in, out) : errc{};
+    if (!r.guard.call(ctx, in)) continue;
+    const errc e = r.action.call(ctx, in, out);
     s = r.to;
     return {static_cast<int>(i), e};
   }
@@ -211,7 +227,7 @@ template <class Row>
 constexpr bool enabled(std::span<const Row> table, typename Row::state_type s, const typename Row::context& ctx,
                        typename Row::event_type on, const typename Row::input_type& in) {
   for (const Row& r : table)
-    if (r.from == s && r.on == on && (!r.guard || r.guard(ctx, in))) return true;
+    if (r.from == s && r.on == on && r.guard.call(ctx, in)) return true;
   return false;
 }
 

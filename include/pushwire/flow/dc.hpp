@@ -245,8 +245,9 @@ class dc_target {
   /// A DC request packet addressed to this DCT.
   constexpr step_result on_packet(const packet& p, qp_sink& out) {
     if (out.room() < 4) return {-1, errc::actions_full};
-    const ib::opcode_info* oi = ib::find_opcode(p.opcode);
-    if (!oi || oi->tp != ib::transport::dc || !oi->request) return {-1, errc::event_not_allowed};
+    if (!p.known()) return {-1, errc::event_not_allowed};
+    const ib::opcode_info* oi = &p.info();
+    if (oi->tp != ib::transport::dc || !oi->request) return {-1, errc::event_not_allowed};
     dct_event e = dct_event::data;
     const bool control = p.opcode == ib::op::dc_connect;
     if (p.dc_key != cfg_.access_key) e = dct_event::bad_key;

@@ -16,7 +16,7 @@ namespace pushwire::flow {
 enum class service : std::uint8_t { rc, uc, ud, dc };
 
 /// One packet. Which fields mean something follows from the opcode's header chain
-/// (ib::find_opcode(opcode)->headers()).
+/// (info().headers()).
 struct packet {
   std::uint8_t opcode = 0;
   std::uint32_t psn = 0;  ///< 24 bits
@@ -42,7 +42,10 @@ struct packet {
   // UD.
   std::uint32_t q_key = 0, src_qp = 0;  ///< DETH
 
-  constexpr const ib::opcode_info& info() const { return *ib::find_opcode(opcode); }
+  /// The opcode is one the table knows (0x40-0x5F read as DC).
+  constexpr bool known() const { return ib::opcode_index(opcode) >= 0; }
+  /// Its table entry (known() must hold).
+  constexpr const ib::opcode_info& info() const { return ib::opcodes[static_cast<std::size_t>(ib::opcode_index(opcode))]; }
   constexpr bool is_response() const { return !info().request; }
   friend constexpr bool operator==(const packet&, const packet&) = default;
 };

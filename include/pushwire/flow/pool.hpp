@@ -15,6 +15,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
+#include <type_traits>
 #include <variant>
 
 #include <pushwire/flow/core.hpp>
@@ -100,26 +102,94 @@ struct pool_allocator {
   std::optional<msg::pool_descriptor> (*grant)(void* ctx, std::uint32_t element_size, std::uint32_t element_count) = nullptr;
 };
 
+/// Where each element is, on the owner's books.
+enum class owner_element : std::uint8_t {
+  home,      ///< with the owner (not lent: before advertising, after a flush)
+  lent,      ///< the user may write it
+  consumed,  ///< indicated; held by the owner's application until released
+};/// Where each element is, on the user's books.
+enum class user_element : std::uint8_t {
+  not_held,  ///< the owner has it (written and indicated, or never lent)
+  free,      ///< the user may write it
+  writing,   ///< a write was issued and has not completed
+  returned,  ///< writing, and the owner already returned it (its idata landed, the
+             ///< application released it, the update overtook the write's completion)
+};
+namespace detail {
+template <std::size_t MaxElements>
+struct owner_slot {
+  pool_state state = pool_state::unused;
+  msg::pool_descriptor desc{};
+  std::array<owner_element, MaxElements> el{};
+  std::uint64_t flush_txn = 0;
+};
+template <std::size_t MaxElements>
+struct user_slot {
+  pool_state state = pool_state::unused;
+  msg::pool_descriptor desc{};
+  std::array<user_element, MaxElements> el{};
+  std::array<std::uint32_t, MaxElements> bytes{};  ///< of the write in flight
+  std::uint32_t in_flight = 0;
+  bool reply_pending = false;  ///< draining to answer the owner's request (else to send our own)
+  std::uint64_t reply_txn = 0;
+  std::uint64_t flush_txn = 0;
+};
+/// What both sides keep per pool slot and how they look it up (Slot has state, desc, el).
+template <class Slot, std::size_t MaxPools>
+class pool_book {
+ public:
+  constexpr std::optional<std::size_t> find(std::uint32_t pool_ref) const {
+    for (std::size_t i = 0; i < MaxPools; ++i)
+      if (slots_[i].state != pool_state::unused && slots_[i].desc.pool_ref == pool_ref) return i;
+    return std::nullopt;
+  }
+  constexpr const Slot& at(std::size_t i) const { return slots_[i]; }
+  constexpr pool_state state_of(std::uint32_t pool_ref) const {
+    const auto i = find(pool_ref);
+    return i ? slots_[*i].state : pool_state::unused;
+  }
+  /// Elements of a pool in state e (on this side's books).
+  template <class Element>
+  constexpr std::uint32_t count(std::uint32_t pool_ref, Element e) const {
+    const auto i = find(pool_ref);
+    if (!i) return 0;
+    std::uint32_t n = 0;
+    for (std::uint32_t k = 0; k < slots_[*i].desc.element_count; ++k) n += slots_[*i].el[k] == e;
+    return n;
+  }
+
+ protected:
+  /// Applies `one` to every element of `range` in order; the first error is the result.
+  template <class Range, class F>
+  static constexpr step_result each(const Range& range, F&& one) {
+    step_result first{};
+    for (const auto& x : range) {
+      const step_result r = one(x);
+      if (first.ok()) first = r;
+    }
+    return first;
+  }
+  std::array<Slot, MaxPools> slots_{};
+};
+
+}  // namespace detail
+
 // ---- the owner (target) --------------------------------------------------------------------
 
 /// Pool owner. MaxPools slots of up to MaxElements elements each; no allocation.
 template <std::size_t MaxPools, std::size_t MaxElements>
-class pool_owner {
+class pool_owner : public detail::pool_book<detail::owner_slot<MaxElements>, MaxPools> {
+  using book = detail::pool_book<detail::owner_slot<MaxElements>, MaxPools>;
+  using book::slots_;
+
  public:
-  /// Where each element is, on the owner's books.
-  enum class element : std::uint8_t {
-    home,      ///< with the owner (not lent: before advertising, after a flush)
-    lent,      ///< the user may write it
-    consumed,  ///< indicated; held by the owner's application until released
-  };
+  using element = owner_element;
+  using slot = detail::owner_slot<MaxElements>;
+  using book::count;
+  using book::find;
+
   using row = transition<pool_owner, pool_state, owner_event, pool_input, pool_sink>;
 
-  struct slot {
-    pool_state state = pool_state::unused;
-    msg::pool_descriptor desc{};
-    std::array<element, MaxElements> el{};
-    std::uint64_t flush_txn = 0;
-  };
   struct counters {
     std::uint64_t delivered = 0, returned = 0, flushed = 0, declined = 0, faults = 0;
   };
@@ -148,24 +218,6 @@ class pool_owner {
   /// The user's BufferPoolFlushRequest: reply once and deregister every pool it names.
   constexpr step_result on_flush_request(const msg::buffer_pool_flush_request& m, pool_sink& out);
 
-  constexpr std::optional<std::size_t> find(std::uint32_t pool_ref) const {
-    for (std::size_t i = 0; i < MaxPools; ++i)
-      if (slots_[i].state != pool_state::unused && slots_[i].desc.pool_ref == pool_ref) return i;
-    return std::nullopt;
-  }
-  constexpr const slot& at(std::size_t i) const { return slots_[i]; }
-  constexpr pool_state state_of(std::uint32_t pool_ref) const {
-    const auto i = find(pool_ref);
-    return i ? slots_[*i].state : pool_state::unused;
-  }
-  /// Elements of a pool in state e.
-  constexpr std::uint32_t count(std::uint32_t pool_ref, element e) const {
-    const auto i = find(pool_ref);
-    if (!i) return 0;
-    std::uint32_t n = 0;
-    for (std::uint32_t k = 0; k < slots_[*i].desc.element_count; ++k) n += slots_[*i].el[k] == e;
-    return n;
-  }
   constexpr const counters& stats() const { return stats_; }
   template <class H>
   constexpr void digest(H& h) const {
@@ -254,7 +306,6 @@ class pool_owner {
 
  private:
   constexpr step_result run(std::size_t slot_index, owner_event e, const pool_input& in, pool_sink& out);
-  std::array<slot, MaxPools> slots_{};
   pool_allocator alloc_;
   std::uint64_t txn_;
   counters stats_{};
@@ -354,12 +405,7 @@ constexpr step_result pool_owner<P, E>::on_indication(const msg::indication& i, 
 template <std::size_t P, std::size_t E>
 constexpr step_result pool_owner<P, E>::on_indicate(const msg::buffer_rdma_indicate& m, pool_sink& out) {
   if (out.room() < m.entries.size()) return {-1, errc::actions_full};
-  step_result first{};
-  for (const msg::indication& i : m.entries) {
-    const step_result r = on_indication(i, out);
-    if (first.ok()) first = r;
-  }
-  return first;
+  return this->each(m.entries, [&](const msg::indication& i) { return on_indication(i, out); });
 }
 
 template <std::size_t P, std::size_t E>
@@ -421,28 +467,19 @@ struct pool_user_config {
 
 /// Pool user. MaxPools pools of up to MaxElements elements; no allocation.
 template <std::size_t MaxPools, std::size_t MaxElements>
-class pool_user {
+class pool_user : public detail::pool_book<detail::user_slot<MaxElements>, MaxPools> {
+  using book = detail::pool_book<detail::user_slot<MaxElements>, MaxPools>;
+  using book::slots_;
+
  public:
-  /// Where each element is, on the user's books.
-  enum class element : std::uint8_t {
-    not_held,  ///< the owner has it (written and indicated, or never lent)
-    free,      ///< the user may write it
-    writing,   ///< a write was issued and has not completed
-    returned,  ///< writing, and the owner already returned it (its idata landed, the
-               ///< application released it, the update overtook the write's completion)
-  };
+  using element = user_element;
+  using slot = detail::user_slot<MaxElements>;
+  using book::count;
+  using book::find;
+
   using row = transition<pool_user, pool_state, user_event, pool_input, pool_sink>;
 
-  struct slot {
-    pool_state state = pool_state::unused;
-    msg::pool_descriptor desc{};
-    std::array<element, MaxElements> el{};
-    std::array<std::uint32_t, MaxElements> bytes{};  ///< of the write in flight
-    std::uint32_t in_flight = 0;
-    bool reply_pending = false;  ///< draining to answer the owner's request (else to send our own)
-    std::uint64_t reply_txn = 0;
-    std::uint64_t flush_txn = 0;
-  };
+
 
   constexpr explicit pool_user(pool_user_config cfg = {}, std::uint64_t first_txn = 1) : cfg_(cfg), txn_(first_txn) {}
 
@@ -466,23 +503,6 @@ class pool_user {
   /// The owner's BufferPoolFlushRequest: stop, and reply once every pool it names has drained.
   constexpr step_result on_flush_request(const msg::buffer_pool_flush_request& m, pool_sink& out);
 
-  constexpr std::optional<std::size_t> find(std::uint32_t pool_ref) const {
-    for (std::size_t i = 0; i < MaxPools; ++i)
-      if (slots_[i].state != pool_state::unused && slots_[i].desc.pool_ref == pool_ref) return i;
-    return std::nullopt;
-  }
-  constexpr const slot& at(std::size_t i) const { return slots_[i]; }
-  constexpr pool_state state_of(std::uint32_t pool_ref) const {
-    const auto i = find(pool_ref);
-    return i ? slots_[*i].state : pool_state::unused;
-  }
-  constexpr std::uint32_t count(std::uint32_t pool_ref, element e) const {
-    const auto i = find(pool_ref);
-    if (!i) return 0;
-    std::uint32_t n = 0;
-    for (std::uint32_t k = 0; k < slots_[*i].desc.element_count; ++k) n += slots_[*i].el[k] == e;
-    return n;
-  }
   /// Free elements of at least `size` bytes in active pools.
   constexpr std::uint32_t free_elements(std::uint32_t size) const {
     std::uint32_t n = 0;
@@ -623,7 +643,6 @@ class pool_user {
     return std::nullopt;
   }
   constexpr step_result run(std::size_t slot_index, user_event e, const pool_input& in, pool_sink& out);
-  std::array<slot, MaxPools> slots_{};
   pool_user_config cfg_;
   std::uint64_t txn_;
   bool get_outstanding_ = false;
@@ -689,12 +708,7 @@ constexpr step_result pool_user<P, E>::on_pool(const msg::pool_descriptor& d, po
 template <std::size_t P, std::size_t E>
 constexpr step_result pool_user<P, E>::on_recv_pool(const msg::buffer_recv_pool& m, pool_sink& out) {
   if (out.room() < m.pools.size()) return {-1, errc::actions_full};
-  step_result first{};
-  for (const msg::pool_descriptor& d : m.pools) {
-    const step_result r = on_pool(d, out);
-    if (first.ok()) first = r;
-  }
-  return first;
+  return this->each(m.pools, [&](const msg::pool_descriptor& d) { return on_pool(d, out); });
 }
 
 template <std::size_t P, std::size_t E>
@@ -745,12 +759,7 @@ constexpr step_result pool_user<P, E>::on_update_entry(const msg::pool_update_en
 template <std::size_t P, std::size_t E>
 constexpr step_result pool_user<P, E>::on_update(const msg::buffer_recv_pool_update& m, pool_sink& out) {
   if (out.room() < m.entries.size()) return {-1, errc::actions_full};
-  step_result first{};
-  for (const msg::pool_update_entry& e : m.entries) {
-    const step_result r = on_update_entry(e, out);
-    if (first.ok()) first = r;
-  }
-  return first;
+  return this->each(m.entries, [&](const msg::pool_update_entry& e) { return on_update_entry(e, out); });
 }
 
 template <std::size_t P, std::size_t E>
@@ -789,6 +798,37 @@ constexpr step_result pool_user<P, E>::on_flush_request(const msg::buffer_pool_f
   for (const slot& s : slots_) waiting = waiting || (s.state == pool_state::draining && s.reply_pending && s.reply_txn == txn);
   if (!waiting) out.push(pool_action::send_flush_reply{txn});
   return r;
+}
+
+/// Encodes a send_* action as its push-push message (msg/) into `out`; other actions are not
+/// messages (errc::invalid_field). Returns the frame length.
+constexpr wire::result<std::size_t> encode_message(const pool_action_t& a, std::span<std::byte> out) {
+  return std::visit(
+      [&](const auto& x) -> wire::result<std::size_t> {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, pool_action::send_recv_pool>) {
+          const msg::pool_descriptor one[] = {x.pool};
+          return msg::encode(msg::buffer_recv_pool{.header = {.transaction_context = x.txn}, .pools = std::span<const msg::pool_descriptor>(one)}, out);
+        } else if constexpr (std::is_same_v<T, pool_action::send_get>) {
+          return msg::encode(msg::buffer_recv_pool_get{.header = {.transaction_context = x.txn}, .element_size = x.element_size,
+                                                       .element_count = x.element_count},
+                             out);
+        } else if constexpr (std::is_same_v<T, pool_action::send_update>) {
+          const msg::pool_update_entry one[] = {x.entry};
+          return msg::encode(msg::buffer_recv_pool_update{.header = {.transaction_context = x.txn}, .entries = std::span<const msg::pool_update_entry>(one)}, out);
+        } else if constexpr (std::is_same_v<T, pool_action::send_flush_request>) {
+          const std::uint32_t one[] = {x.pool_ref};
+          return msg::encode(msg::buffer_pool_flush_request{.header = {.transaction_context = x.txn}, .pool_refs = std::span<const std::uint32_t>(one)}, out);
+        } else if constexpr (std::is_same_v<T, pool_action::send_flush_reply>) {
+          return msg::encode(msg::buffer_pool_flush_reply{.header = {.transaction_context = x.txn}}, out);
+        } else if constexpr (std::is_same_v<T, pool_action::send_indicate>) {
+          const msg::indication one[] = {x.entry};
+          return msg::encode(msg::buffer_rdma_indicate{.header = {.transaction_context = x.txn}, .entries = std::span<const msg::indication>(one)}, out);
+        } else {
+          return wire::error{wire::errc::invalid_field, 0, "action"};
+        }
+      },
+      a);
 }
 
 /// The tables, for diagrams and table-driven tests.

@@ -610,8 +610,9 @@ constexpr step_result requester<SQ>::post(const work_request& wr, time_ns now, q
 template <std::size_t SQ>
 constexpr step_result requester<SQ>::on_packet(const packet& p, time_ns now, qp_sink& out) {
   if (out.room() < 4) return {-1, errc::actions_full};
-  const ib::opcode_info* oi = ib::find_opcode(p.opcode);
-  if (!oi || oi->request || !reliable()) return {-1, errc::event_not_allowed};
+  if (!p.known()) return {-1, errc::event_not_allowed};
+  const ib::opcode_info* oi = &p.info();
+  if (oi->request || !reliable()) return {-1, errc::event_not_allowed};
   if (!outstanding(p.psn)) {  // stale: a duplicate, or for a packet already acknowledged
     ++stats_.stale;
     return {-1, errc{}};
@@ -1017,8 +1018,7 @@ constexpr void responder<RD>::read_responses(const rd_resource& r, qp_sink& out)
 
 template <std::size_t RD>
 constexpr step_result responder<RD>::on_packet(const packet& p, qp_sink& out) {
-  const ib::opcode_info* oi = ib::find_opcode(p.opcode);
-  if (!oi || !oi->request) return {-1, errc::event_not_allowed};
+  if (!p.known() || !p.info().request) return {-1, errc::event_not_allowed};
   const std::size_t need = (p.opcode & 0x1F) == 0x0C ? (p.dmalen + cfg_.mtu - 1) / cfg_.mtu + 2 : 4;
   if (out.room() < need) return {-1, errc::actions_full};
   if (cfg_.svc == service::ud && p.dest_qp != cfg_.qp) return {-1, errc::event_not_allowed};
