@@ -1,7 +1,8 @@
 # The README's two commands:
 #   make demo   install missing Debian packages, build into build/, run the demo
 #   make test   install missing Debian packages, then build and ctest three times:
-#               g++-12 (build/), clang++-14 (build-clang/), g++-12 with ASan+UBSan (build-asan/)
+#               g++-12 (build/), clang++-14 (build-clang/), g++-12 with ASan+UBSan (build-asan/),
+#               then run every libFuzzer target for 20 s (clang++-14, ASan+UBSan, build-fuzz/)
 # Both are idempotent and work as root on a fresh Debian 12 clone (or with sudo).
 
 SHELL := /bin/bash
@@ -9,7 +10,7 @@ JOBS ?= $(shell nproc)
 
 # Debian packages the build, tests and benchmarks need (tshark and python3-scapy are the
 # independent oracles of the conformance tests; libisal-dev and zlib1g-dev are benchmark peers).
-PACKAGES := cmake make pkg-config g++-12 clang-14 libboost-dev catch2 libbenchmark-dev zlib1g-dev \
+PACKAGES := cmake make pkg-config g++-12 clang-14 libclang-rt-14-dev libboost-dev catch2 libbenchmark-dev zlib1g-dev \
             libisal-dev tshark python3-scapy
 
 CMAKE_COMMON := -DCMAKE_BUILD_TYPE=RelWithDebInfo
@@ -17,11 +18,14 @@ CONFIG_gcc   := -DCMAKE_CXX_COMPILER=g++-12 $(CMAKE_COMMON)
 CONFIG_clang := -DCMAKE_CXX_COMPILER=clang++-14 $(CMAKE_COMMON)
 CONFIG_asan  := -DCMAKE_CXX_COMPILER=g++-12 -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" \
                 -DPUSHWIRE_SANITIZE=ON -DPUSHWIRE_BUILD_BENCH=OFF
+CONFIG_fuzz  := -DCMAKE_CXX_COMPILER=clang++-14 $(CMAKE_COMMON) -DPUSHWIRE_BUILD_FUZZERS=ON \
+                -DPUSHWIRE_BUILD_BENCH=OFF -DPUSHWIRE_BUILD_EXAMPLES=OFF
 DIR_gcc   := build
 DIR_clang := build-clang
 DIR_asan  := build-asan
+DIR_fuzz  := build-fuzz
 
-.PHONY: demo test deps test-gcc test-clang test-asan bench spec clean
+.PHONY: demo test deps test-gcc test-clang test-asan test-fuzz bench spec clean
 
 demo: deps
 	cmake -S . -B $(DIR_gcc) $(CONFIG_gcc)
@@ -40,11 +44,20 @@ test: deps
 	$(MAKE) --no-print-directory test-gcc
 	$(MAKE) --no-print-directory test-clang
 	$(MAKE) --no-print-directory test-asan
+	$(MAKE) --no-print-directory test-fuzz
 
 test-gcc test-clang test-asan: test-%:
 	cmake -S . -B $(DIR_$*) $(CONFIG_$*)
 	cmake --build $(DIR_$*) -j $(JOBS)
 	ctest --test-dir $(DIR_$*) -j $(JOBS) --output-on-failure
+
+# Every libFuzzer target for PUSHWIRE_FUZZ_SECONDS (20 s) under ASan+UBSan with clang++-14; a
+# crash fails (fuzz/README.md). Prints each target's exec/s and coverage.
+test-fuzz:
+	cmake -S . -B $(DIR_fuzz) $(CONFIG_fuzz)
+	cmake --build $(DIR_fuzz) -j $(JOBS) --target fuzzers
+	ctest --test-dir $(DIR_fuzz) -L fuzz-run -j $(JOBS) --output-on-failure -V | grep -E ': -- [a-z_]+: |tests passed|Failed|\*\*\*' ; \
+	  exit $${PIPESTATUS[0]}
 
 # Installs whichever of PACKAGES are missing (apt-get update first); skips those present.
 deps:
@@ -69,4 +82,4 @@ spec:
 	cmake --build $(DIR_gcc) --target spec
 
 clean:
-	rm -rf $(DIR_gcc) $(DIR_clang) $(DIR_asan)
+	rm -rf $(DIR_gcc) $(DIR_clang) $(DIR_asan) $(DIR_fuzz)

@@ -1,0 +1,133 @@
+// pushwire-fuzz-corpus DIR: writes the seed corpora of fuzz/corpus/<target>/ from the tests'
+// hand-spelled vectors (push-push messages, cells) and from frames the library builds (RoCEv2
+// packets of every operation the flow requester emits, with DC connect, and ACKs / NAKs).
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <pushwire/cell/cell.hpp>
+#include <pushwire/flow/dc.hpp>
+#include <pushwire/flow/rc.hpp>
+#include <pushwire/ib/roce.hpp>
+
+#include "cell/vectors.hpp"
+#include "msg/vectors.hpp"
+
+using namespace pushwire;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path root;
+int written = 0;
+
+void seed(const std::string& target, const std::string& name, std::span<const std::byte> bytes) {
+  fs::create_directories(root / target);
+  std::ofstream(root / target / name, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
+                                                              static_cast<std::streamsize>(bytes.size()));
+  ++written;
+}
+std::vector<std::byte> with_prefix(std::uint8_t first, std::span<const std::byte> rest) {
+  std::vector<std::byte> v{std::byte{first}};
+  v.insert(v.end(), rest.begin(), rest.end());
+  return v;
+}
+
+/// Every packet a requester, a responder and a DC initiator emit for a small script.
+std::vector<flow::packet> packets() {
+  std::vector<flow::packet> out;
+  std::array<flow::qp_action_t, 64> buf{};
+  auto take = [&](flow::qp_sink& s) {
+    for (const auto& a : s)
+      if (const auto* t = std::get_if<flow::qp_action::transmit>(&a)) out.push_back(t->pkt);
+    s.clear();
+  };
+  flow::qp_sink s{std::span(buf)};
+  flow::requester<8> rq({.mtu = 256, .dest_qp = 0x11});
+  for (const auto& wr : {flow::work_request{.id = 1, .op = flow::wr_op::send, .length = 600},
+                         flow::work_request{.id = 2, .op = flow::wr_op::write_imm, .length = 300, .remote_va = 64, .rkey = 3, .imm = 0x07050100},
+                         flow::work_request{.id = 3, .op = flow::wr_op::read, .length = 700, .remote_va = 64, .rkey = 3},
+                         flow::work_request{.id = 4, .op = flow::wr_op::fetch_add, .length = 8, .remote_va = 64, .rkey = 3, .swap = 1}}) {
+    rq.post(wr, 0, s);
+    take(s);
+  }
+  flow::responder<4> rs({.mtu = 256, .peer_qp = 0x22});
+  rs.post_receive(4);
+  const auto requests = out;
+  for (const auto& p : requests) {
+    rs.on_packet(p, s);
+    take(s);
+  }
+  flow::dc_initiator<4, 4> dci({.dci = 7, .req = {.mtu = 256}});
+  dci.post({.id = 1, .op = flow::wr_op::write, .length = 40, .remote_va = 0, .rkey = 1}, {.dct = 0x100, .access_key = 0xA}, 0, s);
+  take(s);
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: pushwire-fuzz-corpus DIR\n");
+    return 64;
+  }
+  root = argv[1];
+  // push-push
+  vec::for_each_case([&](const auto& c) {
+    seed("msg_dispatch", std::string{c.name}, c.bytes);
+    seed("roundtrip", "msg_" + std::string{c.name}, with_prefix(0, c.bytes));
+  });
+  // idata: the seed's example, and an indication that does not fit
+  const std::uint8_t idata_seed[] = {0x07, 0x05, 0x01, 0x00, 0, 0, 1, 0x2C, 0, 0, 0, 2, 0, 1, 0, 0};
+  seed("idata", "seed_example", std::as_bytes(std::span(idata_seed)));
+  // RoCEv2 frames, and their UDP payloads for the chain parser
+  int n = 0;
+  for (const flow::packet& p : packets()) {
+    std::vector<std::byte> payload(p.length, std::byte{0x5A});
+    const auto spec = flow::to_frame_spec(p, payload);
+    std::vector<std::byte> frame(*ib::frame_size(spec));
+    if (!ib::build(spec, frame)) continue;
+    char name[32];
+    std::snprintf(name, sizeof name, "%02d_op%02X", n++, p.opcode);
+    seed("roce_frame", name, frame);
+    const auto v = ib::parse(frame);
+    seed("bth_chain", name, std::span<const std::byte>(frame).subspan(v->bth_offset));
+    seed("roundtrip", std::string{"bth_"} + name, with_prefix(1, std::span<const std::byte>(frame).subspan(v->bth_offset, 12)));
+  }
+  // cells
+  namespace tc = test::cells;
+  for (const auto& [name, bytes] : {std::pair{"send", std::span<const std::byte>(tc::send_bytes)},
+                                    std::pair{"write_first", std::span<const std::byte>(tc::write_first_bytes)},
+                                    std::pair{"write_middle", std::span<const std::byte>(tc::write_middle_bytes)},
+                                    std::pair{"write_last", std::span<const std::byte>(tc::write_last_bytes)},
+                                    std::pair{"ack", std::span<const std::byte>(tc::ack_bytes)},
+                                    std::pair{"nak", std::span<const std::byte>(tc::nak_bytes)},
+                                    std::pair{"page_fault_delay", std::span<const std::byte>(tc::pfd_bytes)}}) {
+    seed("cell_decode", name, bytes);
+    seed("roundtrip", std::string{"cell_"} + name, with_prefix(14, bytes.subspan(14)));
+  }
+  // the reassembler's input: (time step, not-expire choice, u16 length, cell) per cell
+  std::vector<std::byte> cells;
+  for (const auto bytes : {std::span<const std::byte>(tc::write_first_bytes), std::span<const std::byte>(tc::write_middle_bytes),
+                           std::span<const std::byte>(tc::write_last_bytes), std::span<const std::byte>(tc::send_bytes)}) {
+    cells.insert(cells.end(), {std::byte{1}, std::byte{1}, std::byte(bytes.size() >> 8), std::byte(bytes.size() & 0xFF)});
+    cells.insert(cells.end(), bytes.begin(), bytes.end());
+  }
+  seed("cell_reassembler", "write_then_send", cells);
+  // CRC: the standard check string at an odd offset
+  const char check[] = "\x00\x00\x00\x00\x03" "123456789";
+  seed("crc_differential", "check_string", std::as_bytes(std::span(check, sizeof check - 1)));
+  // the machines: short event streams (each byte picks among the enabled events)
+  for (const char* t : {"flow_pool", "flow_rc", "flow_dc", "flow_session"}) {
+    std::vector<std::byte> zeros(64), ramp(256);
+    for (std::size_t i = 0; i < ramp.size(); ++i) ramp[i] = static_cast<std::byte>(i * 37);
+    seed(t, "zeros", zeros);
+    seed(t, "ramp", ramp);
+  }
+  std::printf("%d seeds written under %s\n", written, argv[1]);
+  return 0;
+}
