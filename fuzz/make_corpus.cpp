@@ -1,10 +1,14 @@
-// pushwire-fuzz-corpus DIR: writes the seed corpora of fuzz/corpus/<target>/ from the tests'
-// hand-spelled vectors (push-push messages, cells) and from frames the library builds (RoCEv2
-// packets of every operation the flow requester emits, with DC connect, and ACKs / NAKs).
+// pushwire-fuzz-corpus DIR [CAPTURE.pcap...]: writes the seed corpora of fuzz/corpus/<target>/
+// from the tests' hand-spelled vectors (push-push messages, cells), from frames the library
+// builds (RoCEv2 packets of every operation the flow requester emits, with DC connect, and
+// ACKs / NAKs), and from the frames of captures (pushwire-gen's, as the tests write them):
+// RoCEv2 frames seed roce_frame and bth_chain, cells seed cell_decode, the push-push messages
+// inside them msg_dispatch.
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <span>
 #include <string>
 #include <vector>
@@ -13,6 +17,7 @@
 #include <pushwire/flow/dc.hpp>
 #include <pushwire/flow/rc.hpp>
 #include <pushwire/ib/roce.hpp>
+#include <pushwire/wire/pcap.hpp>
 
 #include "cell/vectors.hpp"
 #include "msg/vectors.hpp"
@@ -71,8 +76,8 @@ std::vector<flow::packet> packets() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: pushwire-fuzz-corpus DIR\n");
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: pushwire-fuzz-corpus DIR [CAPTURE.pcap...]\n");
     return 64;
   }
   root = argv[1];
@@ -127,6 +132,30 @@ int main(int argc, char** argv) {
     for (std::size_t i = 0; i < ramp.size(); ++i) ramp[i] = static_cast<std::byte>(i * 37);
     seed(t, "zeros", zeros);
     seed(t, "ramp", ramp);
+  }
+  // captures
+  for (int a = 2; a < argc; ++a) {
+    std::ifstream in(argv[a], std::ios::binary);
+    const std::vector<char> raw{std::istreambuf_iterator<char>(in), {}};
+    auto r = wire::pcap::reader::open(std::as_bytes(std::span(raw)));
+    if (!r) {
+      std::fprintf(stderr, "%s: not a pcap\n", argv[a]);
+      return 1;
+    }
+    const std::string stem = fs::path(argv[a]).stem().string();
+    for (int k = 0;; ++k) {
+      const auto rec = r->next();
+      if (!rec || !*rec) break;
+      const auto frame = (*rec)->data;
+      const std::string name = stem + "_" + std::to_string(k);
+      if (const auto v = ib::parse(frame)) {
+        seed("roce_frame", name, frame);
+        seed("bth_chain", name, frame.subspan(v->bth_offset));
+        if (msg::peek_function(v->payload)) seed("msg_dispatch", name, v->payload);
+      } else if (const auto c = cell::decode(frame); c && !c->data.empty()) {
+        seed("cell_decode", name, frame);
+      }
+    }
   }
   std::printf("%d seeds written under %s\n", written, argv[1]);
   return 0;

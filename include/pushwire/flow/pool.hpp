@@ -169,6 +169,31 @@ class pool_book {
     }
     return first;
   }
+  /// Runs one(slot index) for every slot flushing under `txn` (a FlushReply answers them);
+  /// event_not_allowed when there is none.
+  template <class F>
+  constexpr step_result each_flushing(std::uint64_t txn, F&& one) {
+    step_result r{-1, errc::event_not_allowed};
+    for (std::size_t i = 0; i < MaxPools; ++i)
+      if (slots_[i].state == pool_state::flushing && slots_[i].flush_txn == txn) r = one(i);
+    return r;
+  }
+  /// Runs one(slot index) for every pool a FlushRequest names; an unknown one is a fault.
+  template <class Refs, class F>
+  constexpr step_result each_named(const Refs& refs, pool_sink& out, F&& one) {
+    step_result r{};
+    for (std::uint32_t ref : refs) {
+      const auto s = find(ref);
+      if (!s) {
+        out.push(pool_action::fault{errc::unknown_pool, ref, 0});
+        r = {-1, errc::unknown_pool};
+        continue;
+      }
+      const step_result k = one(*s);
+      if (r.ok()) r = k;
+    }
+    return r;
+  }
   std::array<Slot, MaxPools> slots_{};
 };
 
@@ -428,28 +453,16 @@ constexpr step_result pool_owner<P, E>::flush(std::uint32_t ref, pool_sink& out)
 template <std::size_t P, std::size_t E>
 constexpr step_result pool_owner<P, E>::on_flush_reply(const msg::buffer_pool_flush_reply& m, pool_sink& out) {
   if (out.room() < P) return {-1, errc::actions_full};
-  step_result r{-1, errc::event_not_allowed};
-  for (std::size_t i = 0; i < P; ++i)
-    if (slots_[i].state == pool_state::flushing && slots_[i].flush_txn == m.header.transaction_context)
-      r = run(i, owner_event::flush_reply, {.txn = m.header.transaction_context}, out);
-  return r;
+  const std::uint64_t txn = m.header.transaction_context;
+  return this->each_flushing(txn, [&](std::size_t i) { return run(i, owner_event::flush_reply, {.txn = txn}, out); });
 }
 
 template <std::size_t P, std::size_t E>
 constexpr step_result pool_owner<P, E>::on_flush_request(const msg::buffer_pool_flush_request& m, pool_sink& out) {
   if (out.room() < m.pool_refs.size() + 1) return {-1, errc::actions_full};
-  step_result r{};
-  for (std::uint32_t ref : m.pool_refs) {
-    const auto s = find(ref);
-    if (!s) {
-      out.push(pool_action::fault{errc::unknown_pool, ref, 0});
-      r = {-1, errc::unknown_pool};
-      continue;
-    }
-    const step_result k = run(*s, owner_event::peer_flush, {.txn = m.header.transaction_context}, out);
-    if (r.ok()) r = k;
-  }
-  out.push(pool_action::send_flush_reply{m.header.transaction_context});
+  const std::uint64_t txn = m.header.transaction_context;
+  const step_result r = this->each_named(m.pool_refs, out, [&](std::size_t i) { return run(i, owner_event::peer_flush, {.txn = txn}, out); });
+  out.push(pool_action::send_flush_reply{txn});
   return r;
 }
 
@@ -772,28 +785,15 @@ constexpr step_result pool_user<P, E>::flush(std::uint32_t ref, pool_sink& out) 
 
 template <std::size_t P, std::size_t E>
 constexpr step_result pool_user<P, E>::on_flush_reply(const msg::buffer_pool_flush_reply& m, pool_sink& out) {
-  step_result r{-1, errc::event_not_allowed};
-  for (std::size_t i = 0; i < P; ++i)
-    if (slots_[i].state == pool_state::flushing && slots_[i].flush_txn == m.header.transaction_context)
-      r = run(i, user_event::flush_reply, {.txn = m.header.transaction_context}, out);
-  return r;
+  const std::uint64_t txn = m.header.transaction_context;
+  return this->each_flushing(txn, [&](std::size_t i) { return run(i, user_event::flush_reply, {.txn = txn}, out); });
 }
 
 template <std::size_t P, std::size_t E>
 constexpr step_result pool_user<P, E>::on_flush_request(const msg::buffer_pool_flush_request& m, pool_sink& out) {
   if (out.room() < m.pool_refs.size() + 1) return {-1, errc::actions_full};
   const std::uint64_t txn = m.header.transaction_context;
-  step_result r{};
-  for (std::uint32_t ref : m.pool_refs) {
-    const auto s = find(ref);
-    if (!s) {
-      out.push(pool_action::fault{errc::unknown_pool, ref, 0});
-      r = {-1, errc::unknown_pool};
-      continue;
-    }
-    const step_result k = run(*s, user_event::peer_flush, {.txn = txn}, out);
-    if (r.ok()) r = k;
-  }
+  const step_result r = this->each_named(m.pool_refs, out, [&](std::size_t i) { return run(i, user_event::peer_flush, {.txn = txn}, out); });
   bool waiting = false;  // reply now unless some named pool is still draining for this request
   for (const slot& s : slots_) waiting = waiting || (s.state == pool_state::draining && s.reply_pending && s.reply_txn == txn);
   if (!waiting) out.push(pool_action::send_flush_reply{txn});
