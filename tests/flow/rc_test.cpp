@@ -385,10 +385,11 @@ TEST_CASE("responder: a gap gets one NAK sequence error, then silence until the 
 }
 
 TEST_CASE("responder: no posted receive gives an RNR NAK; bad access NAKs and enters error; bad opcode order is invalid") {
-  responder<4> rs({.mtu = mtu});
+  responder<4> rs({.mtu = mtu, .min_rnr_timer_us = 1000});
   packet p{.opcode = 0x04, .psn = 0, .ack_req = true, .length = 8};
   auto a = collect<qp_action_t>([&](qp_sink& o) { return rs.on_packet(p, o); });
   CHECK(ib::syndrome{sent<void>(a)[0].aeth.syndrome}.kind() == ib::aeth_kind::rnr_nak);
+  CHECK(ib::page_fault_delay_us(sent<void>(a)[0].aeth) == 1280u);  // 1 ms rounds up to the table's 1.28 ms
   CHECK(rs.expected_psn() == 0);
 
   memory_port deny{nullptr, [](void*, std::uint32_t, std::uint64_t, std::uint32_t, bool) { return access_result{access_result::access_error}; }, nullptr};

@@ -683,6 +683,9 @@ struct responder_config {
   fault_policy on_fault = fault_policy::page_fault_ack;
   std::uint32_t qp = 0;       ///< this QP's number (UD: checked against dest_qp)
   std::uint32_t peer_qp = 0;  ///< RC: the requester's QP, where responses go
+  /// The RNR NAK timer a genuine RNR (no receive posted) announces, microseconds; rounded up
+  /// to the IBTA table (the QP's min_rnr_timer).
+  std::uint32_t min_rnr_timer_us = 10;
   /// Cell framing: page-fault ACKs carry the exact delay (packet::fault_delay_us); RoCE
   /// rounds it up to the RNR timer table.
   bool exact_fault_delay = false;
@@ -757,7 +760,7 @@ class responder {
   }
   static constexpr errc a_rnr(responder& m, const resp_input& in, qp_sink& out) {
     ++m.stats_.rnr_naks;
-    m.respond(in.pkt, ib::syndrome::rnr_nak(ib::rnr_from_us(10)), out);
+    m.respond(in.pkt, ib::syndrome::rnr_nak(ib::rnr_from_us(m.cfg_.min_rnr_timer_us)), out);
     return {};
   }
   static constexpr errc a_fault_ack(responder& m, const resp_input& in, qp_sink& out) {
