@@ -1,13 +1,58 @@
-// Flow: a DC initiator and two DC targets over a lossy link, driven by events chosen by the
-// input. Data meant for one target is never placed at the other; complete after settling.
+// Flow: Dynamically Connected transport.
+//  - World mode: a DC initiator and two DC targets over a lossy link, each input byte choosing
+//    among the enabled events. Data meant for one target is never placed at the other;
+//    complete after settling.
+//  - Hostile mode: a DC target fed packets built from the input (any opcode, access key, DCT
+//    and DCI numbers, PSN, SE). It places data only while connected, and only from the DCI it
+//    is connected to with its own key.
+#include <array>
 #include <cstdint>
 
 #include "drive.hpp"
 #include "worlds.hpp"
 
+using namespace pushwire;
+
+namespace {
+
+void hostile(fuzz::provider& in) {
+  constexpr std::uint64_t key = 0xA;
+  flow::dc_target<4> t({.dct = 0x100, .access_key = key, .resp = {.mtu = 256}});
+  t.post_receive(in.pick(4));
+  std::array<flow::qp_action_t, 64> buf{};
+  for (int i = 0; i < 512 && !in.empty(); ++i) {
+    flow::qp_sink out{std::span<flow::qp_action_t>(buf)};
+    flow::packet p{};
+    p.opcode = in.flag() ? ib::op::dc_connect : static_cast<std::uint8_t>(0x40 | in.pick(32));
+    p.se = in.flag();
+    p.dc_key = in.pick(8) == 0 ? in.take<std::uint64_t>() : key;
+    p.dct = in.pick(8) == 0 ? in.take<std::uint32_t>() & 0xFFFFFF : 0x100;
+    p.dci = in.pick(3);
+    p.psn = in.take<std::uint8_t>();
+    p.ack_req = in.flag();
+    p.length = in.flag() ? 256 : in.pick(255);
+    p.dmalen = in.take<std::uint16_t>();
+    p.rkey = 1;
+    const bool was_connected = t.state() == flow::dct_state::connected;
+    const std::uint32_t dci = t.connected_dci();
+    t.on_packet(p, out);
+    for (const auto& a : out)
+      if (std::holds_alternative<flow::qp_action::place>(a)) {
+        PUSHWIRE_FUZZ_CHECK(was_connected && p.dci == dci && p.dc_key == key);
+        PUSHWIRE_FUZZ_CHECK(p.opcode != ib::op::dc_connect);
+      }
+  }
+}
+
+}  // namespace
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  pushwire::fuzz::provider in(data, size);
+  fuzz::provider in(data, size);
+  if (in.pick(4) == 0) {
+    hostile(in);
+    return 0;
+  }
   pwtest::dc_world w;
-  pushwire::fuzz::drive(w, in);
+  fuzz::drive(w, in);
   return 0;
 }

@@ -117,7 +117,7 @@ constexpr std::uint32_t packets_for(const work_request& wr, std::uint32_t mtu) {
     case wr_op::fetch_add:
     case wr_op::dc_connect:
     case wr_op::dc_disconnect: return 1;
-    default: return wr.length == 0 ? 1 : (wr.length + mtu - 1) / mtu;
+    default: return wr.length == 0 ? 1 : static_cast<std::uint32_t>((std::uint64_t{wr.length} + mtu - 1) / mtu);
   }
 }
 
@@ -826,6 +826,10 @@ class responder {
     a.fault_delay_us = fault_delay_us;
     out.push(qp_action::transmit{a});
   }
+  /// READ responses for dmalen bytes (at least one).
+  constexpr std::uint32_t read_packets(std::uint32_t dmalen) const {
+    return dmalen == 0 ? 1 : static_cast<std::uint32_t>((std::uint64_t{dmalen} + cfg_.mtu - 1) / cfg_.mtu);
+  }
   constexpr ib::syndrome credit_ack() const { return ib::syndrome::ack(ib::credit_code(recv_)); }
   constexpr void execute(const packet& p, qp_sink& out);
   constexpr void duplicate(const packet& p, qp_sink& out);
@@ -905,6 +909,8 @@ constexpr resp_event responder<RD>::classify(const packet& p, std::uint32_t& del
   if (!first_like && (!in_msg_ || msg_is_send_ != is_send)) return resp_event::invalid;
   if (p.length > cfg_.mtu || (pos != ib::position::last && pos != ib::position::only && p.length != cfg_.mtu))
     return resp_event::invalid;
+  // a READ longer than IBTA's 2^31-byte message, or whose responses would take half the PSN space
+  if (code == 0x0C && (p.dmalen > 0x8000'0000u || read_packets(p.dmalen) >= ib::psn_half)) return resp_event::invalid;
   const bool needs_receive = (is_send && first_like) || code == 0x09 || code == 0x0B;
   if (needs_receive && recv_ == 0) return resp_event::no_receive;
   if (is_write || code == 0x0C || code == 0x13 || code == 0x14) {
@@ -932,7 +938,7 @@ constexpr void responder<RD>::execute(const packet& p, qp_sink& out) {
   const bool last_like = pos == ib::position::last || pos == ib::position::only;
   const bool is_send = code <= 0x05 || code == 0x16 || code == 0x17;
   if (code == 0x0C) {  // READ: responses take the PSNs after the request
-    const rd_resource r{p.psn, p.dmalen == 0 ? 1 : (p.dmalen + cfg_.mtu - 1) / cfg_.mtu, false, p, 0};
+    const rd_resource r{p.psn, read_packets(p.dmalen), false, p, 0};
     remember(r);
     epsn_ = ib::psn_add(epsn_, r.npkts);
     ++msn_;
@@ -1022,7 +1028,7 @@ constexpr void responder<RD>::read_responses(const rd_resource& r, qp_sink& out)
 template <std::size_t RD>
 constexpr step_result responder<RD>::on_packet(const packet& p, qp_sink& out) {
   if (!p.known() || !p.info().request) return {-1, errc::event_not_allowed};
-  const std::size_t need = (p.opcode & 0x1F) == 0x0C ? (p.dmalen + cfg_.mtu - 1) / cfg_.mtu + 2 : 4;
+  const std::size_t need = (p.opcode & 0x1F) == 0x0C ? std::size_t{read_packets(p.dmalen)} + 2 : 4;
   if (out.room() < need) return {-1, errc::actions_full};
   if (cfg_.svc == service::ud && p.dest_qp != cfg_.qp) return {-1, errc::event_not_allowed};
   resp_input in{.pkt = p};
