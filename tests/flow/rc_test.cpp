@@ -448,3 +448,20 @@ TEST_CASE("scenario: requester and responder over a lossy link complete everythi
     CHECK(sim.rq.quiescent());
   }
 }
+
+TEST_CASE("responder: a READ over 2^31 bytes is an invalid request, not 2^24 responses") {
+  responder<4> rs({.mtu = 256});
+  const auto a = collect<qp_action_t>([&](qp_sink& o) {
+    return rs.on_packet({.opcode = 0x0C, .psn = 0, .ack_req = true, .va = 0, .rkey = 1, .dmalen = 0x8000'0001u}, o);
+  });
+  const auto p = sent<void>(a);
+  REQUIRE(p.size() == 1);
+  CHECK(ib::syndrome{p[0].aeth.syndrome}.nak_reason() == ib::nak_code::invalid_request);
+  CHECK(rs.state() == resp_state::error);
+  // the largest READ still fits: 2^23 - 1 responses' worth is refused only for the sink's size
+  responder<4> r2({.mtu = 4096});
+  step_result r;
+  (void)collect<qp_action_t>([&](qp_sink& o) { return r2.on_packet({.opcode = 0x0C, .psn = 0, .va = 0, .rkey = 1, .dmalen = 0x8000'0000u}, o); }, &r);
+  CHECK(r.error == errc::actions_full);  // 524288 responses do not fit a 512-action sink
+  CHECK(r2.state() == resp_state::ready);
+}

@@ -830,6 +830,8 @@ class responder {
   constexpr std::uint32_t read_packets(std::uint32_t dmalen) const {
     return dmalen == 0 ? 1 : static_cast<std::uint32_t>((std::uint64_t{dmalen} + cfg_.mtu - 1) / cfg_.mtu);
   }
+  /// A READ within IBTA's 2^31-byte message whose responses take less than half the PSN space.
+  constexpr bool read_ok(std::uint32_t dmalen) const { return dmalen <= 0x8000'0000u && read_packets(dmalen) < ib::psn_half; }
   constexpr ib::syndrome credit_ack() const { return ib::syndrome::ack(ib::credit_code(recv_)); }
   constexpr void execute(const packet& p, qp_sink& out);
   constexpr void duplicate(const packet& p, qp_sink& out);
@@ -909,8 +911,7 @@ constexpr resp_event responder<RD>::classify(const packet& p, std::uint32_t& del
   if (!first_like && (!in_msg_ || msg_is_send_ != is_send)) return resp_event::invalid;
   if (p.length > cfg_.mtu || (pos != ib::position::last && pos != ib::position::only && p.length != cfg_.mtu))
     return resp_event::invalid;
-  // a READ longer than IBTA's 2^31-byte message, or whose responses would take half the PSN space
-  if (code == 0x0C && (p.dmalen > 0x8000'0000u || read_packets(p.dmalen) >= ib::psn_half)) return resp_event::invalid;
+  if (code == 0x0C && !read_ok(p.dmalen)) return resp_event::invalid;
   const bool needs_receive = (is_send && first_like) || code == 0x09 || code == 0x0B;
   if (needs_receive && recv_ == 0) return resp_event::no_receive;
   if (is_write || code == 0x0C || code == 0x13 || code == 0x14) {
@@ -1028,7 +1029,8 @@ constexpr void responder<RD>::read_responses(const rd_resource& r, qp_sink& out)
 template <std::size_t RD>
 constexpr step_result responder<RD>::on_packet(const packet& p, qp_sink& out) {
   if (!p.known() || !p.info().request) return {-1, errc::event_not_allowed};
-  const std::size_t need = (p.opcode & 0x1F) == 0x0C ? std::size_t{read_packets(p.dmalen)} + 2 : 4;
+  const bool read = (p.opcode & 0x1F) == 0x0C && read_ok(p.dmalen);  // an oversized READ is NAKed (classify)
+  const std::size_t need = read ? std::size_t{read_packets(p.dmalen)} + 2 : 4;
   if (out.room() < need) return {-1, errc::actions_full};
   if (cfg_.svc == service::ud && p.dest_qp != cfg_.qp) return {-1, errc::event_not_allowed};
   resp_input in{.pkt = p};
