@@ -73,6 +73,12 @@ class dc_initiator {
     settle(now, out);
     return r;
   }
+  /// Sends and settles what a full sink held back (see requester::pump).
+  constexpr void pump(time_ns now, qp_sink& out) {
+    rq_.pump(now, out);
+    settle(now, out);
+  }
+  constexpr bool wants_to_send() const { return rq_.wants_to_send() || settle_pending(); }
 
   constexpr dci_state state() const { return st_; }
   constexpr void set_state(dci_state s) { st_ = s; }
@@ -95,24 +101,26 @@ class dc_initiator {
     return m.pending_.empty() && in.to == m.cur_ && !m.disconnect_posted_;
   }
   static constexpr bool g_pending_room(const dc_initiator& m, const dci_input&) { return !m.pending_.full(); }
+  /// A new target's connect and first request need two send-queue slots.
+  static constexpr bool g_two_slots(const dc_initiator& m, const dci_input&) { return m.rq_.queue_room() >= 2; }
   static constexpr bool g_has_pending(const dc_initiator& m, const dci_input&) { return !m.pending_.empty(); }
 
-  static constexpr errc a_connect_and_send(dc_initiator& m, const dci_input& in, qp_sink& out) {
+  static constexpr errc a_connect_and_send(dc_initiator& m, const dci_input& in, qp_sink&) {
     m.cur_ = in.to;
     m.disconnect_posted_ = false;
-    const step_result c = m.rq_.post(m.control(wr_op::dc_connect, in.now), in.now, out);
+    const step_result c = m.rq_.enqueue(m.control(wr_op::dc_connect, in.now));
     if (!c.ok()) return c.error;
-    return m.rq_.post(in.wr, in.now, out).error;
+    return m.rq_.enqueue(in.wr).error;
   }
-  static constexpr errc a_send(dc_initiator& m, const dci_input& in, qp_sink& out) { return m.rq_.post(in.wr, in.now, out).error; }
+  static constexpr errc a_send(dc_initiator& m, const dci_input& in, qp_sink&) { return m.rq_.enqueue(in.wr).error; }
   static constexpr errc a_wait(dc_initiator& m, const dci_input& in, qp_sink&) {
     m.pending_.push_back({in.wr, in.to});
     return {};
   }
   static constexpr errc a_refuse(dc_initiator&, const dci_input&, qp_sink&) { return errc::queue_full; }
-  static constexpr errc a_disconnect(dc_initiator& m, const dci_input& in, qp_sink& out) {
+  static constexpr errc a_disconnect(dc_initiator& m, const dci_input& in, qp_sink&) {
     m.disconnect_posted_ = true;
-    return m.rq_.post(m.control(wr_op::dc_disconnect, in.now), in.now, out).error;
+    return m.rq_.enqueue(m.control(wr_op::dc_disconnect, in.now)).error;
   }
   static constexpr errc a_next_target(dc_initiator& m, const dci_input& in, qp_sink& out) {
     const waiting first = m.pending_.front();
@@ -122,7 +130,7 @@ class dc_initiator {
     next.to = first.to;
     const errc e = a_connect_and_send(m, next, out);
     while (e == errc{} && !m.pending_.empty() && m.pending_.front().to == m.cur_) {  // the run for this target
-      if (!m.rq_.post(m.pending_.front().wr, in.now, out).ok()) break;
+      if (!m.rq_.enqueue(m.pending_.front().wr).ok()) break;
       m.pending_.pop_front();
     }
     return e;
@@ -157,11 +165,20 @@ class dc_initiator {
     settle(in.now, out);
     return r;
   }
-  /// Steps the table on what the requester's state now implies.
+
+  /// The requester's state implies a DCI step (settle() has work).
+  constexpr bool settle_pending() const {
+    return (rq_.state() == req_state::error && st_ != dci_state::error) ||
+           ((st_ == dci_state::connected || st_ == dci_state::disconnecting) && rq_.quiescent());
+  }
+  /// Steps the table on what the requester's state now implies, then sends what the sink has
+  /// room for (requests are queued without sink room; pump() sends the rest later).
   constexpr void settle(time_ns now, qp_sink& out) {
     for (int guard = 0; guard < 4; ++guard) {
+      rq_.pump(now, out);
       const dci_input in{.now = now};
       if (rq_.state() == req_state::error && st_ != dci_state::error) {
+        if (out.room() < pending_.size() + 1) return;  // its completions must fit; pump() retries
         step<row>(table(), st_, *this, dci_event::failed, in, out);
       } else if (st_ == dci_state::connected && rq_.quiescent()) {
         step<row>(table(), st_, *this, dci_event::data_done, in, out);
@@ -171,6 +188,7 @@ class dc_initiator {
         return;
       }
     }
+    rq_.pump(now, out);
   }
 
   config cfg_;
@@ -187,7 +205,8 @@ template <std::size_t SQ, std::size_t Pending>
 struct dci_rows {
   using M = dc_initiator<SQ, Pending>;
   static constexpr auto rows = std::to_array<typename M::row>({
-      {dci_state::idle, dci_event::post, "", nullptr, dci_state::connected, "post connect (0x55, SE clear) and the request", &M::a_connect_and_send},
+      {dci_state::idle, dci_event::post, "two send-queue slots", &M::g_two_slots, dci_state::connected, "post connect (0x55, SE clear) and the request", &M::a_connect_and_send},
+      {dci_state::idle, dci_event::post, "else", nullptr, dci_state::idle, "refuse queue_full", &M::a_refuse},
       {dci_state::connected, dci_event::post, "same target, none waiting, no disconnect yet", &M::g_same_target_free, dci_state::connected, "post the request", &M::a_send},
       {dci_state::connected, dci_event::post, "waiting list has room", &M::g_pending_room, dci_state::connected, "wait in order", &M::a_wait},
       {dci_state::disconnecting, dci_event::post, "waiting list has room", &M::g_pending_room, dci_state::disconnecting, "wait in order", &M::a_wait},

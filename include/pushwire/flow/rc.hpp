@@ -204,6 +204,17 @@ class requester {
   /// invalid_argument (an operation the service lacks; UD longer than the MTU: too_large),
   /// qp_in_error (completed as flushed).
   constexpr step_result post(const work_request& wr, time_ns now, qp_sink& out);
+  /// Queue a work request without sending (the next pump() sends it): for layers that post
+  /// several requests at once and pump when they are done. Errors: as post(), and
+  /// qp_in_error without a completion (the caller reports it).
+  constexpr step_result enqueue(const work_request& wr) {
+    if (!supports(cfg_.svc, wr.op)) return {-1, errc::invalid_argument};
+    if (cfg_.svc == service::ud && wr.length > cfg_.mtu) return {-1, errc::too_large};
+    if (st_ == req_state::error) return {-1, errc::qp_in_error};
+    qp_sink none{std::span<qp_action_t>()};
+    return step<row>(table(), st_, *this, req_event::post, {.wr = wr}, none);
+  }
+  constexpr std::size_t queue_room() const { return q_.capacity() - q_.size(); }
   /// A response packet from the responder (ACK, NAK, RNR NAK, READ response, atomic ACK).
   constexpr step_result on_packet(const packet& p, time_ns now, qp_sink& out);
   /// A timer the caller armed fired. Stale (no longer armed, or early) is ignored.
@@ -215,7 +226,9 @@ class requester {
 
   constexpr req_state state() const { return st_; }
   constexpr void set_state(req_state s) { st_ = s; }  ///< tests put a machine in a state
+  /// pump() has work: packets the window allows, or completions held back by a full sink.
   constexpr bool wants_to_send() const {
+    if (!q_.empty() && q_.front().done) return true;
     return (st_ == req_state::active || st_ == req_state::idle) && cur_ < q_.size() && window_open() && !credit_blocks(q_[cur_]);
   }
   constexpr std::optional<time_ns> deadline(timer_kind k) const { return k == timer_kind::retransmit ? rto_ : wait_; }
