@@ -4,6 +4,8 @@
 // and must then be complete: nothing lost, nothing stuck.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 
@@ -36,6 +38,20 @@ void drive(World& w, provider& in, int max_steps = 4000) {
     std::fprintf(stderr, "not complete after settling\nevents: %s\n", w.trace.c_str());
     fail("world completes");
   }
+}
+
+/// The flow targets' entry: one input in four drives `hostile` (peers built field by field
+/// from the input), the others drive the world make(in) returns.
+template <class MakeWorld>
+int world_or_hostile(const std::uint8_t* data, std::size_t size, void (*hostile)(provider&), MakeWorld&& make) {
+  provider in(data, size);
+  if (in.pick(4) == 0) {
+    hostile(in);
+    return 0;
+  }
+  auto w = make(in);
+  drive(w, in);
+  return 0;
 }
 
 }  // namespace pushwire::fuzz

@@ -47,12 +47,5 @@ void hostile(fuzz::provider& in) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  fuzz::provider in(data, size);
-  if (in.pick(4) == 0) {
-    hostile(in);
-    return 0;
-  }
-  pwtest::dc_world w;
-  fuzz::drive(w, in);
-  return 0;
+  return fuzz::world_or_hostile(data, size, hostile, [](fuzz::provider&) { return pwtest::dc_world{}; });
 }

@@ -55,12 +55,5 @@ void hostile(fuzz::provider& in) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  fuzz::provider in(data, size);
-  if (in.pick(4) == 0) {
-    hostile(in);
-    return 0;
-  }
-  pwtest::pool_world w(in.flag());
-  fuzz::drive(w, in);
-  return 0;
+  return fuzz::world_or_hostile(data, size, hostile, [](fuzz::provider& in) { return pwtest::pool_world(in.flag()); });
 }

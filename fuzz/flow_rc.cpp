@@ -74,12 +74,8 @@ void hostile(fuzz::provider& in) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  fuzz::provider in(data, size);
-  if (in.pick(4) == 0) {
-    hostile(in);
-    return 0;
-  }
-  pwtest::rc_world w(static_cast<int>(in.pick(3)), in.pick(4));
-  fuzz::drive(w, in);
-  return 0;
+  return fuzz::world_or_hostile(data, size, hostile, [](fuzz::provider& in) {
+    const int losses = in.pick(3);
+    return pwtest::rc_world(losses, in.pick(4));
+  });
 }
