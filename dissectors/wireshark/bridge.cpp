@@ -1,0 +1,231 @@
+// The C interface of bridge.h over the pushwire library (built into the plugin).
+#include "bridge.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <span>
+#include <string_view>
+#include <type_traits>
+
+#include <pushwire/cell/format.hpp>
+#include <pushwire/ib/aeth.hpp>
+#include <pushwire/ib/print.hpp>
+#include <pushwire/ib/roce.hpp>
+#include <pushwire/msg/idata.hpp>
+#include <pushwire/msg/msg.hpp>
+
+namespace {
+
+using namespace pushwire;
+
+std::span<const std::byte> bytes(const std::uint8_t* p, std::size_t n) {
+  return {reinterpret_cast<const std::byte*>(p), n};
+}
+
+void set_err(pw_err* out, const wire::error& e) {
+  if (!out) return;
+  out->code = static_cast<int>(e.code);
+  out->name = e.code == wire::errc{} ? "" : wire::to_string(e.code).data();
+  out->offset = e.offset;
+  const std::size_t n = std::min(e.field.size(), sizeof out->field - 1);
+  std::memcpy(out->field, e.field.data(), n);
+  out->field[n] = '\0';
+}
+
+// Appends to a fixed buffer, truncating.
+struct line {
+  char* out;
+  std::size_t cap, n = 0;
+  void add(std::string_view s) {
+    if (cap == 0) return;
+    const std::size_t k = std::min(s.size(), cap - 1 - std::min(n, cap - 1));
+    std::memcpy(out + n, s.data(), k);
+    n += k;
+    out[n] = '\0';
+  }
+  void num(std::uint64_t v, bool hex) {
+    char b[24];
+    std::snprintf(b, sizeof b, hex ? "0x%" PRIx64 : "%" PRIu64, v);
+    add(b);
+  }
+};
+
+template <class M>
+void summarize(const M& m, line& l) {
+  l.add(msg::name(msg::code_of<M>));
+  l.add(" txn=");
+  l.num(m.header.transaction_context, true);
+  wire::for_each_member_index<M>([&](auto i) {
+    if constexpr (i.value > 0) {
+      using V = std::remove_cvref_t<decltype(wire::member<i.value>(m))>;
+      const auto& v = wire::member<i.value>(m);
+      if constexpr (requires { typename V::field_type; }) {
+        return;  // reserved and constant fields say nothing
+      } else {
+        l.add(" ");
+        l.add(wire::member_name<M, i.value>);
+        l.add("=");
+        if constexpr (requires { v.size(); }) {
+          l.num(v.size(), false);
+        } else if constexpr (std::is_enum_v<V>) {
+          const std::string_view n = wire::enum_name(v);
+          if (n.empty())
+            l.num(static_cast<std::uint64_t>(v), true);
+          else
+            l.add(n);
+        } else {
+          l.num(static_cast<std::uint64_t>(v), sizeof(V) == 8);
+        }
+      }
+    }
+  });
+}
+
+}  // namespace
+
+extern "C" {
+
+int pw_msg_check(const std::uint8_t* p, std::size_t n, pw_err* err) {
+  const wire::error e = msg::dispatch(bytes(p, n), [](const auto&) {});
+  set_err(err, e);
+  return static_cast<int>(e.code);
+}
+
+std::size_t pw_msg_summary(const std::uint8_t* p, std::size_t n, char* out, std::size_t cap) {
+  line l{out, cap};
+  if (cap) out[0] = '\0';
+  (void)msg::dispatch(bytes(p, n), [&](const auto& m) { summarize(m, l); });
+  return l.n;
+}
+
+const char* pw_function_name(std::uint16_t f) {
+  const std::string_view n = msg::name(static_cast<msg::function>(f));
+  return n.empty() ? "" : n.data();
+}
+
+void pw_idata(std::uint32_t imm, std::uint32_t* pool, std::uint32_t* element, std::uint32_t* nbytes) {
+  const msg::idata d = msg::from_imm(imm);
+  *pool = d.pool_ref;
+  *element = d.element_index;
+  *nbytes = d.bytes();
+}
+
+int pw_roce_inspect(const std::uint8_t* frame, std::size_t n, pw_roce* r) {
+  *r = pw_roce{};
+  ib::roce_view v;
+  const wire::error e = ib::inspect(bytes(frame, n), v);
+  set_err(&r->err, e);
+  if (e.code != wire::errc{}) return r->err.code;
+  r->icrc_state = v.icrc_state == wire::crc_status::good ? PW_CRC_GOOD
+                  : v.icrc_state == wire::crc_status::bad ? PW_CRC_BAD
+                                                           : PW_CRC_UNCHECKED;
+  r->icrc = v.icrc;
+  r->icrc_computed = v.icrc;
+  if (v.icrc_state == wire::crc_status::bad) {
+    const auto covered = v.frame.subspan(v.ip_offset, static_cast<std::size_t>(v.payload.data() - v.frame.data()) +
+                                                          v.payload.size() + v.pad.size() - v.ip_offset);
+    r->icrc_computed = ib::compute_icrc(covered, v.v6, v.ip_header_len);
+  }
+  r->icrc_offset = static_cast<std::size_t>(v.payload.data() - v.frame.data()) + v.payload.size() + v.pad.size();
+  r->bth_offset = v.bth_offset;
+  auto at = [&](ib::ext x) -> std::size_t {
+    const int o = v.op->offset_of(x);
+    return o < 0 ? 0 : v.bth_offset + static_cast<std::size_t>(o);
+  };
+  r->dceth_offset = at(ib::ext::dceth);
+  r->dcceth_offset = at(ib::ext::dcceth);
+  r->reth_offset = at(ib::ext::reth);
+  r->immdt_offset = at(ib::ext::immdt);
+  r->aeth_offset = at(ib::ext::aeth);
+  r->payload_offset = static_cast<std::size_t>(v.payload.data() - v.frame.data());
+  r->payload_len = v.payload.size();
+  const ib::bth b = v.bth();
+  r->opcode = b.opcode;
+  r->position = static_cast<std::uint8_t>(v.op->pos);
+  r->se = b.se;
+  r->dc = v.op->tp == ib::transport::dc;
+  r->dc_connect = v.dc_connect();
+  r->dc_disconnect = v.dc_disconnect();
+  const std::string_view op = v.op->op_name;
+  r->write = op.starts_with("RDMA_WRITE");
+  r->send = op.starts_with("SEND");
+  r->request = v.op->request;
+  r->destqp = b.destqp;
+  r->psn = b.psn;
+  if (auto i = v.get<ib::ext::immdt>()) r->imm = i->value;
+  if (auto x = v.get<ib::ext::reth>()) r->reth_va = x->va, r->reth_rkey = x->r_key, r->reth_len = x->dmalen;
+  if (auto a = v.get<ib::ext::aeth>()) {
+    r->syndrome = a->syndrome;
+    r->msn = a->msn;
+    if (auto d = ib::page_fault_delay_us(*a)) r->rnr_nak = 1, r->rnr_delay_us = *d;
+  }
+  r->v6 = v.v6;
+  if (v.v6) {
+    const auto h = v.ipv6();
+    std::memcpy(r->src_ip, h.src.data(), 16);
+    std::memcpy(r->dst_ip, h.dst.data(), 16);
+  } else {
+    const auto h = v.ipv4();
+    std::memcpy(r->src_ip, h.src.data(), 4);
+    std::memcpy(r->dst_ip, h.dst.data(), 4);
+  }
+  std::string name = v.dc_disconnect() ? std::string{"DC_DISCONNECT"} : ib::opcode_name(*v.op);
+  const std::size_t k = std::min(name.size(), sizeof r->opcode_name - 1);
+  std::memcpy(r->opcode_name, name.data(), k);
+  r->opcode_name[k] = '\0';
+  return 0;
+}
+
+int pw_cell_decode(const std::uint8_t* frame, std::size_t n, pw_cell* c) {
+  *c = pw_cell{};
+  cell::cell_view v;
+  const wire::error e = cell::decode_into(bytes(frame, n), v);
+  set_err(&c->err, e);
+  if (e.code != wire::errc{}) return c->err.code;
+  c->header = v.at.header;
+  c->vamh = v.at.vamh;
+  c->ack = v.at.ack;
+  c->idata = v.at.idata;
+  c->data = v.at.data;
+  c->packet_crc_at = v.at.packet_crc;
+  c->cell_crc_at = v.at.cell_crc;
+  c->end = v.at.end();
+  c->type = static_cast<std::uint8_t>(v.hdr.type.value);
+  c->first = v.hdr.first;
+  c->last = v.hdr.last;
+  c->ack_req = v.hdr.ack_req;
+  c->dst_wqp = v.hdr.dst_wqp;
+  c->src_wqp = v.hdr.src_wqp;
+  c->psn = v.hdr.psn;
+  c->csn = v.hdr.csn;
+  c->cell_count = v.hdr.cell_count;
+  c->length = v.hdr.length;
+  c->delay_us = v.ack ? v.ack->delay_us : 0;
+  if (v.rdma) c->va = v.rdma->va, c->mh = v.rdma->mh;
+  c->idata_value = v.idata.value_or(0);
+  c->packet_crc = v.packet_crc.value_or(0);
+  c->crc = v.crc;
+  c->crc_computed = v.crc_state == wire::crc_status::bad
+                        ? wire::crc::crc32c(bytes(frame, n).first(v.at.cell_crc))
+                        : v.crc;
+  c->crc_state = v.crc_state == wire::crc_status::good ? PW_CRC_GOOD
+                 : v.crc_state == wire::crc_status::bad ? PW_CRC_BAD
+                                                         : PW_CRC_UNCHECKED;
+  c->part_crc = v.packet_part_crc;
+  c->part_size = v.at.packet_part();
+  const std::string_view tn = wire::enum_name(v.hdr.type.value);
+  c->type_name = tn.empty() ? "" : tn.data();
+  return 0;
+}
+
+std::uint32_t pw_packet_crc_extend(std::uint32_t crc, std::uint32_t part_crc, std::size_t part_size) {
+  return cell::extend_packet_crc(crc, part_crc, part_size);
+}
+
+int pw_cell_is_page_fault(std::uint8_t t) { return t == static_cast<std::uint8_t>(cell::cell_type::page_fault_delay); }
+int pw_cell_is_send(std::uint8_t t) { return t == static_cast<std::uint8_t>(cell::cell_type::send); }
+int pw_cell_is_write(std::uint8_t t) { return t == static_cast<std::uint8_t>(cell::cell_type::rdma_write); }
+
+}  // extern "C"

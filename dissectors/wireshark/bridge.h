@@ -1,0 +1,80 @@
+/* What the C dissector asks of the pushwire library: the C++ codecs, checks and CRCs behind a C
+ * interface (bridge.cpp), so the plugin validates exactly as the library does. Offsets are from
+ * the start of the buffer passed in. Nothing here allocates or keeps a pointer. */
+#ifndef PUSHWIRE_BRIDGE_H
+#define PUSHWIRE_BRIDGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A decode error: the library's errc (spec/push-push.md §4), its name, byte and field. */
+typedef struct pw_err {
+    int code;              /* 0: none */
+    const char *name;      /* "truncated", ... ("" when code is 0) */
+    size_t offset;
+    char field[40];
+} pw_err;
+
+/* Push-push: 0 when p[0..n) is exactly one valid message (msg::dispatch), else the errc. */
+int pw_msg_check(const uint8_t *p, size_t n, pw_err *err);
+/* One line for the Info column, e.g. "BufferRecvPool txn=0x2a pools=2"; returns its length. */
+size_t pw_msg_summary(const uint8_t *p, size_t n, char *out, size_t cap);
+/* The function's name ("" when unknown). */
+const char *pw_function_name(uint16_t function);
+
+/* idata (msg/idata.hpp): pool, element, bytes placed (1..65536). */
+void pw_idata(uint32_t imm, uint32_t *pool, uint32_t *element, uint32_t *bytes);
+
+/* A RoCEv2 Ethernet frame as ib::inspect() sees it. Header offsets are 0 when absent. */
+enum { PW_CRC_UNCHECKED = 0, PW_CRC_GOOD = 1, PW_CRC_BAD = 2 };
+enum { PW_POS_ONLY = 0, PW_POS_FIRST, PW_POS_MIDDLE, PW_POS_LAST };
+typedef struct pw_roce {
+    pw_err err;
+    int icrc_state;
+    uint32_t icrc, icrc_computed;
+    size_t icrc_offset, bth_offset, dceth_offset, dcceth_offset, reth_offset, immdt_offset, aeth_offset;
+    size_t payload_offset, payload_len;
+    uint8_t opcode, position;
+    int se, dc, dc_connect, dc_disconnect, write, send, request, v6;
+    uint32_t destqp, psn, imm, reth_rkey, reth_len, msn;
+    uint64_t reth_va;
+    uint8_t syndrome;
+    int rnr_nak;
+    uint32_t rnr_delay_us;
+    uint8_t src_ip[16], dst_ip[16];
+    char opcode_name[48];
+} pw_roce;
+/* 0 when frame[0..n) is a valid RoCEv2 frame (the ICRC is checked, not required). */
+int pw_roce_inspect(const uint8_t *frame, size_t n, pw_roce *out);
+
+/* A cell frame (EtherType 0x88B5) as cell::decode_into() sees it; the cell CRC is checked, not
+ * required. Part offsets are from the frame's start, 0 when absent. */
+typedef struct pw_cell {
+    pw_err err;
+    size_t header, vamh, ack, idata, data, packet_crc_at, cell_crc_at, end;
+    uint8_t type, first, last, ack_req;
+    uint32_t dst_wqp, src_wqp, psn, delay_us, idata_value, packet_crc, crc, mh;
+    uint64_t va;
+    uint16_t csn, cell_count, length;
+    int crc_state;
+    uint32_t crc_computed;
+    uint32_t part_crc;   /* CRC-32C of the cell's packet part (when the CRC was checked) */
+    size_t part_size;
+    const char *type_name;
+} pw_cell;
+int pw_cell_decode(const uint8_t *frame, size_t n, pw_cell *out);
+/* The packet CRC after one more cell (cell::extend_packet_crc). */
+uint32_t pw_packet_crc_extend(uint32_t crc, uint32_t part_crc, size_t part_size);
+/* Cell types that are a page-fault delay / carry data of a Send. */
+int pw_cell_is_page_fault(uint8_t type);
+int pw_cell_is_send(uint8_t type);
+int pw_cell_is_write(uint8_t type);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,676 @@
+// pushwire-ws-captures: the Wireshark plugin's test data.
+//
+//   pushwire-ws-captures write DIR          roce.pcap and cells.pcap: every message type, idata,
+//                                           pools and writes, page faults, DC, good and bad CRCs
+//   pushwire-ws-captures expect FILE.pcap   FILE.expected: what the plugin must show
+//   pushwire-ws-captures corrupt IN N DIR SEED   N randomly corrupted copies of IN
+//   pushwire-ws-captures experts            the plugin's expert infos, one per line
+//
+// FILE.expected has one line per value: frame, TAB, field, TAB, value (decimal; bytes and MACs
+// as lowercase hex), in the order tshark -T fields prints repeated values; and "frame TAB
+// expert TAB name" for each expert info. The values come from the library: ib::inspect,
+// msg::dispatch, cell::decode, msg::from_imm, and this file's own bookkeeping of pools, writes
+// and cell packets (written apart from the plugin's, so the two check each other).
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <pushwire/cell/segmenter.hpp>
+#include <pushwire/ib/aeth.hpp>
+#include <pushwire/ib/roce.hpp>
+#include <pushwire/msg/idata.hpp>
+#include <pushwire/msg/msg.hpp>
+#include <pushwire/wire/pcap.hpp>
+
+#include "model.hpp"
+
+namespace {
+
+using namespace pushwire;
+using ib::ext;
+using bytes = std::vector<std::byte>;
+
+// ------------------------------------------------------------------ writing captures
+
+constexpr ib::mac_address mac_a{0x02, 0, 0, 0, 0, 0x0a}, mac_b{0x02, 0, 0, 0, 0, 0x0b};
+constexpr ib::ipv4_address ip_a{192, 168, 1, 10}, ip_b{192, 168, 1, 11};
+
+struct capture {
+  bytes file;
+  wire::pcap::writer pcap{file};
+  std::uint64_t t = 1'700'000'000'000'000'000ull;
+  void add(std::span<const std::byte> f) {
+    pcap.add(t, f);
+    t += 1'000'000;
+  }
+  void add(const ib::frame_spec& s, bool bad_icrc = false) {
+    bytes f(*ib::frame_size(s));
+    if (!ib::build(s, f)) std::exit(3);
+    if (bad_icrc) f.back() ^= std::byte{0x5a};
+    add(f);
+  }
+};
+
+template <msg::message_type M>
+bytes enc(const M& m) {
+  bytes b(msg::encoded_size(m));
+  if (!msg::encode(m, b)) std::exit(3);
+  return b;
+}
+
+ib::frame_spec rc(bool a_to_b, std::uint8_t opcode, std::uint32_t psn, std::uint32_t qp = 0) {
+  ib::frame_spec s;
+  s.src = a_to_b ? mac_a : mac_b;
+  s.dst = a_to_b ? mac_b : mac_a;
+  s.ip = ib::ipv4_spec{.src = a_to_b ? ip_a : ip_b, .dst = a_to_b ? ip_b : ip_a};
+  s.bth = {.opcode = opcode, .p_key = 0xFFFF, .destqp = qp ? qp : (a_to_b ? 0x100u : 0x200u), .a = true, .psn = psn};
+  return s;
+}
+
+ib::frame_spec send(bool a_to_b, std::uint32_t psn, std::span<const std::byte> m) {
+  auto s = rc(a_to_b, ib::op::rc_send_only, psn);
+  s.payload = m;
+  return s;
+}
+
+ib::frame_spec ack(bool a_to_b, std::uint32_t psn, ib::aeth a) {
+  auto s = rc(a_to_b, ib::op::rc_ack, psn);
+  s.ext.set<ext::aeth>(a);
+  return s;
+}
+
+void write_roce(const std::string& path) {
+  capture c;
+  // B (the target) advertises two pools; every other message type follows.
+  const std::array<msg::pool_descriptor, 2> pools{{{.pool_ref = 3, .element_count = 8, .element_size = 4096,
+                                                    .memory_handle = 0xABCD, .address = 0x10000000, .pool_context = 0x1122334455667788},
+                                                   {.pool_ref = 4, .element_count = 2, .element_size = 65536,
+                                                    .memory_handle = 0xABCD, .address = 0x20000000, .pool_context = 9}}};
+  const auto m1 = enc(msg::buffer_recv_pool{.header = {.transaction_context = 0x1001}, .pools = pools});
+  c.add(send(false, 1, m1));  // 1
+  const auto m2 = enc(msg::buffer_recv_pool_get{.header = {.transaction_context = 0x1002}, .element_size = 2048, .element_count = 32});
+  c.add(send(true, 1, m2));  // 2
+  const std::array<msg::pool_update_entry, 2> upd{{{3, 0, 4}, {4, 1, 1}}};
+  const auto m3 = enc(msg::buffer_recv_pool_update{.header = {.transaction_context = 0x1003}, .entries = upd});
+  c.add(send(false, 2, m3));  // 3
+  const std::array<std::uint32_t, 3> refs{3, 4, 0xFFFFFFFF};
+  const auto m4 = enc(msg::buffer_pool_flush_request{.header = {.transaction_context = 0x1004}, .pool_refs = refs});
+  c.add(send(true, 2, m4));  // 4
+  const auto m5 = enc(msg::buffer_pool_flush_reply{.header = {.transaction_context = 0x1004}});
+  c.add(send(false, 3, m5));  // 5
+  const std::array<std::byte, 5> five{std::byte{1}, std::byte{2}, std::byte{3}, std::byte{0xfe}, std::byte{0xff}};
+  const auto m6 = enc(msg::send_data{.header = {.transaction_context = 0x1006}, .data = five});
+  c.add(send(true, 3, m6));  // 6 (5 bytes of data: 3 pad bytes)
+  const std::array<msg::indication, 2> ind{{{3, 2, 100}, {300, 70000, 0}}};
+  const auto m7 = enc(msg::buffer_rdma_indicate{.header = {.transaction_context = 0x1007}, .entries = ind});
+  c.add(send(true, 4, m7));  // 7
+  std::array<std::byte, 128> buf{};
+  auto n8 = msg::cfg::encode_request<msg::cfg::request_code::get_statistics>(0x1008, {}, buf);
+  c.add(send(true, 5, std::span(buf).first(*n8)));  // 8
+  msg::cfg::statistics st{.rx_frames = 1, .tx_frames = 2, .rx_bytes = 3, .tx_bytes = 4, .rx_errors = 5,
+                          .tx_errors = 6, .rx_dropped = 7, .tx_dropped = 8};
+  std::array<std::byte, 128> buf2{};
+  auto n9 = msg::cfg::encode_reply<msg::cfg::request_code::get_statistics>(0x1008, msg::cfg::status::success, st, buf2);
+  c.add(send(false, 4, std::span(buf2).first(*n9)));  // 9
+  std::array<std::byte, 128> buf3{};
+  auto n10 = msg::cfg::encode_request<msg::cfg::request_code::set_mac_address>(
+      0x100A, {.mac = {0xa2, 0, 1, 0, 0, 0x22}}, buf3);
+  c.add(send(true, 6, std::span(buf3).first(*n10)));  // 10
+  std::array<std::byte, 128> buf4{};
+  auto n11 = msg::cfg::encode_reply<msg::cfg::request_code::get_link_state>(
+      0x100B, msg::cfg::status::busy, {.up = 1, .speed_mbps = 100000}, buf4);
+  c.add(send(false, 5, std::span(buf4).first(*n11)));  // 11
+
+  // A writes into pool 3 element 2 with matching idata; then one whose idata names element 1.
+  std::array<std::byte, 300> data{};
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<std::byte>(i);
+  auto w = rc(true, ib::op::rc_write_only_imm, 10, 0x300);
+  w.ext.set<ext::reth>({.va = 0x10000000 + 2 * 4096 + 16, .r_key = 0xABCD, .dmalen = 300});
+  w.ext.set<ext::immdt>({.value = msg::to_imm(*msg::make_idata({3, 2, 300}))});
+  w.payload = data;
+  c.add(w);  // 12
+  c.add(ack(false, 10, {.syndrome = ib::syndrome::ack(ib::syndrome::unlimited_credits).raw, .msn = 1}));  // 13
+  auto bad = w;
+  bad.bth.psn = 11;
+  bad.ext.set<ext::immdt>({.value = msg::to_imm(*msg::make_idata({3, 1, 300}))});
+  c.add(bad);  // 14: idata mismatch
+  // A three-packet write into pool 4 element 1 (FIRST, MIDDLE, LAST_WITH_IMMEDIATE).
+  std::array<std::byte, 256> part{};
+  auto f = rc(true, 0x06, 12, 0x300);
+  f.ext.set<ext::reth>({.va = 0x20000000 + 65536, .r_key = 0xABCD, .dmalen = 640});
+  f.payload = part;
+  c.add(f);  // 15
+  auto mid = rc(true, 0x07, 13, 0x300);
+  mid.payload = part;
+  c.add(mid);  // 16
+  auto last = rc(true, 0x09, 14, 0x300);
+  last.ext.set<ext::immdt>({.value = msg::to_imm(*msg::make_idata({4, 1, 640}))});
+  last.payload = std::span(part).first(128);
+  c.add(last);  // 17
+  // A write that meets a page fault: the RNR NAK answering it is a page-fault ACK.
+  auto pf = w;
+  pf.bth.psn = 15;
+  pf.ext.set<ext::reth>({.va = 0x10000000 + 5 * 4096, .r_key = 0xABCD, .dmalen = 300});
+  pf.ext.set<ext::immdt>({.value = msg::to_imm(*msg::make_idata({3, 5, 300}))});
+  c.add(pf);  // 18
+  c.add(ack(false, 15, ib::page_fault_ack(2, 5000)));  // 19
+  // An RNR NAK answering a SEND is not a page-fault ACK.
+  c.add(ack(false, 6, {.syndrome = ib::syndrome::rnr_nak(14).raw, .msn = 3}));  // 20
+  // A write outside every pool, whose idata names pool 3: mismatch.
+  auto stray = w;
+  stray.bth.psn = 16;
+  stray.ext.set<ext::reth>({.va = 0x90000000, .r_key = 0xABCD, .dmalen = 300});
+  c.add(stray);  // 21
+  // DC: connect, a SEND carrying a message, an RDMA write, disconnect.
+  auto dc = rc(true, ib::op::dc_connect, 1, 0x000ABC);
+  dc.ext.set<ext::dceth>({.access_key = 0x0123456789ABCDEF}).set<ext::dcceth>({.dct = 0x000ABC, .dci = 0x000DEF});
+  c.add(dc);  // 22
+  auto ds = rc(true, 0x44, 2, 0x000ABC);  // DC SEND_ONLY: BTH DCETH RDETH DETH
+  ds.ext.set<ext::dceth>({.access_key = 0x0123456789ABCDEF}).set<ext::rdeth>({.eecnxt = 0}).set<ext::deth>({.q_key = 0, .srcqp = 0xDEF});
+  ds.payload = m2;
+  c.add(ds);  // 23
+  auto dw = rc(true, 0x4A, 3, 0x000ABC);
+  dw.ext.set<ext::dceth>({.access_key = 0x0123456789ABCDEF})
+      .set<ext::rdeth>({.eecnxt = 0})
+      .set<ext::deth>({.q_key = 0, .srcqp = 0xDEF})
+      .set<ext::reth>({.va = 0x4000, .r_key = 0x55, .dmalen = 4});
+  dw.payload = std::span(data).first(4);
+  c.add(dw);  // 24
+  auto dd = dc;
+  dd.bth.se = true;
+  dd.bth.psn = 4;
+  c.add(dd);  // 25
+  // Bad ICRCs: on a message and on an ACK.
+  c.add(send(true, 7, m2), true);  // 26
+  c.add(ack(false, 7, {.syndrome = 0x1F, .msn = 9}), true);  // 27
+  // IPv6 and a VLAN tag, and a UD SEND.
+  auto v6 = send(true, 8, m6);
+  v6.vlan = ib::vlan_tag{.priority = 5, .id = 7};
+  v6.ip = ib::ipv6_spec{.src = {0xfd, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1},
+                        .dst = {0xfd, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2}, .tclass = 3, .flow = 0xabcde};
+  c.add(v6);  // 28
+  auto ud = rc(true, ib::op::ud_send_only, 9, 0x77);
+  ud.ext.set<ext::deth>({.q_key = 0x80010000, .srcqp = 0x66});
+  ud.payload = m5;
+  c.add(ud);  // 29
+  // A payload that is not a push-push message (version 2) stays plain data.
+  auto m2v = m2;
+  m2v[3] = std::byte{2};
+  c.add(send(true, 10, m2v));  // 30
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(c.file.data()), static_cast<std::streamsize>(c.file.size()));
+}
+
+void add_cells(capture& c, const cell::packet_spec& p, std::span<const std::byte> payload,
+               std::optional<std::size_t> drop = std::nullopt, std::optional<std::size_t> spoil = std::nullopt,
+               bool reseal = false) {
+  auto seg = cell::segmenter::make(p, payload);
+  if (!seg) std::exit(3);
+  for (std::size_t i = 0; !seg->done(); ++i) {
+    bytes f(seg->next_size());
+    (void)seg->next(f);
+    if (spoil == i) {
+      f[f.size() / 2] ^= std::byte{0x40};
+      if (reseal) (void)cell::reseal(f);
+    }
+    if (drop != i) c.add(f);
+  }
+}
+
+void write_cells(const std::string& path) {
+  capture c;
+  auto pkt = [](bool a_to_b, std::uint32_t psn, cell::cell_type t) {
+    cell::packet_spec p{.dst = a_to_b ? mac_b : mac_a, .src = a_to_b ? mac_a : mac_b};
+    p.src_wqp = a_to_b ? 0x10 : 0x20;
+    p.dst_wqp = a_to_b ? 0x20 : 0x10;
+    p.psn = psn;
+    p.type = t;
+    return p;
+  };
+  // B advertises 9 pools: 304 bytes, two cells, reassembled and dissected.
+  std::vector<msg::pool_descriptor> pools;
+  for (std::uint32_t i = 0; i < 9; ++i)
+    pools.push_back({.pool_ref = i, .element_count = 4, .element_size = 1024, .memory_handle = 0x77, .address = 0x100000 * (i + 1)});
+  const auto advert = enc(msg::buffer_recv_pool{.header = {.transaction_context = 0x2001}, .pools = pools});
+  add_cells(c, pkt(false, 1, cell::cell_type::send), advert);  // 1, 2
+  auto a = pkt(true, 1, cell::cell_type::ack);
+  a.ack = cell::ack_info{};
+  add_cells(c, a, {});  // 3
+  // A one-cell Send with a message.
+  const auto get = enc(msg::buffer_recv_pool_get{.header = {.transaction_context = 0x2002}, .element_size = 1024, .element_count = 4});
+  add_cells(c, pkt(true, 2, cell::cell_type::send), get);  // 4
+  // A write into pool 2 element 3 with idata, two cells.
+  std::vector<std::byte> data(400);
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<std::byte>(i * 3);
+  auto w = pkt(true, 3, cell::cell_type::rdma_write);
+  w.rdma = cell::vamh{.va = 0x300000 + 3 * 1024, .mh = 0x77};
+  w.idata = msg::to_imm(*msg::make_idata({2, 3, 400}));
+  add_cells(c, w, data);  // 5, 6
+  // The next write meets a page fault.
+  w.psn = 4;
+  w.idata = msg::to_imm(*msg::make_idata({2, 1, 400}));  // and its idata disagrees with its VA
+  add_cells(c, w, data);  // 7, 8
+  auto pfd = pkt(false, 4, cell::cell_type::page_fault_delay);
+  pfd.ack = cell::ack_info{.delay_us = 1500};
+  add_cells(c, pfd, {});  // 9
+  auto nak = pkt(false, 5, cell::cell_type::nak);
+  nak.ack = cell::ack_info{.code = static_cast<std::uint8_t>(cell::nak_code::remote_access_error)};
+  add_cells(c, nak, {});  // 10
+  // Spoiled: a bad cell CRC; a resealed middle cell (good cell CRC, bad packet CRC); a lost first cell.
+  w.psn = 6;
+  add_cells(c, w, data, std::nullopt, 0);  // 11 (bad cell CRC), 12 (packet CRC unverified)
+  w.psn = 7;
+  add_cells(c, w, data, std::nullopt, 0, true);  // 13, 14 (bad packet CRC)
+  w.psn = 8;
+  add_cells(c, w, data, 0);  // 15 (unverified)
+  // Not a valid cell: its header says version 2 (the CRC is resealed, so only the version fails).
+  bytes g(cell::frame_size(cell::cell_spec{.dst = mac_b, .src = mac_a, .hdr = {.first = true, .last = true, .cell_count = 1}}));
+  (void)cell::encode(cell::cell_spec{.dst = mac_b, .src = mac_a, .hdr = {.first = true, .last = true, .cell_count = 1}}, g);
+  g[14] = std::byte{0x20};
+  (void)cell::reseal(g);
+  c.add(g);  // 16
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(c.file.data()), static_cast<std::streamsize>(c.file.size()));
+}
+
+// ------------------------------------------------------------------ expectations
+
+struct expect {
+  const ws::model& m;
+  std::ostream& out;
+  std::size_t frame = 0;
+
+  void put(std::string_view field, const std::string& v) { out << frame << '\t' << field << '\t' << v << '\n'; }
+  void put(std::string_view field, std::uint64_t v) { put(field, std::to_string(v)); }
+  void expert(std::string_view name) { out << frame << "\texpert\t" << name << '\n'; }
+  static std::string hex(std::span<const std::byte> b) {
+    static const char* d = "0123456789abcdef";
+    std::string s;
+    for (std::byte x : b) s += d[static_cast<int>(x) >> 4], s += d[static_cast<int>(x) & 15];
+    return s;
+  }
+
+  // A layout's values at [base, end): what the plugin's walker must show.
+  void walk(std::span<const std::byte> f, std::size_t base, std::size_t end, const ws::layout& L) {
+    std::uint64_t count = 0;
+    for (const ws::row& r : L.rows) {
+      const ws::field& fd = m.fields[r.field];
+      std::size_t at = base + r.offset;
+      auto scalar = [&](std::size_t off) {
+        if (fd.type == ws::ft::bytes || fd.type == ws::ft::ether) return put(fd.abbrev, hex(f.subspan(off, r.size)));
+        std::uint64_t v = 0;
+        for (std::size_t i = 0; i < r.size; ++i) v = v << 8 | static_cast<std::uint8_t>(f[off + i]);
+        if (fd.mask) v = (v & fd.mask) >> std::countr_zero(fd.mask);
+        count = v;
+        put(fd.abbrev, v);
+      };
+      switch (r.kind) {
+        case ws::row_kind::scalar:
+        case ws::row_kind::count:
+          scalar(at);
+          break;
+        case ws::row_kind::bytes: {
+          const std::size_t len = r.counted ? count : end - at;
+          if (len) put(fd.abbrev, hex(f.subspan(at, len)));
+          break;
+        }
+        case ws::row_kind::array: {
+          const std::size_t n = r.counted ? count : (end - at) / r.size;
+          for (std::size_t k = 0; k < n; ++k, at += r.size) {
+            if (r.element >= 0)
+              walk(f, at, at + r.size, m.layouts[static_cast<std::size_t>(r.element)]);
+            else
+              scalar(at);
+          }
+          break;
+        }
+      }
+    }
+  }
+  const ws::layout& layout(std::string_view ident) {
+    for (const auto& l : m.layouts)
+      if (l.ident == ident) return l;
+    std::cerr << "no layout " << ident << "\n";
+    std::exit(3);
+  }
+
+  // A valid push-push message: its fields, its CfgUtil data.
+  bool message(std::span<const std::byte> p) {
+    if (msg::dispatch(p, [](const auto&) {}).code != wire::errc{}) return false;
+    const auto code = static_cast<std::uint16_t>(*msg::peek_function(p));
+    for (const auto& [c, L] : m.messages)
+      if (c == code) walk(p, 0, p.size(), m.layouts[L]);
+    if (code == 0x0301 || code == 0x0302) {
+      const std::uint16_t rcode = wire::load_be16(p.data() + 12);
+      const std::uint32_t size = wire::load_be32(p.data() + 16);
+      for (const auto& e : m.cfg)
+        if (e.code == rcode && e.reply == (code == 0x0302) && m.layouts[e.layout].fixed_size == size)
+          walk(p, 20, 20 + size, m.layouts[e.layout]);
+    }
+    return true;
+  }
+  void idata(std::uint32_t imm) {
+    const msg::idata d = msg::from_imm(imm);
+    put("pushwire.idata.pool", d.pool_ref);
+    put("pushwire.idata.element", d.element_index);
+    put("pushwire.idata.bytes", d.bytes());
+  }
+};
+
+// The bookkeeping the plugin does across frames, written again here.
+struct pool_rec {
+  std::uint32_t ref, elements, size, frame;
+  std::uint64_t address;
+};
+using ip16 = std::array<std::uint8_t, 16>;
+
+struct world {
+  std::multimap<std::pair<ip16, std::uint32_t>, pool_rec> pools;  // (target, rkey)
+  // (target, source, QP) -> the current write's pool, first byte, and next packet's first byte
+  std::map<std::tuple<ip16, ip16, std::uint32_t>, std::tuple<std::optional<pool_rec>, std::uint64_t, std::uint64_t>> cursor;
+  std::map<std::tuple<ip16, ip16, std::uint32_t>, std::size_t> writes;  // (from, to, psn) -> frame
+  struct packet {
+    std::uint16_t next = 0;
+    bool broken = false;
+    std::uint32_t crc = 0;
+    bytes data;
+    std::optional<pool_rec> pool;
+    std::uint64_t va = 0;
+  };
+  std::map<std::string, packet> cells;
+  std::map<std::string, std::size_t> cell_writes;
+
+  std::optional<pool_rec> find(const ip16& target, std::uint32_t rkey, std::uint64_t va) const {
+    auto [lo, hi] = pools.equal_range({target, rkey});
+    std::optional<pool_rec> best;
+    for (auto it = lo; it != hi; ++it)  // the latest advertisement wins
+      if (va >= it->second.address && va - it->second.address < std::uint64_t{it->second.elements} * it->second.size)
+        if (!best || it->second.frame > best->frame) best = it->second;
+    return best;
+  }
+  bool names(const ip16& target, std::uint32_t rkey, std::uint32_t ref) const {
+    auto [lo, hi] = pools.equal_range({target, rkey});
+    for (auto it = lo; it != hi; ++it)
+      if (it->second.ref == ref) return true;
+    return false;
+  }
+  void advertise(const ip16& target, std::span<const std::byte> p, std::size_t frame) {
+    auto r = msg::decode<msg::buffer_recv_pool>(p);
+    for (const msg::pool_descriptor& d : r->pools)
+      pools.insert({{target, d.memory_handle},
+                    {d.pool_ref, d.element_count, d.element_size, static_cast<std::uint32_t>(frame), d.address}});
+  }
+};
+
+ip16 ip_of(std::span<const std::uint8_t> b) {
+  ip16 a{};
+  std::copy(b.begin(), b.end(), a.begin());
+  return a;
+}
+
+void expect_roce(expect& x, world& w, std::span<const std::byte> f) {
+  ib::roce_view v;
+  if (ib::inspect(f, v).code != wire::errc{}) return;
+  const ib::bth b = v.bth();
+  const ip16 src = v.v6 ? ip_of(v.ipv6().src) : ip_of(v.ipv4().src);
+  const ip16 dst = v.v6 ? ip_of(v.ipv6().dst) : ip_of(v.ipv4().dst);
+  const std::string_view op = v.op->op_name;
+  // The heuristic's message (SEND_ONLY, _IMM, _INV), first in the frame.
+  const std::uint8_t low = b.opcode & 0x1F;
+  if ((low == 0x04 || low == 0x05 || low == 0x17) && x.message(v.payload)) {
+    if (msg::peek_function(v.payload) == msg::function::buffer_recv_pool) w.advertise(src, v.payload, x.frame);
+  }
+  x.put("pushwire.opcode", b.opcode);
+  if (auto d = v.get<ext::dceth>()) x.put("pushwire.dc.access_key", d->access_key);
+  if (auto d = v.get<ext::dcceth>()) {
+    x.put("pushwire.dc.resv0", 0);
+    x.put("pushwire.dc.dct", d->dct);
+    x.put("pushwire.dc.resv1", 0);
+    x.put("pushwire.dc.dci", d->dci);
+    x.put("pushwire.dc.resv2", 0);
+    x.put("pushwire.dc.disconnect", v.dc_disconnect() ? 1 : 0);
+    x.expert("pushwire.dc.connect");
+  }
+  const bool write = op.starts_with("RDMA_WRITE");
+  if (write && v.get<ext::immdt>()) x.idata(v.get<ext::immdt>()->value);
+  if (write) {
+    w.writes[{src, dst, b.psn}] = x.frame;
+    const auto key = std::tuple{dst, src, std::uint32_t{b.destqp}};
+    bool outside = false;
+    if (auto r = v.get<ext::reth>()) {
+      auto pool = w.find(dst, r->r_key, r->va);
+      w.cursor[key] = {pool, r->va, r->va};
+      if (pool && r->dmalen) outside = (r->va - pool->address) % pool->size + r->dmalen > pool->size;
+    }
+    std::optional<pool_rec> pool;
+    std::uint64_t start = 0, va = 0;
+    if (auto it = w.cursor.find(key); it != w.cursor.end()) {
+      std::tie(pool, start, va) = it->second;
+      std::get<2>(it->second) += v.payload.size();
+    }
+    if (pool) {
+      const std::uint64_t rel = va - pool->address;
+      x.put("pushwire.write.pool", pool->ref);
+      x.put("pushwire.write.element", rel / pool->size);
+      x.put("pushwire.write.offset", rel % pool->size);
+      x.put("pushwire.write.pool_frame", pool->frame);
+      if (outside) x.expert("pushwire.write.outside");
+    }
+    if (auto i = v.get<ext::immdt>()) {
+      const msg::idata d = msg::from_imm(i->value);
+      bool mismatch = false;
+      if (pool)
+        mismatch = d.pool_ref != pool->ref || d.element_index != (start - pool->address) / pool->size;
+      else if (auto r = v.get<ext::reth>())
+        mismatch = w.names(dst, r->r_key, d.pool_ref);
+      if (mismatch) x.expert("pushwire.idata.mismatch");
+    }
+  }
+  if (auto a = v.get<ext::aeth>(); a && !v.op->request) {
+    if (auto d = ib::page_fault_delay_us(*a)) {
+      if (auto it = w.writes.find({dst, src, b.psn}); it != w.writes.end()) {
+        x.put("pushwire.page_fault.delay_us", *d);
+        x.put("pushwire.page_fault.write_frame", it->second);
+        x.expert("pushwire.page_fault");
+      }
+    }
+  }
+  x.put("pushwire.icrc", v.icrc);
+  x.put("pushwire.icrc.status", v.icrc_state == wire::crc_status::good ? 1 : 0);
+  if (v.icrc_state == wire::crc_status::bad) x.expert("pushwire.icrc.bad");
+}
+
+void expect_cell(expect& x, world& w, std::span<const std::byte> f) {
+  cell::cell_view v;
+  const auto e = cell::decode_into(f, v);
+  if (e.code == wire::errc::not_cell) return;
+  if (e.code != wire::errc{}) {
+    if (f.size() >= 14 + cell::header_size) x.walk(f, 14, 14 + cell::header_size, x.layout("cell_header"));
+    x.expert("pushwire.cell.invalid");
+    return;
+  }
+  const std::size_t h0 = v.at.header;
+  x.walk(f, h0, h0 + cell::header_size, x.layout("cell_header"));
+  if (v.at.vamh) x.walk(f, v.at.vamh, v.at.vamh + 12, x.layout("cell_vamh"));
+  const auto key = [&](bool reverse) {
+    std::string k = expect::hex(f.subspan(reverse ? 0 : 6, 6)) + expect::hex(f.subspan(reverse ? 6 : 0, 6));
+    k += std::to_string(reverse ? v.hdr.dst_wqp : v.hdr.src_wqp) + "/" + std::to_string(reverse ? v.hdr.src_wqp : v.hdr.dst_wqp);
+    return k + "/" + std::to_string(v.hdr.psn);
+  };
+  if (v.at.ack) {
+    x.walk(f, v.at.ack, v.at.ack + 8, x.layout("cell_ack"));
+    if (v.hdr.type == cell::cell_type::page_fault_delay) {
+      x.put("pushwire.page_fault.delay_us", v.ack->delay_us);
+      if (auto it = w.cell_writes.find(key(true)); it != w.cell_writes.end())
+        x.put("pushwire.page_fault.write_frame", it->second);
+      x.expert("pushwire.page_fault");
+    }
+  }
+  if (v.idata) {
+    x.put("pushwire.cell.idata", *v.idata);
+    x.idata(*v.idata);
+  }
+  if (v.hdr.length) x.put("pushwire.cell.data", expect::hex(v.data));
+  // Packet bookkeeping.
+  const std::string pk = key(false) + "/" + std::to_string(static_cast<int>(v.hdr.type.value));
+  auto it = w.cells.find(pk);
+  if (v.hdr.first) {
+    it = w.cells.insert_or_assign(pk, world::packet{}).first;
+    if (v.hdr.type == cell::cell_type::rdma_write) {
+      w.cell_writes[key(false)] = x.frame;
+      ip16 t{};
+      for (std::size_t i = 0; i < 6; ++i) t[i] = static_cast<std::uint8_t>(f[i]);  // the target: destination MAC
+      it->second.pool = w.find(t, v.rdma->mh, v.rdma->va);
+      it->second.va = v.rdma->va;
+      if (const auto& pool = it->second.pool) {
+        const std::uint64_t rel = v.rdma->va - pool->address;
+        x.put("pushwire.write.pool", pool->ref);
+        x.put("pushwire.write.element", rel / pool->size);
+        x.put("pushwire.write.offset", rel % pool->size);
+        x.put("pushwire.write.pool_frame", pool->frame);
+      }
+    }
+  }
+  if (v.idata && v.hdr.type == cell::cell_type::rdma_write && it != w.cells.end() && it->second.pool) {
+    const msg::idata d = msg::from_imm(*v.idata);
+    const auto& pool = *it->second.pool;
+    if (d.pool_ref != pool.ref || d.element_index != (it->second.va - pool.address) / pool.size)
+      x.expert("pushwire.idata.mismatch");
+  }
+  if (it != w.cells.end()) {
+    auto& p = it->second;
+    if (p.broken || v.hdr.csn != p.next || v.crc_state != wire::crc_status::good) {
+      p.broken = true;
+    } else {
+      p.crc = cell::extend_packet_crc(p.crc, v.packet_part_crc, v.at.packet_part());
+      ++p.next;
+      if (v.hdr.type == cell::cell_type::send && v.hdr.cell_count > 1) p.data.insert(p.data.end(), v.data.begin(), v.data.end());
+    }
+  }
+  int status = -1;
+  if (v.packet_crc) {
+    status = 2;
+    if (it != w.cells.end() && !it->second.broken) status = it->second.crc == *v.packet_crc ? 1 : 0;
+    x.put("pushwire.cell.packet_crc", *v.packet_crc);
+    x.put("pushwire.cell.packet_crc.status", static_cast<std::uint64_t>(status));
+    if (status == 0) x.expert("pushwire.cell.packet_crc.bad");
+  }
+  x.put("pushwire.cell.crc", v.crc);
+  x.put("pushwire.cell.crc.status", v.crc_state == wire::crc_status::good ? 1 : 0);
+  if (v.crc_state == wire::crc_status::bad) x.expert("pushwire.cell.crc.bad");
+  if (v.hdr.type == cell::cell_type::send && v.hdr.last && status == 1) {
+    std::span<const std::byte> m = v.data;
+    if (v.hdr.cell_count > 1) {
+      m = it->second.data;
+      if (!m.empty()) x.put("pushwire.cell.reassembled", expect::hex(m));
+    }
+    if (!m.empty() && x.message(m) && msg::peek_function(m) == msg::function::buffer_recv_pool) {
+      ip16 t{};
+      for (int i = 0; i < 6; ++i) t[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(f[6 + static_cast<std::size_t>(i)]);
+      w.advertise(t, m, x.frame);
+    }
+  }
+  if (v.hdr.last && it != w.cells.end()) it->second.broken = true, it->second.data.clear();
+}
+
+bytes slurp(const std::string& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::vector<char> c((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  bytes b(c.size());
+  std::transform(c.begin(), c.end(), b.begin(), [](char ch) { return static_cast<std::byte>(ch); });
+  return b;
+}
+
+int write_expected(const std::string& pcap) {
+  const bytes file = slurp(pcap);
+  auto r = wire::pcap::reader::open(file);
+  if (!r) return std::cerr << "cannot read " << pcap << "\n", 2;
+  const ws::model m = ws::build();
+  std::ofstream out(pcap.substr(0, pcap.rfind('.')) + ".expected");
+  expect x{m, out};
+  world w;
+  for (;;) {
+    auto rec = r->next();
+    if (!rec || !*rec) break;
+    ++x.frame;
+    const auto f = (*rec)->data;
+    if (f.size() >= 14 && wire::load_be16(f.data() + 12) == cell::ethertype) expect_cell(x, w, f);
+    else expect_roce(x, w, f);
+  }
+  return 0;
+}
+
+// N copies of IN, each frame changed with probability 1/2: 1-4 random bytes flipped, or cut
+// short, or lengthened with junk; half of the changed RoCE frames get their ICRC (and cells
+// their CRC) made good again so that the damage reaches past the checksum.
+int corrupt(const std::string& in, int n, const std::string& dir, unsigned seed) {
+  const bytes file = slurp(in);
+  std::mt19937 rng(seed);
+  for (int k = 0; k < n; ++k) {
+    auto r = wire::pcap::reader::open(file);
+    if (!r) return 2;
+    bytes outf;
+    wire::pcap::writer wr{outf};
+    std::uint64_t t = 1;
+    for (;;) {
+      auto rec = r->next();
+      if (!rec || !*rec) break;
+      bytes f((*rec)->data.begin(), (*rec)->data.end());
+      if (rng() % 2 && !f.empty()) {
+        switch (rng() % 4) {
+          case 0:
+          case 1:
+            for (unsigned i = 0, c = 1 + rng() % 4; i < c; ++i) f[rng() % f.size()] ^= static_cast<std::byte>(1 + rng() % 255);
+            break;
+          case 2:
+            f.resize(rng() % f.size());
+            break;
+          default:
+            for (unsigned i = 0, c = 1 + rng() % 16; i < c; ++i) f.push_back(static_cast<std::byte>(rng()));
+        }
+        if (rng() % 2) {
+          ib::roce_view v;
+          if (ib::inspect(f, v, {.icrc = ib::icrc_check::skip}).code == wire::errc{}) {
+            const std::size_t end = static_cast<std::size_t>(v.payload.data() - f.data()) + v.payload.size() + v.pad.size();
+            const std::uint32_t c = ib::compute_icrc(std::span(f).subspan(v.ip_offset, end - v.ip_offset), v.v6, v.ip_header_len);
+            for (int i = 0; i < 4; ++i) f[end + static_cast<std::size_t>(i)] = static_cast<std::byte>(c >> (8 * i));
+          } else {
+            (void)cell::reseal(f);
+          }
+        }
+      }
+      wr.add(t++ * 1000, f);
+    }
+    const std::string path = dir + "/corrupt-" + std::to_string(seed) + "-" + std::to_string(k) + ".pcap";
+    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(outf.data()), static_cast<std::streamsize>(outf.size()));
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "write" && argc == 3) {
+    write_roce(std::string{argv[2]} + "/roce.pcap");
+    write_cells(std::string{argv[2]} + "/cells.pcap");
+    return 0;
+  }
+  if (mode == "expect" && argc == 3) return write_expected(argv[2]);
+  if (mode == "experts") {
+    for (const auto& e : ws::build().experts) std::cout << e.abbrev << "\n";
+    return 0;
+  }
+  if (mode == "corrupt" && argc == 6) return corrupt(argv[2], std::stoi(argv[3]), argv[4], static_cast<unsigned>(std::stoul(argv[5])));
+  std::cerr << "usage: pushwire-ws-captures write DIR | expect FILE.pcap | corrupt IN N DIR SEED\n";
+  return 1;
+}

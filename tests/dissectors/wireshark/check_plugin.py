@@ -1,0 +1,177 @@
+#!/usr/bin/python3
+"""Runs stock tshark 4.0 with the pushwire plugin from a build tree (spec/wireshark.md §6).
+
+  check_plugin.py load    PLUGIN_SO
+  check_plugin.py decode  PLUGIN_SO CAPTURES_TOOL FILE.pcap [FILE.pcap ...]
+  check_plugin.py robust  PLUGIN_SO CAPTURES_TOOL SEED COUNT FILE.pcap [FILE.pcap ...]
+
+tshark ignores personal plugin directories when run as root (CI runs as root), so the plugin is
+staged under a fresh HOME in /tmp and tshark runs as uid 65534 through setpriv. Exit 77 (ctest
+SKIP) when tshark or setpriv is missing; 1 on any failure."""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+SKIP = 77
+
+
+def stage(plugin):
+    if not shutil.which("tshark"):
+        print("SKIP: tshark is not installed")
+        sys.exit(SKIP)
+    if os.geteuid() == 0 and not shutil.which("setpriv"):
+        print("SKIP: running as root without setpriv")
+        sys.exit(SKIP)
+    home = tempfile.mkdtemp(prefix="pushwire-ws-", dir="/tmp")
+    epan = os.path.join(home, ".local/lib/wireshark/plugins/4.0/epan")
+    os.makedirs(epan)
+    shutil.copy(plugin, epan)
+    for root, dirs, files in os.walk(home):
+        for n in dirs + files + ["."]:
+            os.chmod(os.path.join(root, n), 0o755)
+    return home
+
+
+def tshark(home, args, check=True):
+    env = dict(os.environ, HOME=home, WIRESHARK_ABORT_ON_DISSECTOR_BUG="1", LC_ALL="C")
+    env.pop("WIRESHARK_PLUGIN_DIR", None)
+    cmd = ["tshark"] + args
+    if os.geteuid() == 0:
+        cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] + cmd
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=home)
+    if check and (p.returncode != 0 or p.stderr.strip()):
+        sys.exit(f"FAIL: {' '.join(args)}: exit {p.returncode}\n{p.stderr}")
+    return p
+
+
+def put(home, path):
+    dst = os.path.join(home, os.path.basename(path))
+    shutil.copy(path, dst)
+    os.chmod(dst, 0o644)
+    return dst
+
+
+def registered(home):
+    fields = {}
+    for line in tshark(home, ["-G", "fields"]).stdout.splitlines():
+        col = line.split("\t")
+        if col[0] == "F" and col[4] == "pushwire":
+            fields[col[2]] = col[3]
+    return fields
+
+
+def load(plugin):
+    home = stage(plugin)
+    out = tshark(home, ["-G", "plugins"]).stdout
+    if "pushwire.so" not in out:
+        sys.exit("FAIL: tshark -G plugins does not list pushwire.so:\n" + out)
+    fields = registered(home)
+    # The normative names of the issue, and their types.
+    want = {"pushwire.function": "FT_UINT16", "pushwire.version": "FT_UINT16", "pushwire.txn": "FT_UINT64",
+            "pushwire.pool.ref": "FT_UINT32", "pushwire.pool.elements": "FT_UINT32",
+            "pushwire.pool.element_size": "FT_UINT32", "pushwire.pool.rkey": "FT_UINT32",
+            "pushwire.pool.address": "FT_UINT64", "pushwire.pool.context": "FT_UINT64",
+            "pushwire.idata.pool": "FT_UINT8", "pushwire.idata.element": "FT_UINT8",
+            "pushwire.idata.bytes": "FT_UINT32", "pushwire.icrc.status": "FT_UINT8",
+            "pushwire.dc.access_key": "FT_UINT64", "pushwire.dc.dct": "FT_UINT24", "pushwire.dc.dci": "FT_UINT24",
+            "pushwire.cell.type": "FT_UINT8", "pushwire.cell.psn": "FT_UINT24", "pushwire.cell.crc.status": "FT_UINT8"}
+    bad = [f"{k}: {fields.get(k, 'missing')} (want {v})" for k, v in want.items() if fields.get(k) != v]
+    if bad:
+        sys.exit("FAIL: fields\n" + "\n".join(bad))
+    print(f"plugin loads; {len(fields)} pushwire fields registered")
+
+
+def norm(v):
+    v = v.strip()
+    if v in ("True", "False"):
+        return "1" if v == "True" else "0"
+    try:
+        return str(int(v, 0))
+    except ValueError:
+        return v.replace(":", "").lower()
+
+
+def decode(plugin, tool, pcaps):
+    home = stage(plugin)
+    fields = registered(home)
+    values = sorted(k for k, t in fields.items() if t != "FT_NONE")
+    experts = subprocess.run([tool, "experts"], capture_output=True, text=True, check=True).stdout.split()
+    failures = []
+    for pcap in pcaps:
+        if subprocess.run([tool, "expect", pcap]).returncode != 0:
+            sys.exit(f"FAIL: {tool} expect {pcap}")
+        exp, exp_experts = {}, {}
+        frames = 0
+        with open(os.path.splitext(pcap)[0] + ".expected") as f:
+            for line in f:
+                frame, field, value = line.rstrip("\n").split("\t")
+                if field == "expert":
+                    exp_experts.setdefault(value, set()).add(int(frame))
+                else:
+                    exp.setdefault((int(frame), field), []).append(norm(value))
+        local = put(home, pcap)
+        args = ["-r", local, "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=,", "-e", "frame.number"]
+        for v in values:
+            args += ["-e", v]
+        out = tshark(home, args).stdout.splitlines()
+        for line in out:
+            col = line.split("\t")
+            frame = int(col[0])
+            frames += 1
+            for name, cell in zip(values, col[1:]):
+                got = [norm(x) for x in cell.split(",")] if cell else []
+                want = exp.get((frame, name), [])
+                if got != want:
+                    failures.append(f"{os.path.basename(pcap)} frame {frame} {name}: tshark {got}, library {want}")
+        for e in experts:
+            got = {int(x) for x in tshark(home, ["-r", local, "-Y", e, "-T", "fields", "-e", "frame.number"]).stdout.split()}
+            want = exp_experts.get(e, set())
+            if got != want:
+                failures.append(f"{os.path.basename(pcap)} expert {e}: tshark frames {sorted(got)}, expected {sorted(want)}")
+        checked = sum(len(v) for v in exp.values())
+        print(f"{os.path.basename(pcap)}: {frames} frames, {checked} pushwire values and "
+              f"{sum(len(v) for v in exp_experts.values())} expert infos compared")
+    if failures:
+        print("\n".join(failures[:60]))
+        sys.exit(f"FAIL: {len(failures)} differences")
+
+
+def robust(plugin, tool, seed, count, pcaps):
+    home = stage(plugin)
+    corrupt = os.path.join(home, "corrupt")
+    os.makedirs(corrupt)
+    n = 0
+    for i, pcap in enumerate(pcaps):
+        subprocess.run([tool, "corrupt", pcap, str(count), corrupt, str(seed * 100 + i)], check=True)
+    for root, _, files in os.walk(corrupt):
+        os.chmod(root, 0o755)
+        for name in sorted(files):
+            path = os.path.join(root, name)
+            os.chmod(path, 0o644)
+            p = tshark(home, ["-r", path, "-V"], check=False)
+            n += 1
+            if p.returncode != 0 or "Dissector bug" in p.stdout or "Dissector bug" in p.stderr:
+                keep = os.path.join(tempfile.gettempdir(), "pushwire-ws-crash-" + name)
+                shutil.copy(path, keep)
+                sys.exit(f"FAIL: tshark on {name} (kept as {keep}): exit {p.returncode}\n{p.stderr[-2000:]}")
+    print(f"{n} corrupted captures decoded without a crash or dissector bug")
+
+
+def main():
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    mode, plugin = sys.argv[1], sys.argv[2]
+    if mode == "load":
+        load(plugin)
+    elif mode == "decode":
+        decode(plugin, sys.argv[3], sys.argv[4:])
+    elif mode == "robust":
+        robust(plugin, sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), sys.argv[6:])
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main()
