@@ -9,25 +9,31 @@ SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 
 # Debian packages the build, tests and benchmarks need (tshark and python3-scapy are the
-# independent oracles of the conformance tests; libisal-dev and zlib1g-dev are benchmark peers).
-PACKAGES := cmake make pkg-config g++-12 clang-14 libclang-rt-14-dev libboost-dev catch2 libbenchmark-dev zlib1g-dev \
-            libisal-dev tshark python3-scapy
+# independent oracles of the conformance tests; libisal-dev and zlib1g-dev are benchmark peers;
+# libwireshark-dev and wireshark-dev build the Wireshark plugin, which the tests run in tshark
+# as an unprivileged user through setpriv, from util-linux).
+PACKAGES := cmake make pkg-config gcc-12 g++-12 clang-14 libclang-rt-14-dev libboost-dev catch2 libbenchmark-dev \
+            zlib1g-dev libisal-dev tshark python3-scapy libwireshark-dev wireshark-dev util-linux
 
 CMAKE_COMMON := -DCMAKE_BUILD_TYPE=RelWithDebInfo
 # The fuzz replays run in the ASan+UBSan build, where they find the most; the other two skip
 # them to keep `make test` inside CI's 30 minutes on 2 cores.
-CONFIG_gcc   := -DCMAKE_CXX_COMPILER=g++-12 $(CMAKE_COMMON) -DPUSHWIRE_BUILD_FUZZ_REPLAYS=OFF
-CONFIG_clang := -DCMAKE_CXX_COMPILER=clang++-14 $(CMAKE_COMMON) -DPUSHWIRE_BUILD_FUZZ_REPLAYS=OFF
+# The C compiler builds the Wireshark plugin's dissector (dissectors/wireshark/).
+CONFIG_gcc   := -DCMAKE_CXX_COMPILER=g++-12 -DCMAKE_C_COMPILER=gcc-12 $(CMAKE_COMMON) -DPUSHWIRE_BUILD_FUZZ_REPLAYS=OFF
+# The 240 corrupted captures run once, in the g++ build (PUSHWIRE_WS_CORRUPT=0 skips them).
+CONFIG_clang := -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_C_COMPILER=clang-14 $(CMAKE_COMMON) -DPUSHWIRE_BUILD_FUZZ_REPLAYS=OFF \
+                -DPUSHWIRE_WS_CORRUPT=0
 CONFIG_asan  := -DCMAKE_CXX_COMPILER=g++-12 -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" \
-                -DPUSHWIRE_SANITIZE=ON -DPUSHWIRE_BUILD_BENCH=OFF
+                -DPUSHWIRE_SANITIZE=ON -DPUSHWIRE_BUILD_BENCH=OFF -DPUSHWIRE_BUILD_WIRESHARK=OFF
 CONFIG_fuzz  := -DCMAKE_CXX_COMPILER=clang++-14 $(CMAKE_COMMON) -DPUSHWIRE_BUILD_FUZZERS=ON \
-                -DPUSHWIRE_BUILD_BENCH=OFF -DPUSHWIRE_BUILD_EXAMPLES=OFF -DPUSHWIRE_BUILD_FUZZ_REPLAYS=OFF
+                -DPUSHWIRE_BUILD_BENCH=OFF -DPUSHWIRE_BUILD_EXAMPLES=OFF -DPUSHWIRE_BUILD_FUZZ_REPLAYS=OFF \
+                -DPUSHWIRE_BUILD_WIRESHARK=OFF
 DIR_gcc   := build
 DIR_clang := build-clang
 DIR_asan  := build-asan
 DIR_fuzz  := build-fuzz
 
-.PHONY: demo test deps test-gcc test-clang test-asan test-fuzz bench spec clean
+.PHONY: demo test deps test-gcc test-clang test-asan test-fuzz bench bench-wireshark spec clean
 
 demo: deps
 	cmake -S . -B $(DIR_gcc) $(CONFIG_gcc)
@@ -41,6 +47,14 @@ demo: deps
 	@echo; echo "=== The same story in the seed's cells (EtherType 0x88B5): $(DIR_gcc)/demo-cells.pcap"
 	./$(DIR_gcc)/tools/pushwire-gen --framing cell --out $(DIR_gcc)/demo-cells.pcap
 	./$(DIR_gcc)/tools/pushwire-dump $(DIR_gcc)/demo-cells.pcap
+	@if [ -f $(DIR_gcc)/plugins/4.0/epan/pushwire.so ]; then \
+	  echo; echo "=== Both captures in stock tshark with the pushwire plugin (dissectors/wireshark/tshark-pushwire)"; \
+	  dissectors/wireshark/tshark-pushwire --build $(DIR_gcc) -r $(DIR_gcc)/demo-roce.pcap; \
+	  dissectors/wireshark/tshark-pushwire --build $(DIR_gcc) -r $(DIR_gcc)/demo-cells.pcap; \
+	  echo; echo "=== The DC connect, page-fault ACK and idata frames, pushwire's tree only"; \
+	  dissectors/wireshark/tshark-pushwire --build $(DIR_gcc) -r $(DIR_gcc)/demo-roce.pcap -O pushwire -V \
+	    -Y 'frame.number in {3,6,10}' | grep -v '^ *\[\(Severity\|Group\)'; \
+	fi
 
 test: deps
 	$(MAKE) --no-print-directory test-gcc
@@ -78,6 +92,12 @@ bench: deps
 	cmake -S . -B $(DIR_gcc) $(CONFIG_gcc) -DCMAKE_BUILD_TYPE=Release
 	cmake --build $(DIR_gcc) -j $(JOBS) --target pushwire-bench
 	./$(DIR_gcc)/bench/pushwire-bench
+
+# tshark on 100,000 RoCEv2 frames with and without the plugin (bench/tshark_plugin.sh).
+bench-wireshark: deps
+	cmake -S . -B $(DIR_gcc) $(CONFIG_gcc)
+	cmake --build $(DIR_gcc) -j $(JOBS) --target pushwire-wireshark pushwire-gen
+	bench/tshark_plugin.sh $(DIR_gcc)
 
 # Regenerates the tables in spec/ from the code.
 spec:

@@ -2,6 +2,7 @@
 //
 //   pushwire-gen --framing roce --out FILE.pcap
 //   pushwire-gen --framing cell --out FILE.pcap
+//   ... --frames N   the exchange repeated to N frames (benchmarks)
 //
 // RoCEv2 (IPv4 unless noted): host advertises a pool (BufferRecvPool in an RC SEND_ONLY), the
 // I/O unit RDMA-writes into it with the seed's idata (pool 7, element 5, 256 bytes), the host
@@ -17,6 +18,7 @@
 // sent again after the delay and ACKed.
 // Exit status: 0 written, 1 usage, 2 cannot write.
 #include <array>
+#include <charconv>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
@@ -84,8 +86,7 @@ bool write_file(const std::string& out, const std::vector<std::byte>& file) {
   return false;
 }
 
-int roce(const std::string& out) {
-  script sc;
+void roce(script& sc) {
   // 1. Host advertises a receive pool: BufferRecvPool in an RC SEND_ONLY.
   const std::array<msg::pool_descriptor, 1> pools{{{.pool_ref = 7, .element_count = 64, .element_size = 256,
                                                     .memory_handle = 0x1234, .address = 0x7f0000010000}}};
@@ -172,13 +173,10 @@ int roce(const std::string& out) {
   sc.add(ud);
   // 9. A frame whose ICRC is wrong.
   sc.add(s, true);
-
-  return write_file(out, sc.file) ? 0 : 2;
 }
 
 // The cell exchange. Control channel: host WQP 0x10 <-> I/O unit WQP 0x20; data channel: 0x11 <-> 0x21.
-int cells(const std::string& out) {
-  script sc;
+void cells(script& sc) {
   auto add = [&](const cell::packet_spec& p, std::span<const std::byte> payload) {
     auto seg = cell::segmenter::make(p, payload);
     if (!seg) {
@@ -234,12 +232,24 @@ int cells(const std::string& out) {
   sc.t += 2'000'000;
   add(write, data);
   ack(true, true, 501);
-  return write_file(out, sc.file) ? 0 : 2;
+}
+
+// The exchange repeated until the capture holds `frames` frames (benchmarks), each repetition
+// 1 s after the previous one.
+std::vector<std::byte> repeat(const std::vector<std::byte>& once, std::size_t frames) {
+  std::vector<std::byte> out;
+  wire::pcap::writer w{out};
+  for (std::size_t n = 0, round = 0; n < frames; ++round) {
+    auto r = wire::pcap::reader::open(once);
+    for (auto rec = r->next(); rec && *rec && n < frames; rec = r->next(), ++n)
+      w.add((*rec)->ts_ns + round * 1'000'000'000ull, (*rec)->data);
+  }
+  return out;
 }
 
 int usage(const char* why) {
   if (why) std::cerr << "pushwire-gen: " << why << "\n";
-  std::cerr << "usage: pushwire-gen --framing roce|cell --out FILE.pcap\n";
+  std::cerr << "usage: pushwire-gen --framing roce|cell --out FILE.pcap [--frames N]\n";
   return 1;
 }
 
@@ -247,15 +257,23 @@ int usage(const char* why) {
 
 int main(int argc, char** argv) {
   std::string framing, out;
+  std::size_t frames = 0;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
     if (a == "--framing" && i + 1 < argc) framing = argv[++i];
     else if (a == "--out" && i + 1 < argc) out = argv[++i];
+    else if (a == "--frames" && i + 1 < argc) {
+      const std::string_view n = argv[++i];
+      if (std::from_chars(n.data(), n.data() + n.size(), frames).ptr != n.data() + n.size() || frames == 0)
+        return usage("--frames needs a positive number");
+    }
     else if (a == "--help" || a == "-h") return usage(nullptr), 0;
     else return usage(("unknown argument: " + std::string{a}).c_str());
   }
   if (out.empty()) return usage("--out is required");
-  if (framing == "roce") return roce(out);
-  if (framing == "cell") return cells(out);
-  return usage("--framing must be roce or cell");
+  script sc;
+  if (framing == "roce") roce(sc);
+  else if (framing == "cell") cells(sc);
+  else return usage("--framing must be roce or cell");
+  return write_file(out, frames ? repeat(sc.file, frames) : sc.file) ? 0 : 2;
 }

@@ -23,6 +23,7 @@
 #include <pushwire/msg/msg.hpp>
 
 #include "specgen.hpp"
+#include "model.hpp"
 
 namespace {
 
@@ -285,6 +286,30 @@ std::optional<std::string> render_flow(std::string_view arg) {
   return std::nullopt;
 }
 
+// spec/wireshark.md: the plugin's fields and expert infos, from the model its generator uses.
+std::optional<std::string> render_wireshark(std::string_view what) {
+  const ws::model m = ws::build();
+  if (what == "fields") {
+    std::string s = "| Field | Type | Mask | Name | Meaning |\n|---|---|---:|---|---|\n";
+    for (const ws::field& f : m.fields) {
+      std::string vals;
+      for (const auto& v : m.vals)
+        if (v.ident == f.vals) vals = " (named values)";
+      if (f.vals == "checksum") vals = " (checksum status)";
+      s += "| `" + f.abbrev + "` | " + std::string{ws::type_text(f.type)} + vals + " | " +
+           (f.mask ? specgen::hex(f.mask, 2) : std::string{}) + " | " + f.name + " | " + f.blurb + " |\n";
+    }
+    return s;
+  }
+  if (what == "experts") {
+    std::string s = "| Expert info | Group | Severity | Summary |\n|---|---|---|---|\n";
+    for (const ws::expert& e : m.experts)
+      s += "| `" + e.abbrev + "` | " + e.group.substr(3) + " | " + e.severity.substr(3) + " | " + e.summary + " |\n";
+    return s;
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> render(std::string_view key) {
   std::optional<std::string> out;
   const auto sp = key.find(' ');
@@ -345,6 +370,8 @@ std::optional<std::string> render(std::string_view key) {
          json_keys<ib::atomicacketh>() + " |\n| ImmDt | " + json_keys<ib::immdt>() + " |\n| IETH | " + json_keys<ib::ieth>() +
          " |\n| DCCETH | " + json_keys<ib::dcceth>() + " |\n| CNP | " + json_keys<ib::cnp_pad>() + " |\n";
     out = s;
+  } else if (kind == "wireshark") {
+    out = render_wireshark(arg);
   } else if (kind == "cfg_data") {
     out = render_cfg_data();
   } else if (kind == "flow") {

@@ -2,6 +2,8 @@
 #include "bridge.h"
 
 #include <algorithm>
+#include <array>
+#include <string>
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
@@ -171,11 +173,19 @@ int pw_roce_inspect(const std::uint8_t* frame, std::size_t n, pw_roce* r) {
     std::memcpy(r->src_ip, h.src.data(), 4);
     std::memcpy(r->dst_ip, h.dst.data(), 4);
   }
-  std::string name = v.dc_disconnect() ? std::string{"DC_DISCONNECT"} : ib::opcode_name(*v.op);
-  const std::size_t k = std::min(name.size(), sizeof r->opcode_name - 1);
-  std::memcpy(r->opcode_name, name.data(), k);
-  r->opcode_name[k] = '\0';
   return 0;
+}
+
+const char* pw_opcode_name(std::uint8_t opcode, int se) {
+  static const auto names = [] {
+    std::array<std::string, ib::opcodes.size()> n;
+    for (std::size_t i = 0; i < n.size(); ++i) n[i] = ib::opcode_name(ib::opcodes[i]);
+    return n;
+  }();
+  const ib::opcode_info* op = ib::find_opcode(opcode);
+  if (!op) return "";
+  if (op->tp == ib::transport::dc && op->code == ib::op::dc_connect && se) return "DC_DISCONNECT";
+  return names[static_cast<std::size_t>(op - ib::opcodes.data())].c_str();
 }
 
 int pw_cell_decode(const std::uint8_t* frame, std::size_t n, pw_cell* c) {

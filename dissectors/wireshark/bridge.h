@@ -46,10 +46,11 @@ typedef struct pw_roce {
     int rnr_nak;
     uint32_t rnr_delay_us;
     uint8_t src_ip[16], dst_ip[16];
-    char opcode_name[48];
 } pw_roce;
 /* 0 when frame[0..n) is a valid RoCEv2 frame (the ICRC is checked, not required). */
 int pw_roce_inspect(const uint8_t *frame, size_t n, pw_roce *out);
+/* The opcode's name as pushwire reads it ("RC_SEND_ONLY"; 0x55 with SE set: "DC_DISCONNECT"). */
+const char *pw_opcode_name(uint8_t opcode, int se);
 
 /* A cell frame (EtherType 0x88B5) as cell::decode_into() sees it; the cell CRC is checked, not
  * required. Part offsets are from the frame's start, 0 when absent. */

@@ -107,7 +107,7 @@ struct alias {
 
 /// A display name from a snake_case name: "element_size" -> "Element size", "dst_wqp" -> "Dst WQP".
 inline std::string words(std::string_view snake) {
-  static constexpr std::string_view upper[] = {"psn", "csn", "wqp", "dct", "dci", "va", "mh", "txn", "rkey", "crc",
+  static constexpr std::string_view upper[] = {"psn", "csn", "wqp", "dct", "dci", "va", "mh", "txn", "crc",
                                                "icrc", "mac", "mtu", "qp", "id"};
   std::string out;
   std::size_t i = 0;
@@ -247,6 +247,9 @@ class model {
           x.display = hi > 9 ? base::hex : base::dec;
         }
       }
+      // Queue pair and DC numbers read as hex, as Wireshark shows infiniband.bth.destqp.
+      for (std::string_view q : {"dct", "dci", "dst_wqp", "src_wqp"})
+        if (name == q) x.display = base::hex;
       if (a && a->display != base::none) x.display = a->display;
       if (a && a->type != ft::none) x.type = a->type, x.mask = 0;
       x.blurb = blurb(f);
@@ -277,11 +280,19 @@ class model {
   }
 
   static std::string blurb(const field_info& f) {
-    std::string b = std::string{to_string(f.kind)} + ", " + std::to_string(f.bits) + " bit" + (f.bits == 1 ? "" : "s");
-    if (f.kind == field_kind::constant && f.names.empty()) b += ", = " + std::to_string(f.value);
-    if (f.kind == field_kind::reserved) b += ", must be 0";
-    if (f.kind == field_kind::count && f.value) b += ", >= " + std::to_string(f.value);
-    return b;
+    const std::string width = "u" + std::to_string(f.bits);
+    switch (f.kind) {
+      case field_kind::count:
+        return "count of " + std::string{f.link} + ", " + width + (f.value ? ", >= " + std::to_string(f.value) : "");
+      case field_kind::bytes: return f.link.empty() ? "bytes to the end" : "bytes, " + std::string{f.link} + " of them";
+      case field_kind::array: return "one " + width + " per element";
+      case field_kind::reserved: return "reserved " + width + ", must be 0";
+      case field_kind::constant: return f.names.empty() ? width + ", = " + std::to_string(f.value) : width + " code";
+      case field_kind::flag: return "flag";
+      case field_kind::enumeration: return width + " code";
+      case field_kind::octets: return std::to_string(f.size) + " octets";
+      default: return width;
+    }
   }
 };
 
@@ -375,7 +386,7 @@ inline model build() {
   extra("pushwire.write.element", "Element", ft::u32, base::dec, "element of that pool the write lands in");
   extra("pushwire.write.offset", "Offset in element", ft::u32, base::dec, "bytes from the element's start");
   extra("pushwire.write.pool_frame", "Pool advertised in", ft::framenum, base::none, "frame of the BufferRecvPool");
-  extra("pushwire.page_fault.delay_us", "Page-fault pause", ft::u32, base::dec,
+  extra("pushwire.page_fault.delay_us", "Page-fault pause (us)", ft::u32, base::dec,
         "microseconds the sender pauses (RNR timer, or a cell's delay_us)");
   extra("pushwire.page_fault.write_frame", "Answers the write in", ft::framenum, base::none,
         "frame of the write the page-fault ACK answers");
@@ -393,7 +404,6 @@ inline model build() {
   m.experts = {
       {"pushwire.icrc.bad", "PI_CHECKSUM", "PI_ERROR", "Bad ICRC"},
       {"pushwire.roce.invalid", "PI_MALFORMED", "PI_ERROR", "Not a valid RoCEv2 frame"},
-      {"pushwire.message.invalid", "PI_MALFORMED", "PI_ERROR", "Not a valid push-push message"},
       {"pushwire.cell.invalid", "PI_MALFORMED", "PI_ERROR", "Not a valid cell"},
       {"pushwire.cell.crc.bad", "PI_CHECKSUM", "PI_ERROR", "Bad cell CRC"},
       {"pushwire.cell.packet_crc.bad", "PI_CHECKSUM", "PI_ERROR", "Bad packet CRC"},

@@ -223,15 +223,16 @@ static void remember_pools(tvbuff_t *tvb, packet_info *pinfo, const guint8 targe
 static void show_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
 {
     const guint len = tvb_captured_length(tvb);
-    const guint8 *p = tvb_get_ptr(tvb, 0, len);
-    char summary[200];
-    pw_msg_summary(p, len, summary, sizeof summary);
-    col_set_str(pinfo->cinfo, COL_PROTOCOL, "pushwire");
-    col_clear(pinfo->cinfo, COL_INFO);
-    col_add_str(pinfo->cinfo, COL_INFO, summary);
-
     proto_item *ti = proto_tree_add_item(tree, proto_pushwire, tvb, 0, -1, ENC_NA);
-    proto_item_append_text(ti, ", %s", summary);
+    /* The summary costs a formatted line: only when a column or a visible tree shows it. */
+    if (pinfo->cinfo || (tree && PTREE_DATA(tree)->visible)) {
+        char summary[200];
+        pw_msg_summary(tvb_get_ptr(tvb, 0, len), len, summary, sizeof summary);
+        col_set_str(pinfo->cinfo, COL_PROTOCOL, "pushwire");
+        col_clear(pinfo->cinfo, COL_INFO);
+        col_add_str(pinfo->cinfo, COL_INFO, summary);
+        proto_item_append_text(ti, ", %s", summary);
+    }
     proto_tree *sub = proto_item_add_subtree(ti, ett_pushwire);
     const guint16 function = tvb_get_ntohs(tvb, 0);
     const pw_layout *L = message_layout(function);
@@ -411,7 +412,7 @@ static int dissect_pushwire_post(tvbuff_t *tvb, packet_info *pinfo, proto_tree *
 
     const int bth = (int)r.bth_offset;
     proto_item *ti = proto_tree_add_item(tree, proto_pushwire, tvb, bth, -1, ENC_NA);
-    proto_item_append_text(ti, " RoCEv2, %s", r.opcode_name);
+    if (tree && PTREE_DATA(tree)->visible) proto_item_append_text(ti, " RoCEv2, %s", pw_opcode_name(r.opcode, r.se));
     proto_tree *sub = proto_item_add_subtree(ti, ett_pushwire);
     proto_tree_add_item(sub, hf_pushwire_opcode, tvb, bth, 1, ENC_NA);
 

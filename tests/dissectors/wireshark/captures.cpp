@@ -208,6 +208,11 @@ void write_roce(const std::string& path) {
   auto m2v = m2;
   m2v[3] = std::byte{2};
   c.add(send(true, 10, m2v));  // 30
+  // A write that runs past the end of its element.
+  auto over = rc(true, ib::op::rc_write_only, 17, 0x300);
+  over.ext.set<ext::reth>({.va = 0x10000000 + 7 * 4096 + 4000, .r_key = 0xABCD, .dmalen = 300});
+  over.payload = data;
+  c.add(over);  // 31
   std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(c.file.data()), static_cast<std::streamsize>(c.file.size()));
 }
 
