@@ -8,10 +8,20 @@ foreach(v BUILD_DIR SOURCE_DIR WORK_DIR CXX_COMPILER)
 endforeach()
 file(REMOVE_RECURSE "${WORK_DIR}")
 set(prefix "${WORK_DIR}/prefix")
-execute_process(COMMAND "${CMAKE_COMMAND}" --install "${BUILD_DIR}" --prefix "${prefix}"
+# The library, headers and tools (component Unspecified): the Wireshark plugin's component
+# installs into the system's plugin directory, an absolute path, checked below under DESTDIR.
+execute_process(COMMAND "${CMAKE_COMMAND}" --install "${BUILD_DIR}" --prefix "${prefix}" --component Unspecified
                 RESULT_VARIABLE rc OUTPUT_QUIET)
 if(rc)
   message(FATAL_ERROR "cmake --install failed: ${rc}")
+endif()
+if(DEFINED PLUGINDIR AND NOT PLUGINDIR STREQUAL "")
+  execute_process(COMMAND "${CMAKE_COMMAND}" -E env "DESTDIR=${WORK_DIR}/destdir"
+                          "${CMAKE_COMMAND}" --install "${BUILD_DIR}" --component wireshark
+                  RESULT_VARIABLE rc OUTPUT_QUIET)
+  if(rc OR NOT EXISTS "${WORK_DIR}/destdir${PLUGINDIR}/pushwire.so")
+    message(FATAL_ERROR "cmake --install --component wireshark did not put pushwire.so in ${PLUGINDIR}")
+  endif()
 endif()
 if(NOT EXISTS "${prefix}/share/pushwire/cmake/pushwireConfigVersion.cmake")
   message(FATAL_ERROR "no pushwireConfigVersion.cmake installed")
