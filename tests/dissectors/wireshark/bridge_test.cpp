@@ -1,0 +1,150 @@
+// The plugin's C interface to the library (dissectors/wireshark/bridge.h), without Wireshark:
+// built in every configuration, sanitizers included.
+#include <array>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include <pushwire/cell/format.hpp>
+#include <pushwire/ib/aeth.hpp>
+#include <pushwire/ib/roce.hpp>
+#include <pushwire/msg/cfg_util.hpp>
+#include <pushwire/msg/msg.hpp>
+
+#include "bridge.h"
+
+namespace {
+
+using namespace pushwire;
+
+template <class M>
+std::vector<std::uint8_t> enc(const M& m) {
+  std::vector<std::uint8_t> b(msg::encoded_size(m));
+  REQUIRE(msg::encode(m, std::as_writable_bytes(std::span(b))));
+  return b;
+}
+
+std::string summary(const std::vector<std::uint8_t>& b, std::size_t cap = 200) {
+  std::vector<char> out(cap + 1, 'X');
+  const std::size_t n = pw_msg_summary(b.data(), b.size(), out.data(), cap);
+  if (cap == 0) {
+    CHECK(out[0] == 'X');
+    return {};
+  }
+  CHECK(std::strlen(out.data()) == n);
+  return out.data();
+}
+
+}  // namespace
+
+TEST_CASE("bridge: message check and summary") {
+  const std::array<msg::pool_descriptor, 2> pools{{{.pool_ref = 1, .element_count = 2, .element_size = 3},
+                                                   {.pool_ref = 4, .element_count = 5, .element_size = 6}}};
+  const auto m = enc(msg::buffer_recv_pool{.header = {.transaction_context = 0x2a}, .pools = pools});
+  pw_err e{};
+  CHECK(pw_msg_check(m.data(), m.size(), &e) == 0);
+  CHECK(e.code == 0);
+  CHECK(summary(m) == "BufferRecvPool txn=0x2a pools=2");
+  CHECK(summary(enc(msg::buffer_recv_pool_get{.header = {.transaction_context = 5}, .element_size = 2048,
+                                              .element_count = 16})) ==
+        "BufferRecvPoolGet txn=0x5 element_size=2048 element_count=16");
+  std::array<std::byte, 64> buf{};
+  const auto n = msg::cfg::encode_request<msg::cfg::request_code::get_statistics>(9, {}, buf);
+  const std::vector<std::uint8_t> cfg(reinterpret_cast<const std::uint8_t*>(buf.data()),
+                                      reinterpret_cast<const std::uint8_t*>(buf.data()) + *n);
+  CHECK(summary(cfg) == "CfgUtilRequest txn=0x9 request_code=GetStatistics data=0");  // reserved: unsaid
+  // Truncation keeps a terminated prefix; a zero capacity writes nothing.
+  CHECK(summary(m, 10) == "BufferRec");
+  CHECK(summary(m, 1).empty());
+  summary(m, 0);
+  // Errors name the library's code, byte and field.
+  CHECK(pw_msg_check(m.data(), m.size() - 1, &e) == static_cast<int>(wire::errc::truncated));
+  CHECK(std::string{e.name} == "truncated");
+  auto v2 = m;
+  v2[3] = 2;
+  CHECK(pw_msg_check(v2.data(), v2.size(), &e) == static_cast<int>(wire::errc::unsupported_version));
+  CHECK(e.offset == 2);
+  CHECK(std::string{e.field} == "version");
+  CHECK(summary(v2).empty());
+  CHECK(std::string{pw_function_name(0x0202)} == "BufferRDMAIndicate");
+  CHECK(std::string{pw_function_name(0x0999)}.empty());
+}
+
+TEST_CASE("bridge: idata and opcode names") {
+  std::uint32_t pool = 0, element = 0, bytes = 0;
+  pw_idata(0x07050100, &pool, &element, &bytes);
+  CHECK((pool == 7 && element == 5 && bytes == 256));
+  pw_idata(0xFFFF0000, &pool, &element, &bytes);
+  CHECK((pool == 255 && element == 255 && bytes == 65536));
+  CHECK(std::string{pw_opcode_name(0x04, 0)} == "RC_SEND_ONLY");
+  CHECK(std::string{pw_opcode_name(0x55, 0)} == "DC_CONNECT");
+  CHECK(std::string{pw_opcode_name(0x55, 1)} == "DC_DISCONNECT");
+  CHECK(std::string{pw_opcode_name(0x18, 0)}.empty());
+}
+
+TEST_CASE("bridge: a RoCE frame's offsets, ICRC and page-fault delay") {
+  ib::frame_spec s;
+  s.ip = ib::ipv4_spec{.src = {10, 0, 0, 1}, .dst = {10, 0, 0, 2}};
+  s.bth = {.opcode = 0x4A, .destqp = 0xABC, .psn = 77};  // DC RDMA_WRITE_ONLY
+  s.ext.set<ib::ext::dceth>({.access_key = 1}).set<ib::ext::rdeth>({}).set<ib::ext::deth>({.srcqp = 5});
+  s.ext.set<ib::ext::reth>({.va = 0x1000, .r_key = 0x55, .dmalen = 3});
+  const std::array<std::byte, 3> three{};
+  s.payload = three;
+  std::vector<std::uint8_t> f(*ib::frame_size(s));
+  REQUIRE(ib::build(s, std::as_writable_bytes(std::span(f))));
+  pw_roce r{};
+  REQUIRE(pw_roce_inspect(f.data(), f.size(), &r) == 0);
+  CHECK(r.icrc_state == PW_CRC_GOOD);
+  CHECK(r.icrc_offset == f.size() - 4);
+  CHECK(r.icrc_computed == r.icrc);
+  CHECK(r.bth_offset == 14 + 20 + 8);
+  CHECK(r.dceth_offset == r.bth_offset + 12);
+  CHECK(r.reth_offset == r.bth_offset + 12 + 8 + 4 + 8);
+  CHECK(r.dcceth_offset == 0);
+  CHECK((r.write && r.dc && r.request && !r.send));
+  CHECK((r.payload_len == 3 && r.payload_offset == r.reth_offset + 16));
+  CHECK((r.reth_va == 0x1000 && r.reth_rkey == 0x55 && r.reth_len == 3 && r.psn == 77 && r.destqp == 0xABC));
+  CHECK((r.src_ip[3] == 1 && r.dst_ip[3] == 2 && r.src_ip[4] == 0));
+  f.back() ^= 1;
+  REQUIRE(pw_roce_inspect(f.data(), f.size(), &r) == 0);
+  CHECK(r.icrc_state == PW_CRC_BAD);
+  CHECK(r.icrc_computed == (r.icrc ^ 0x01000000u));
+  // A page-fault ACK: its RNR timer as microseconds.
+  ib::frame_spec a;
+  a.ip = ib::ipv4_spec{};
+  a.bth = {.opcode = ib::op::rc_ack, .psn = 77};
+  a.ext.set<ib::ext::aeth>(ib::page_fault_ack(1, 2000));
+  std::vector<std::uint8_t> g(*ib::frame_size(a));
+  REQUIRE(ib::build(a, std::as_writable_bytes(std::span(g))));
+  REQUIRE(pw_roce_inspect(g.data(), g.size(), &r) == 0);
+  CHECK((r.rnr_nak && r.rnr_delay_us == 2560 && !r.request && r.aeth_offset == r.bth_offset + 12));
+  // Not RoCE: the library's error.
+  g[12] = 0x88;
+  CHECK(pw_roce_inspect(g.data(), g.size(), &r) == static_cast<int>(wire::errc::not_roce));
+  CHECK(std::string{r.err.field} == "eth.type");
+}
+
+TEST_CASE("bridge: a cell's parts, CRCs and packet CRC") {
+  const std::array<std::byte, 5> data{std::byte{1}, std::byte{2}, std::byte{3}, std::byte{4}, std::byte{5}};
+  cell::cell_spec s{.hdr = {.type = cell::cell_type::rdma_write, .first = true, .last = true, .psn = 9, .cell_count = 1},
+                    .rdma = cell::vamh{.va = 0x4000, .mh = 0x77},
+                    .idata = 0x07050005,
+                    .data = data};
+  std::vector<std::uint8_t> f(cell::frame_size(s));
+  REQUIRE(cell::encode(s, std::as_writable_bytes(std::span(f))));
+  pw_cell c{};
+  REQUIRE(pw_cell_decode(f.data(), f.size(), &c) == 0);
+  CHECK((c.header == 14 && c.vamh == 32 && c.idata == 44 && c.data == 48 && c.length == 5));
+  CHECK((c.va == 0x4000 && c.mh == 0x77 && c.idata_value == 0x07050005 && c.psn == 9));
+  CHECK((c.crc_state == PW_CRC_GOOD && c.crc_computed == c.crc));
+  CHECK(pw_packet_crc_extend(0, c.part_crc, c.part_size) == c.packet_crc);  // a one-cell packet
+  CHECK((pw_cell_is_write(c.type) && !pw_cell_is_send(c.type) && !pw_cell_is_page_fault(c.type)));
+  CHECK(std::string{c.type_name} == "RDMAWrite");
+  f[c.data] ^= 0xFF;
+  REQUIRE(pw_cell_decode(f.data(), f.size(), &c) == 0);
+  CHECK(c.crc_state == PW_CRC_BAD);
+  CHECK(c.crc_computed == wire::crc::crc32c(std::as_bytes(std::span(f)).first(c.cell_crc_at)));
+  CHECK(pw_cell_decode(f.data(), 20, &c) == static_cast<int>(wire::errc::truncated));
+}
