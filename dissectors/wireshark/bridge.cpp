@@ -32,7 +32,7 @@ void set_err(pw_err* out, const wire::error& e) {
   out->name = e.code == wire::errc{} ? "" : wire::to_string(e.code).data();
   out->offset = e.offset;
   const std::size_t n = std::min(e.field.size(), sizeof out->field - 1);
-  std::memcpy(out->field, e.field.data(), n);
+  if (n) std::memcpy(out->field, e.field.data(), n);  // an empty field's data() may be null
   out->field[n] = '\0';
 }
 
@@ -43,7 +43,7 @@ struct line {
   void add(std::string_view s) {
     if (cap == 0) return;
     const std::size_t k = std::min(s.size(), cap - 1 - std::min(n, cap - 1));
-    std::memcpy(out + n, s.data(), k);
+    if (k) std::memcpy(out + n, s.data(), k);
     n += k;
     out[n] = '\0';
   }
