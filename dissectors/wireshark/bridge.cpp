@@ -102,6 +102,36 @@ std::size_t pw_msg_summary(const std::uint8_t* p, std::size_t n, char* out, std:
   return l.n;
 }
 
+std::size_t pw_msg_pools(const std::uint8_t* p, std::size_t n, pw_pool_desc* out, std::size_t max) {
+  const auto m = msg::decode<msg::buffer_recv_pool>(bytes(p, n));
+  if (!m) return 0;
+  for (std::size_t i = 0; i < m->pools.size() && i < max; ++i) {
+    const msg::pool_descriptor& d = m->pools[i];
+    out[i] = {d.pool_ref, d.element_count, d.element_size, d.memory_handle, d.address};
+  }
+  return m->pools.size();
+}
+
+int pw_msg_cfg_data(const std::uint8_t* p, std::size_t n, std::uint16_t* code, int* reply, std::size_t* offset,
+                    std::size_t* size) {
+  int found = 0;
+  (void)msg::dispatch(bytes(p, n), [&]<class M>(const M& m) {
+    if constexpr (std::is_same_v<M, msg::cfg_util_request> || std::is_same_v<M, msg::cfg_util_reply>) {
+      found = 1;
+      *code = static_cast<std::uint16_t>(m.request_code);
+      *reply = std::is_same_v<M, msg::cfg_util_reply>;
+      *offset = wire::fixed_size<M>;
+      *size = m.data.size();
+    }
+  });
+  return found;
+}
+
+int pw_opcode_carries_message(std::uint8_t opcode) {
+  const ib::opcode_info* op = ib::find_opcode(opcode);
+  return op && op->pos == ib::position::only && op->op_name.starts_with("SEND");
+}
+
 const char* pw_function_name(std::uint16_t f) {
   const std::string_view n = msg::name(static_cast<msg::function>(f));
   return n.empty() ? "" : n.data();

@@ -23,6 +23,19 @@ typedef struct pw_err {
 int pw_msg_check(const uint8_t *p, size_t n, pw_err *err);
 /* One line for the Info column, e.g. "BufferRecvPool txn=0x2a pools=2"; returns its length. */
 size_t pw_msg_summary(const uint8_t *p, size_t n, char *out, size_t cap);
+/* A pool a valid BufferRecvPool advertises. */
+typedef struct pw_pool_desc {
+    uint32_t ref, elements, element_size, rkey;
+    uint64_t address;
+} pw_pool_desc;
+/* The pools of a valid BufferRecvPool (the first `max` are written); 0 for anything else. */
+size_t pw_msg_pools(const uint8_t *p, size_t n, pw_pool_desc *out, size_t max);
+/* A valid CfgUtilRequest (reply 0) or CfgUtilReply (reply 1): its request code and where its data
+ * sits. Returns 0 for anything else. */
+int pw_msg_cfg_data(const uint8_t *p, size_t n, uint16_t *code, int *reply, size_t *offset, size_t *size);
+/* Whether a BTH opcode's payload can be a push-push message: a SEND that is its message's only
+ * packet (SEND_ONLY, with immediate or invalidate, on any transport). */
+int pw_opcode_carries_message(uint8_t opcode);
 /* The function's name ("" when unknown). */
 const char *pw_function_name(uint16_t function);
 

@@ -32,12 +32,10 @@ WS_DLL_PUBLIC_DEF const int plugin_want_major = WIRESHARK_VERSION_MAJOR;
 WS_DLL_PUBLIC_DEF const int plugin_want_minor = WIRESHARK_VERSION_MINOR;
 WS_DLL_PUBLIC void plugin_register(void);
 
-#define PW_CELL_ETHERTYPE 0x88B5 /* spec/cells.md §1 */
 #define PW_MAX_REASSEMBLY 65536  /* bytes of one reassembled cell packet kept for dissection */
 
 static int proto_pushwire = -1;
 static gint ett_pushwire = -1;
-static gint ett_pushwire_idata = -1;
 static gint ett_pushwire_write = -1;
 static dissector_handle_t cell_handle;
 static dissector_handle_t post_handle;
@@ -200,20 +198,21 @@ static const pw_layout *message_layout(guint16 function)
 /* Registers the pools of a BufferRecvPool sent from `target` (first pass only). */
 static void remember_pools(tvbuff_t *tvb, packet_info *pinfo, const guint8 target[16])
 {
-    const guint32 count = tvb_get_ntohl(tvb, 12);
-    for (guint32 i = 0; i < count; i++) {
-        const int at = 16 + 32 * (int)i;
+    pw_pool_desc d[128]; /* msg::limits::max_frame (4096) holds at most 127 */
+    const guint len = tvb_captured_length(tvb);
+    const size_t count = MIN(pw_msg_pools(tvb_get_ptr(tvb, 0, len), len, d, G_N_ELEMENTS(d)), G_N_ELEMENTS(d));
+    for (size_t i = 0; i < count; i++) {
         pw_pool *p = wmem_new0(wmem_file_scope(), pw_pool);
-        p->ref = tvb_get_ntohl(tvb, at);
-        p->elements = tvb_get_ntohl(tvb, at + 4);
-        p->element_size = tvb_get_ntohl(tvb, at + 8);
-        p->address = tvb_get_ntoh64(tvb, at + 16);
+        p->ref = d[i].ref;
+        p->elements = d[i].elements;
+        p->element_size = d[i].element_size;
+        p->address = d[i].address;
         p->frame = pinfo->num;
         pw_key k;
         size_t n = 0;
         memset(&k, 0, sizeof k);
         key_put(&k, &n, target, 16);
-        key_u32(&k, &n, tvb_get_ntohl(tvb, at + 12));
+        key_u32(&k, &n, d[i].rkey);
         p->next = (pw_pool *)wmem_map_lookup(pools_by_target, &k);
         wmem_map_insert(pools_by_target, pw_key_copy(&k), p);
     }
@@ -234,20 +233,20 @@ static void show_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
         proto_item_append_text(ti, ", %s", summary);
     }
     proto_tree *sub = proto_item_add_subtree(ti, ett_pushwire);
-    const guint16 function = tvb_get_ntohs(tvb, 0);
-    const pw_layout *L = message_layout(function);
+    const pw_layout *L = message_layout(tvb_get_ntohs(tvb, 0));
     if (!L) return;
     pw_walk(tvb, sub, 0, (int)len, L);
     /* CfgUtil: the data of a standard request code, when its size is the code's. */
-    if (function == 0x0301 || function == 0x0302) {
-        const guint16 code = tvb_get_ntohs(tvb, 12);
-        const guint32 size = tvb_get_ntohl(tvb, 16);
+    guint16 code;
+    int reply;
+    size_t at, size;
+    if (pw_msg_cfg_data(tvb_get_ptr(tvb, 0, len), len, &code, &reply, &at, &size)) {
         for (size_t i = 0; i < G_N_ELEMENTS(pw_cfg_data); i++) {
             const pw_cfg_layout *c = &pw_cfg_data[i];
-            if (c->request_code == code && c->reply == (function == 0x0302) && c->layout->fixed_size == size) {
-                proto_item *di = proto_tree_add_item(sub, *c->layout->hf_item, tvb, 20, (gint)size, ENC_NA);
+            if (c->request_code == code && c->reply == (reply != 0) && c->layout->fixed_size == size) {
+                proto_item *di = proto_tree_add_item(sub, *c->layout->hf_item, tvb, (gint)at, (gint)size, ENC_NA);
                 proto_item_set_text(di, "%s", c->layout->title);
-                pw_walk(tvb, proto_item_add_subtree(di, *c->layout->ett), 20, 20 + (int)size, c->layout);
+                pw_walk(tvb, proto_item_add_subtree(di, *c->layout->ett), (int)at, (int)(at + size), c->layout);
             }
         }
     }
@@ -258,14 +257,13 @@ static gboolean dissect_pushwire_heur(tvbuff_t *tvb, packet_info *pinfo, proto_t
 {
     const struct infinibandinfo *info = (const struct infinibandinfo *)data;
     if (!info) return FALSE;
-    const guint8 op = info->opCode & 0x1F;
-    if (op != 0x04 && op != 0x05 && op != 0x17) return FALSE; /* SEND_ONLY, _IMM, _INV */
+    if (!pw_opcode_carries_message(info->opCode)) return FALSE;
     const guint captured = tvb_captured_length(tvb);
     if (captured != tvb_reported_length(tvb) || captured < (guint)info->pad_count + 12) return FALSE;
     const guint len = captured - info->pad_count;
     if (pw_msg_check(tvb_get_ptr(tvb, 0, len), len, NULL) != 0) return FALSE;
     tvbuff_t *msg = tvb_new_subset_length(tvb, 0, (gint)len);
-    if (!PINFO_FD_VISITED(pinfo) && tvb_get_ntohs(msg, 0) == 0x0101) {
+    if (!PINFO_FD_VISITED(pinfo)) {
         guint8 target[16];
         ip_of(&pinfo->net_src, target);
         remember_pools(msg, pinfo, target);
@@ -278,14 +276,15 @@ static gboolean dissect_pushwire_heur(tvbuff_t *tvb, packet_info *pinfo, proto_t
 
 static void show_idata(tvbuff_t *tvb, proto_tree *tree, int at, guint32 imm)
 {
-    guint32 pool, element, nbytes;
-    pw_idata(imm, &pool, &element, &nbytes);
-    proto_item *ti = proto_tree_add_item(tree, hf_pushwire_idata, tvb, at, 4, ENC_NA);
-    proto_item_append_text(ti, ": pool %u, element %u, %u bytes", pool, element, nbytes);
-    proto_tree *sub = proto_item_add_subtree(ti, ett_pushwire_idata);
-    proto_tree_add_uint(sub, hf_pushwire_idata_pool, tvb, at, 1, pool);
-    proto_tree_add_uint(sub, hf_pushwire_idata_element, tvb, at + 1, 1, element);
-    proto_tree_add_uint(sub, hf_pushwire_idata_bytes, tvb, at + 2, 2, nbytes);
+    guint32 v[3]; /* in the idata layout's row order: pool, element, bytes */
+    pw_idata(imm, &v[0], &v[1], &v[2]);
+    proto_item *ti = proto_tree_add_item(tree, *pw_layout_idata.hf_item, tvb, at, (gint)pw_layout_idata.fixed_size, ENC_NA);
+    proto_item_append_text(ti, ": pool %u, element %u, %u bytes", v[0], v[1], v[2]);
+    proto_tree *sub = proto_item_add_subtree(ti, *pw_layout_idata.ett);
+    for (guint i = 0; i < pw_layout_idata.n_rows && i < 3; i++) {
+        const pw_row *r = &pw_layout_idata.rows[i];
+        proto_tree_add_uint(sub, *r->hf, tvb, at + r->offset, r->size, v[i]);
+    }
 }
 
 /* Where a write's packet lands: pool, element, offset, and the frame that advertised the pool. */
@@ -639,7 +638,7 @@ static int dissect_cell(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, voi
         if (msg) {
             const guint n = tvb_captured_length(msg);
             if (pw_msg_check(tvb_get_ptr(msg, 0, n), n, NULL) == 0) {
-                if (!PINFO_FD_VISITED(pinfo) && tvb_get_ntohs(msg, 0) == 0x0101) {
+                if (!PINFO_FD_VISITED(pinfo)) {
                     guint8 target[16];
                     memset(target, 0, sizeof target);
                     memcpy(target, frame + 6, 6); /* cells: the advertiser is its source MAC */
@@ -659,7 +658,7 @@ static void proto_register_pushwire(void)
 {
     static hf_register_info hf[] = {PW_HF_REGISTER};
     static ei_register_info ei[] = {PW_EI_REGISTER};
-    static gint *ett[] = {&ett_pushwire, &ett_pushwire_idata, &ett_pushwire_write, PW_ETT_REGISTER};
+    static gint *ett[] = {&ett_pushwire, &ett_pushwire_write, PW_ETT_REGISTER};
 
     proto_pushwire = proto_register_protocol("pushwire", "pushwire", "pushwire");
     proto_register_field_array(proto_pushwire, hf, array_length(hf));

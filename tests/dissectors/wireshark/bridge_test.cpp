@@ -68,6 +68,27 @@ TEST_CASE("bridge: message check and summary") {
   CHECK(e.offset == 2);
   CHECK(std::string{e.field} == "version");
   CHECK(summary(v2).empty());
+  // The pools of a BufferRecvPool; CfgUtil data; nothing from other messages.
+  std::array<pw_pool_desc, 4> d{};
+  CHECK(pw_msg_pools(m.data(), m.size(), d.data(), 1) == 2);
+  CHECK((d[0].ref == 1 && d[0].elements == 2 && d[0].element_size == 3 && d[1].ref == 0));
+  CHECK(pw_msg_pools(m.data(), m.size(), d.data(), d.size()) == 2);
+  CHECK((d[1].ref == 4 && d[1].elements == 5 && d[1].element_size == 6));
+  CHECK(pw_msg_pools(cfg.data(), cfg.size(), d.data(), d.size()) == 0);
+  std::uint16_t code = 0;
+  int reply = -1;
+  std::size_t at = 0, size = 9;
+  CHECK(pw_msg_cfg_data(cfg.data(), cfg.size(), &code, &reply, &at, &size) == 1);
+  CHECK((code == 3 && reply == 0 && at == 20 && size == 0));
+  CHECK(pw_msg_cfg_data(m.data(), m.size(), &code, &reply, &at, &size) == 0);
+  CHECK(pw_opcode_carries_message(0x04));
+  CHECK(pw_opcode_carries_message(0x05));
+  CHECK(pw_opcode_carries_message(0x17));
+  CHECK(pw_opcode_carries_message(0x64));  // UD SEND_ONLY
+  CHECK(pw_opcode_carries_message(0x44));  // DC SEND_ONLY
+  CHECK(!pw_opcode_carries_message(0x00));  // SEND_FIRST
+  CHECK(!pw_opcode_carries_message(0x0A));  // RDMA_WRITE_ONLY
+  CHECK(!pw_opcode_carries_message(0x18));  // reserved
   CHECK(std::string{pw_function_name(0x0202)} == "BufferRDMAIndicate");
   CHECK(std::string{pw_function_name(0x0999)}.empty());
 }

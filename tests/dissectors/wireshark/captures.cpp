@@ -31,6 +31,7 @@
 #include <pushwire/ib/roce.hpp>
 #include <pushwire/msg/idata.hpp>
 #include <pushwire/msg/msg.hpp>
+#include <pushwire/wire/hex.hpp>
 #include <pushwire/wire/pcap.hpp>
 
 #include "model.hpp"
@@ -61,6 +62,10 @@ struct capture {
     add(f);
   }
 };
+
+void save(const std::string& path, const bytes& b) {
+  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+}
 
 template <msg::message_type M>
 bytes enc(const M& m) {
@@ -213,7 +218,7 @@ void write_roce(const std::string& path) {
   over.ext.set<ext::reth>({.va = 0x10000000 + 7 * 4096 + 4000, .r_key = 0xABCD, .dmalen = 300});
   over.payload = data;
   c.add(over);  // 31
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(c.file.data()), static_cast<std::streamsize>(c.file.size()));
+  save(path, c.file);
 }
 
 void add_cells(capture& c, const cell::packet_spec& p, std::span<const std::byte> payload,
@@ -284,7 +289,7 @@ void write_cells(const std::string& path) {
   g[14] = std::byte{0x20};
   (void)cell::reseal(g);
   c.add(g);  // 16
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(c.file.data()), static_cast<std::streamsize>(c.file.size()));
+  save(path, c.file);
 }
 
 // ------------------------------------------------------------------ expectations
@@ -297,12 +302,6 @@ struct expect {
   void put(std::string_view field, const std::string& v) { out << frame << '\t' << field << '\t' << v << '\n'; }
   void put(std::string_view field, std::uint64_t v) { put(field, std::to_string(v)); }
   void expert(std::string_view name) { out << frame << "\texpert\t" << name << '\n'; }
-  static std::string hex(std::span<const std::byte> b) {
-    static const char* d = "0123456789abcdef";
-    std::string s;
-    for (std::byte x : b) s += d[static_cast<int>(x) >> 4], s += d[static_cast<int>(x) & 15];
-    return s;
-  }
 
   // A layout's values at [base, end): what the plugin's walker must show.
   void walk(std::span<const std::byte> f, std::size_t base, std::size_t end, const ws::layout& L) {
@@ -311,7 +310,7 @@ struct expect {
       const ws::field& fd = m.fields[r.field];
       std::size_t at = base + r.offset;
       auto scalar = [&](std::size_t off) {
-        if (fd.type == ws::ft::bytes || fd.type == ws::ft::ether) return put(fd.abbrev, hex(f.subspan(off, r.size)));
+        if (fd.type == ws::ft::bytes || fd.type == ws::ft::ether) return put(fd.abbrev, wire::to_hex(f.subspan(off, r.size)));
         std::uint64_t v = 0;
         for (std::size_t i = 0; i < r.size; ++i) v = v << 8 | static_cast<std::uint8_t>(f[off + i]);
         if (fd.mask) v = (v & fd.mask) >> std::countr_zero(fd.mask);
@@ -325,7 +324,7 @@ struct expect {
           break;
         case ws::row_kind::bytes: {
           const std::size_t len = r.counted ? count : end - at;
-          if (len) put(fd.abbrev, hex(f.subspan(at, len)));
+          if (len) put(fd.abbrev, wire::to_hex(f.subspan(at, len)));
           break;
         }
         case ws::row_kind::array: {
@@ -507,7 +506,7 @@ void expect_cell(expect& x, world& w, std::span<const std::byte> f) {
   x.walk(f, h0, h0 + cell::header_size, x.layout("cell_header"));
   if (v.at.vamh) x.walk(f, v.at.vamh, v.at.vamh + 12, x.layout("cell_vamh"));
   const auto key = [&](bool reverse) {
-    std::string k = expect::hex(f.subspan(reverse ? 0 : 6, 6)) + expect::hex(f.subspan(reverse ? 6 : 0, 6));
+    std::string k = wire::to_hex(f.subspan(reverse ? 0 : 6, 6)) + wire::to_hex(f.subspan(reverse ? 6 : 0, 6));
     k += std::to_string(reverse ? v.hdr.dst_wqp : v.hdr.src_wqp) + "/" + std::to_string(reverse ? v.hdr.src_wqp : v.hdr.dst_wqp);
     return k + "/" + std::to_string(v.hdr.psn);
   };
@@ -524,7 +523,7 @@ void expect_cell(expect& x, world& w, std::span<const std::byte> f) {
     x.put("pushwire.cell.idata", *v.idata);
     x.idata(*v.idata);
   }
-  if (v.hdr.length) x.put("pushwire.cell.data", expect::hex(v.data));
+  if (v.hdr.length) x.put("pushwire.cell.data", wire::to_hex(v.data));
   // Packet bookkeeping.
   const std::string pk = key(false) + "/" + std::to_string(static_cast<int>(v.hdr.type.value));
   auto it = w.cells.find(pk);
@@ -576,7 +575,7 @@ void expect_cell(expect& x, world& w, std::span<const std::byte> f) {
     std::span<const std::byte> m = v.data;
     if (v.hdr.cell_count > 1) {
       m = it->second.data;
-      if (!m.empty()) x.put("pushwire.cell.reassembled", expect::hex(m));
+      if (!m.empty()) x.put("pushwire.cell.reassembled", wire::to_hex(m));
     }
     if (!m.empty() && x.message(m) && msg::peek_function(m) == msg::function::buffer_recv_pool) {
       ip16 t{};
@@ -656,7 +655,7 @@ int corrupt(const std::string& in, int n, const std::string& dir, unsigned seed)
       wr.add(t++ * 1000, f);
     }
     const std::string path = dir + "/corrupt-" + std::to_string(seed) + "-" + std::to_string(k) + ".pcap";
-    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(outf.data()), static_cast<std::streamsize>(outf.size()));
+    save(path, outf);
   }
   return 0;
 }
