@@ -1,8 +1,10 @@
 # The README's two commands:
-#   make demo   install missing Debian packages, build into build/, run the demo
+#   make demo   install missing Debian packages, build into build/, run the demo, then show its
+#               captures in tshark with the Wireshark plugin
 #   make test   install missing Debian packages, then build and ctest three times:
-#               g++-12 (build/), clang++-14 (build-clang/), g++-12 with ASan+UBSan (build-asan/),
-#               then run every libFuzzer target for 20 s (clang++-14, ASan+UBSan, build-fuzz/)
+#               g++-12 (build/), clang++-14 (build-clang/), g++-12 with ASan+UBSan (build-asan/;
+#               the plugin's tshark tests run in the first two), then run every libFuzzer target
+#               for 20 s (clang++-14, ASan+UBSan, build-fuzz/)
 # Both are idempotent and work as root on a fresh Debian 12 clone (or with sudo).
 
 SHELL := /bin/bash
