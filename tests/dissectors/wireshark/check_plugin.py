@@ -8,6 +8,7 @@
 tshark ignores personal plugin directories when run as root (CI runs as root), so the plugin is
 staged under a fresh HOME in /tmp and tshark runs as uid 65534 through setpriv. Exit 77 (ctest
 SKIP) when tshark or setpriv is missing; 1 on any failure."""
+import atexit
 import os
 import shutil
 import subprocess
@@ -25,6 +26,7 @@ def stage(plugin):
         print("SKIP: running as root without setpriv")
         sys.exit(SKIP)
     home = tempfile.mkdtemp(prefix="pushwire-ws-", dir="/tmp")
+    atexit.register(shutil.rmtree, home, True)
     epan = os.path.join(home, ".local/lib/wireshark/plugins/4.0/epan")
     os.makedirs(epan)
     shutil.copy(plugin, epan)
