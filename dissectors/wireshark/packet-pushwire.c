@@ -49,11 +49,7 @@ typedef struct pw_key {
 
 static guint pw_key_hash(gconstpointer k)
 {
-    const guint8 *p = ((const pw_key *)k)->b;
-    guint h = 2166136261u;
-    for (size_t i = 0; i < sizeof(pw_key); i++)
-        h = (h ^ p[i]) * 16777619u;
-    return h;
+    return wmem_strong_hash(((const pw_key *)k)->b, sizeof(pw_key));
 }
 
 static gboolean pw_key_equal(gconstpointer a, gconstpointer b)
