@@ -114,6 +114,9 @@ std::size_t pw_msg_pools(const std::uint8_t* p, std::size_t n, pw_pool_desc* out
 
 int pw_msg_cfg_data(const std::uint8_t* p, std::size_t n, std::uint16_t* code, int* reply, std::size_t* offset,
                     std::size_t* size) {
+  // Only CfgUtil frames are decoded (again): the heuristic calls this for every message.
+  const auto f = msg::peek_function(bytes(p, n));
+  if (f != msg::function::cfg_util_request && f != msg::function::cfg_util_reply) return 0;
   int found = 0;
   (void)msg::dispatch(bytes(p, n), [&]<class M>(const M& m) {
     if constexpr (std::is_same_v<M, msg::cfg_util_request> || std::is_same_v<M, msg::cfg_util_reply>) {
