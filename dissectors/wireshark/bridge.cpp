@@ -130,10 +130,13 @@ int pw_msg_cfg_data(const std::uint8_t* p, std::size_t n, std::uint16_t* code, i
   return found;
 }
 
-int pw_opcode_carries_message(std::uint8_t opcode) {
+int pw_opcode_send_position(std::uint8_t opcode) {
   const ib::opcode_info* op = ib::find_opcode(opcode);
-  return op && op->pos == ib::position::only && op->op_name.starts_with("SEND");
+  if (!op || !op->op_name.starts_with("SEND")) return -1;
+  return static_cast<int>(op->pos);
 }
+
+std::size_t pw_msg_max_frame(void) { return msg::limits{}.max_frame; }
 
 const char* pw_function_name(std::uint16_t f) {
   const std::string_view n = msg::name(static_cast<msg::function>(f));

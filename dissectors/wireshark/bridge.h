@@ -33,9 +33,11 @@ size_t pw_msg_pools(const uint8_t *p, size_t n, pw_pool_desc *out, size_t max);
 /* A valid CfgUtilRequest (reply 0) or CfgUtilReply (reply 1): its request code and where its data
  * sits. Returns 0 for anything else. */
 int pw_msg_cfg_data(const uint8_t *p, size_t n, uint16_t *code, int *reply, size_t *offset, size_t *size);
-/* Whether a BTH opcode's payload can be a push-push message: a SEND that is its message's only
- * packet (SEND_ONLY, with immediate or invalidate, on any transport). */
-int pw_opcode_carries_message(uint8_t opcode);
+/* A SEND opcode's position in its message (PW_POS_*: SEND_ONLY, with immediate or invalidate, is
+ * PW_POS_ONLY), on any transport; -1 for any other opcode. */
+int pw_opcode_send_position(uint8_t opcode);
+/* The largest push-push message (msg::limits::max_frame). */
+size_t pw_msg_max_frame(void);
 /* The function's name ("" when unknown). */
 const char *pw_function_name(uint16_t function);
 

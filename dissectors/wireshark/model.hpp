@@ -379,6 +379,8 @@ inline model build() {
     extra("pushwire.opcode", "Opcode", ft::u8, base::hex, "BTH opcode, named as pushwire reads it (0x40-0x5F: DC)",
           m.add_vals("pushwire.opcode", ops));
   }
+  extra("pushwire.message.first_frame", "Message starts in", ft::framenum, base::none,
+        "a message over several SEND packets: the frame of its SEND_FIRST");
   extra("pushwire.icrc", "ICRC", ft::u32, base::hex, "RoCEv2 invariant CRC as written (little-endian on the wire)");
   extra("pushwire.icrc.status", "ICRC status", ft::u8, base::none, "1 good, 0 bad (Wireshark checksum status)", cks);
   extra("pushwire.dc.disconnect", "DC disconnect", ft::boolean, base::none, "opcode 0x55 with SE set");

@@ -67,6 +67,21 @@ static wmem_map_t *write_by_qp;       /* (target IP, source IP, QP) -> pw_write_
 static wmem_map_t *writes_by_psn;     /* (source IP, target IP, PSN) -> frame of the write */
 static wmem_map_t *cell_packets;      /* cell packet key -> pw_cell_packet in progress */
 static wmem_map_t *cell_writes;       /* (writer MAC, target MAC, WQPs, PSN) -> frame */
+static wmem_map_t *send_messages;     /* (source IP, target IP, QP) -> pw_send_message */
+
+/* A message arriving in SEND_FIRST, MIDDLE..., LAST packets of one QP. */
+typedef struct pw_send_message {
+    gboolean active;
+    guint32 next_psn, first_frame;
+    wmem_array_t *data;
+} pw_send_message;
+
+/* The LAST packet of such a message: the message, whole. */
+typedef struct pw_send_note {
+    guint8 *data;
+    guint len;
+    guint32 first_frame;
+} pw_send_note;
 
 /* A pool advertised in a BufferRecvPool. */
 typedef struct pw_pool {
@@ -214,8 +229,9 @@ static void remember_pools(tvbuff_t *tvb, packet_info *pinfo, const guint8 targe
     }
 }
 
-/* Shows one validated message (the whole tvb) under tree, and says what it is in Info. */
-static void show_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
+/* Shows one validated message (the whole tvb) under tree, and says what it is in Info; returns
+ * the message's subtree. */
+static proto_tree *show_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
 {
     const guint len = tvb_captured_length(tvb);
     proto_item *ti = proto_tree_add_item(tree, proto_pushwire, tvb, 0, -1, ENC_NA);
@@ -230,7 +246,7 @@ static void show_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
     }
     proto_tree *sub = proto_item_add_subtree(ti, ett_pushwire);
     const pw_layout *L = message_layout(tvb_get_ntohs(tvb, 0));
-    if (!L) return;
+    if (!L) return sub;
     pw_walk(tvb, sub, 0, (int)len, L);
     /* CfgUtil: the data of a standard request code, when its size is the code's. */
     guint16 code;
@@ -246,25 +262,91 @@ static void show_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
             }
         }
     }
+    return sub;
 }
 
-/* RoCE SEND payloads: a push-push message is the whole payload of one SEND_ONLY. */
+/* First pass, a SEND_FIRST/MIDDLE/LAST payload p[0..n): the message whole at its LAST packet, if
+ * every packet came in PSN order on its QP and the whole is a valid message (else NULL). */
+static pw_send_note *reassemble_send(packet_info *pinfo, int position, const guint8 *p, guint n)
+{
+    /* The BTH's QP and PSN and the IP addresses: from the frame, as the library reads it. */
+    tvbuff_t *top = pinfo->data_src ? get_data_source_tvb((const struct data_source *)pinfo->data_src->data) : NULL;
+    if (!top || tvb_captured_length(top) != tvb_reported_length(top)) return NULL;
+    pw_roce r;
+    const guint flen = tvb_captured_length(top);
+    if (pw_roce_inspect(tvb_get_ptr(top, 0, (gint)flen), flen, &r) != 0) return NULL;
+    pw_key k;
+    size_t at = 0;
+    memset(&k, 0, sizeof k);
+    key_put(&k, &at, r.src_ip, 16);
+    key_put(&k, &at, r.dst_ip, 16);
+    key_u32(&k, &at, r.destqp);
+    pw_send_message *m = (pw_send_message *)wmem_map_lookup(send_messages, &k);
+    if (!m) {
+        m = wmem_new0(wmem_file_scope(), pw_send_message);
+        wmem_map_insert(send_messages, pw_key_copy(&k), m);
+    }
+    if (position == PW_POS_FIRST) {
+        m->active = TRUE;
+        m->first_frame = pinfo->num;
+        m->data = wmem_array_new(wmem_file_scope(), 1);
+    } else if (!m->active || r.psn != m->next_psn) {
+        m->active = FALSE; /* a packet is missing or out of order: this message is lost */
+        return NULL;
+    }
+    m->next_psn = (r.psn + 1) & 0xFFFFFF;
+    if (wmem_array_get_count(m->data) + n > pw_msg_max_frame()) {
+        m->active = FALSE;
+        return NULL;
+    }
+    wmem_array_append(m->data, p, n);
+    if (position != PW_POS_LAST) return NULL;
+    m->active = FALSE;
+    const guint len = wmem_array_get_count(m->data);
+    const guint8 *whole = (const guint8 *)wmem_array_get_raw(m->data);
+    if (pw_msg_check(whole, len, NULL) != 0) return NULL;
+    pw_send_note *note = wmem_new0(wmem_file_scope(), pw_send_note);
+    note->data = (guint8 *)whole;
+    note->len = len;
+    note->first_frame = m->first_frame;
+    return note;
+}
+
+/* RoCE SEND payloads: a push-push message is the whole payload of one SEND_ONLY, or of the
+ * SEND_FIRST ... SEND_LAST packets of one message, reassembled. */
 static gboolean dissect_pushwire_heur(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
 {
     const struct infinibandinfo *info = (const struct infinibandinfo *)data;
     if (!info) return FALSE;
-    if (!pw_opcode_carries_message(info->opCode)) return FALSE;
+    const int position = pw_opcode_send_position(info->opCode);
+    if (position < 0) return FALSE;
     const guint captured = tvb_captured_length(tvb);
-    if (captured != tvb_reported_length(tvb) || captured < (guint)info->pad_count + 12) return FALSE;
+    if (captured != tvb_reported_length(tvb) || captured < (guint)info->pad_count) return FALSE;
     const guint len = captured - info->pad_count;
-    if (pw_msg_check(tvb_get_ptr(tvb, 0, len), len, NULL) != 0) return FALSE;
-    tvbuff_t *msg = tvb_new_subset_length(tvb, 0, (gint)len);
+    tvbuff_t *msg = NULL;
+    guint32 first_frame = 0;
+    if (position == PW_POS_ONLY) {
+        if (len < 12 || pw_msg_check(tvb_get_ptr(tvb, 0, len), len, NULL) != 0) return FALSE;
+        msg = tvb_new_subset_length(tvb, 0, (gint)len);
+    } else {
+        pw_send_note *note = (pw_send_note *)p_get_proto_data(wmem_file_scope(), pinfo, proto_pushwire, 2);
+        if (!PINFO_FD_VISITED(pinfo) && !note) {
+            note = reassemble_send(pinfo, position, tvb_get_ptr(tvb, 0, len), len);
+            if (note) p_add_proto_data(wmem_file_scope(), pinfo, proto_pushwire, 2, note);
+        }
+        if (!note) return FALSE; /* FIRST and MIDDLE stay the stock dissector's data */
+        msg = tvb_new_child_real_data(tvb, note->data, note->len, note->len);
+        add_new_data_source(pinfo, msg, "Reassembled push-push message");
+        first_frame = note->first_frame;
+    }
     if (!PINFO_FD_VISITED(pinfo)) {
         guint8 target[16];
         ip_of(&pinfo->net_src, target);
         remember_pools(msg, pinfo, target);
     }
-    show_message(msg, pinfo, tree);
+    proto_tree *sub = show_message(msg, pinfo, tree);
+    if (first_frame)
+        proto_item_set_generated(proto_tree_add_uint(sub, hf_pushwire_message_first_frame, msg, 0, 0, first_frame));
     return TRUE;
 }
 
@@ -666,6 +748,7 @@ static void proto_register_pushwire(void)
     writes_by_psn = wmem_map_new_autoreset(wmem_epan_scope(), wmem_file_scope(), pw_key_hash, pw_key_equal);
     cell_packets = wmem_map_new_autoreset(wmem_epan_scope(), wmem_file_scope(), pw_key_hash, pw_key_equal);
     cell_writes = wmem_map_new_autoreset(wmem_epan_scope(), wmem_file_scope(), pw_key_hash, pw_key_equal);
+    send_messages = wmem_map_new_autoreset(wmem_epan_scope(), wmem_file_scope(), pw_key_hash, pw_key_equal);
 
     cell_handle = create_dissector_handle(dissect_cell, proto_pushwire);
     post_handle = create_dissector_handle(dissect_pushwire_post, proto_pushwire);

@@ -81,14 +81,18 @@ TEST_CASE("bridge: message check and summary") {
   CHECK(pw_msg_cfg_data(cfg.data(), cfg.size(), &code, &reply, &at, &size) == 1);
   CHECK((code == 3 && reply == 0 && at == 20 && size == 0));
   CHECK(pw_msg_cfg_data(m.data(), m.size(), &code, &reply, &at, &size) == 0);
-  CHECK(pw_opcode_carries_message(0x04));
-  CHECK(pw_opcode_carries_message(0x05));
-  CHECK(pw_opcode_carries_message(0x17));
-  CHECK(pw_opcode_carries_message(0x64));  // UD SEND_ONLY
-  CHECK(pw_opcode_carries_message(0x44));  // DC SEND_ONLY
-  CHECK(!pw_opcode_carries_message(0x00));  // SEND_FIRST
-  CHECK(!pw_opcode_carries_message(0x0A));  // RDMA_WRITE_ONLY
-  CHECK(!pw_opcode_carries_message(0x18));  // reserved
+  CHECK(pw_opcode_send_position(0x04) == PW_POS_ONLY);
+  CHECK(pw_opcode_send_position(0x05) == PW_POS_ONLY);
+  CHECK(pw_opcode_send_position(0x17) == PW_POS_ONLY);
+  CHECK(pw_opcode_send_position(0x64) == PW_POS_ONLY);  // UD SEND_ONLY
+  CHECK(pw_opcode_send_position(0x44) == PW_POS_ONLY);  // DC SEND_ONLY
+  CHECK(pw_opcode_send_position(0x00) == PW_POS_FIRST);
+  CHECK(pw_opcode_send_position(0x21) == PW_POS_MIDDLE);  // UC SEND_MIDDLE
+  CHECK(pw_opcode_send_position(0x03) == PW_POS_LAST);
+  CHECK(pw_opcode_send_position(0x16) == PW_POS_LAST);
+  CHECK(pw_opcode_send_position(0x0A) == -1);  // RDMA_WRITE_ONLY
+  CHECK(pw_opcode_send_position(0x18) == -1);  // reserved
+  CHECK(pw_msg_max_frame() == 4096);
   CHECK(std::string{pw_function_name(0x0202)} == "BufferRDMAIndicate");
   CHECK(std::string{pw_function_name(0x0999)}.empty());
 }

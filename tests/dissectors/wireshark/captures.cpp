@@ -218,6 +218,32 @@ void write_roce(const std::string& path) {
   over.ext.set<ext::reth>({.va = 0x10000000 + 7 * 4096 + 4000, .r_key = 0xABCD, .dmalen = 300});
   over.payload = data;
   c.add(over);  // 31
+  // B advertises 40 pools in one message of 1296 bytes over three SEND packets (FIRST, MIDDLE,
+  // LAST): reassembled; then A writes into pool 105 element 1.
+  std::vector<msg::pool_descriptor> many;
+  for (std::uint32_t i = 0; i < 40; ++i)
+    many.push_back({.pool_ref = 100 + i, .element_count = 2, .element_size = 256, .memory_handle = 0x9999,
+                    .address = 0x50000000 + 0x1000 * i});
+  const auto big = enc(msg::buffer_recv_pool{.header = {.transaction_context = 0x3001}, .pools = many});
+  const std::span<const std::byte> bs(big);
+  auto s1 = rc(false, 0x00, 20);
+  s1.payload = bs.first(512);
+  c.add(s1);  // 32
+  auto s2 = rc(false, 0x01, 21);
+  s2.payload = bs.subspan(512, 512);
+  c.add(s2);  // 33
+  auto s3 = rc(false, 0x02, 22);
+  s3.payload = bs.subspan(1024);
+  c.add(s3);  // 34
+  auto into = rc(true, ib::op::rc_write_only, 18, 0x300);
+  into.ext.set<ext::reth>({.va = 0x50005000 + 256, .r_key = 0x9999, .dmalen = 16});
+  into.payload = std::span(data).first(16);
+  c.add(into);  // 35
+  // The same message with its MIDDLE packet lost: not reassembled.
+  s1.bth.psn = 30;
+  c.add(s1);  // 36
+  s3.bth.psn = 32;
+  c.add(s3);  // 37
   save(path, c.file);
 }
 
@@ -391,6 +417,14 @@ struct world {
     std::uint64_t va = 0;
   };
   std::map<std::string, packet> cells;
+  // SEND_FIRST ... LAST per (source, target, QP): the bytes so far, the next PSN, the first frame.
+  struct send_message {
+    bool active = false;
+    std::uint32_t next = 0;
+    std::size_t first = 0;
+    bytes data;
+  };
+  std::map<std::tuple<ip16, ip16, std::uint32_t>, send_message> sends;
   std::map<std::string, std::size_t> cell_writes;
 
   std::optional<pool_rec> find(const ip16& target, std::uint32_t rkey, std::uint64_t va) const {
@@ -432,6 +466,27 @@ void expect_roce(expect& x, world& w, std::span<const std::byte> f) {
   const std::uint8_t low = b.opcode & 0x1F;
   if ((low == 0x04 || low == 0x05 || low == 0x17) && x.message(v.payload)) {
     if (msg::peek_function(v.payload) == msg::function::buffer_recv_pool) w.advertise(src, v.payload, x.frame);
+  }
+  // A message over SEND_FIRST (0x00), MIDDLE (0x01), LAST (0x02, 0x03, 0x16) packets in PSN order.
+  if (low <= 0x03 || low == 0x16) {
+    auto& m = w.sends[{src, dst, std::uint32_t{b.destqp}}];
+    if (low == 0x00) {
+      m = {true, 0, x.frame, {}};
+    } else if (!m.active || b.psn != m.next) {
+      m.active = false;
+    }
+    if (m.active) {
+      m.next = (b.psn + 1) & 0xFFFFFF;
+      m.data.insert(m.data.end(), v.payload.begin(), v.payload.end());
+      if (m.data.size() > msg::limits{}.max_frame) m.active = false;
+    }
+    if (m.active && low != 0x00 && low != 0x01) {
+      m.active = false;
+      if (x.message(m.data)) {
+        x.put("pushwire.message.first_frame", m.first);
+        if (msg::peek_function(m.data) == msg::function::buffer_recv_pool) w.advertise(src, m.data, x.frame);
+      }
+    }
   }
   x.put("pushwire.opcode", b.opcode);
   if (auto d = v.get<ext::dceth>()) x.put("pushwire.dc.access_key", d->access_key);
