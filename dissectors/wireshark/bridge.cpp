@@ -36,6 +36,10 @@ void set_err(pw_err* out, const wire::error& e) {
   out->field[n] = '\0';
 }
 
+int crc_state(wire::crc_status s) {
+  return s == wire::crc_status::good ? PW_CRC_GOOD : s == wire::crc_status::bad ? PW_CRC_BAD : PW_CRC_UNCHECKED;
+}
+
 // Appends to a fixed buffer, truncating.
 struct line {
   char* out;
@@ -156,9 +160,7 @@ int pw_roce_inspect(const std::uint8_t* frame, std::size_t n, pw_roce* r) {
   const wire::error e = ib::inspect(bytes(frame, n), v);
   set_err(&r->err, e);
   if (e.code != wire::errc{}) return r->err.code;
-  r->icrc_state = v.icrc_state == wire::crc_status::good ? PW_CRC_GOOD
-                  : v.icrc_state == wire::crc_status::bad ? PW_CRC_BAD
-                                                           : PW_CRC_UNCHECKED;
+  r->icrc_state = crc_state(v.icrc_state);
   r->icrc = v.icrc;
   r->icrc_computed = v.icrc;
   if (v.icrc_state == wire::crc_status::bad) {
@@ -256,9 +258,7 @@ int pw_cell_decode(const std::uint8_t* frame, std::size_t n, pw_cell* c) {
   c->crc_computed = v.crc_state == wire::crc_status::bad
                         ? wire::crc::crc32c(bytes(frame, n).first(v.at.cell_crc))
                         : v.crc;
-  c->crc_state = v.crc_state == wire::crc_status::good ? PW_CRC_GOOD
-                 : v.crc_state == wire::crc_status::bad ? PW_CRC_BAD
-                                                         : PW_CRC_UNCHECKED;
+  c->crc_state = crc_state(v.crc_state);
   c->part_crc = v.packet_part_crc;
   c->part_size = v.at.packet_part();
   const std::string_view tn = wire::enum_name(v.hdr.type.value);

@@ -146,6 +146,13 @@ static void ip_of(const address *a, guint8 out[16])
         memcpy(out, a->data, (size_t)a->len);
 }
 
+/* The frame's own tvb (its first data source), when nothing of it was cut by the snap length. */
+static tvbuff_t *whole_frame(packet_info *pinfo)
+{
+    tvbuff_t *top = pinfo->data_src ? get_data_source_tvb((const struct data_source *)pinfo->data_src->data) : NULL;
+    return top && tvb_captured_length(top) == tvb_reported_length(top) ? top : NULL;
+}
+
 /* ------------------------------------------------------------------ the layout walker */
 
 static guint64 read_count(tvbuff_t *tvb, int off, guint size)
@@ -270,8 +277,8 @@ static proto_tree *show_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *t
 static pw_send_note *reassemble_send(packet_info *pinfo, int position, const guint8 *p, guint n)
 {
     /* The BTH's QP and PSN and the IP addresses: from the frame, as the library reads it. */
-    tvbuff_t *top = pinfo->data_src ? get_data_source_tvb((const struct data_source *)pinfo->data_src->data) : NULL;
-    if (!top || tvb_captured_length(top) != tvb_reported_length(top)) return NULL;
+    tvbuff_t *top = whole_frame(pinfo);
+    if (!top) return NULL;
     pw_roce r;
     const guint flen = tvb_captured_length(top);
     if (pw_roce_inspect(tvb_get_ptr(top, 0, (gint)flen), flen, &r) != 0) return NULL;
@@ -637,13 +644,13 @@ static int dissect_cell(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, voi
     proto_tree *sub = proto_item_add_subtree(ti, ett_pushwire);
 
     /* The cell CRC covers the Ethernet header: decode the frame from its destination MAC. */
-    tvbuff_t *top = pinfo->data_src ? get_data_source_tvb((const struct data_source *)pinfo->data_src->data) : NULL;
+    tvbuff_t *top = whole_frame(pinfo);
     const int h0 = tvb_raw_offset(tvb);
     const int l2 = proto_is_frame_protocol(pinfo->layers, "vlan") ? 18 : 14;
     pw_cell c;
     int err = -1;
     const guint8 *frame = NULL;
-    if (top && h0 >= l2 && tvb_captured_length(top) == tvb_reported_length(top)) {
+    if (top && h0 >= l2) {
         const guint n = tvb_captured_length(top) - (guint)(h0 - l2);
         frame = tvb_get_ptr(top, h0 - l2, (gint)n);
         err = pw_cell_decode(frame, n, &c);
