@@ -11,7 +11,7 @@ int main() {
       .element_size = 256, .memory_handle = 0x1234, .address = 0x10000}}};
   std::array<std::byte, 4096> frame{};
   auto n = msg::encode(msg::buffer_recv_pool{.header = {.transaction_context = 42}, .pools = pools}, frame);
-  auto m = msg::decode_any(std::span(frame).first(n.value()));  // result<message>: value or errc
+  auto m = msg::decode(std::span(frame).first(n.value()));  // result<message>: value or errc
   if (!m) return 1;  // m.code() says why: truncated, count_mismatch, ...
   std::puts(msg::to_json(*m).c_str());  // {"pushwire.function":"BufferRecvPool",...}
 }

@@ -30,7 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (std::size_t i = 0; i < size; ++i) frame[42 + i] = static_cast<std::byte>(data[i]);
   for (const auto rd : {ib::rd_class::dc, ib::rd_class::ibta_rd}) {
     ib::roce_view v{};
-    const wire::error e = ib::inspect(frame, v, {.rd = rd, .icrc = ib::icrc_check::skip});
+    const wire::error e = ib::inspect(frame, v, {.crc = ib::crc_check::skip, .rd = rd});
     if (e.code != wire::errc{}) {
       PUSHWIRE_FUZZ_CHECK(e.offset <= frame.size());
       continue;

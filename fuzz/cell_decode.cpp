@@ -13,7 +13,7 @@ using namespace pushwire;
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::span<const std::byte> frame(reinterpret_cast<const std::byte*>(data), size);
   for (const std::size_t max_payload : {std::size_t{256}, std::size_t{8192}}) {
-    const auto c = cell::decode(frame, {.max_payload = max_payload, .crc = wire::crc_check::report});
+    const auto c = cell::decode(frame, {.crc = wire::crc_check::report, .max_cell_payload = max_payload});
     if (!c) {
       PUSHWIRE_FUZZ_CHECK(c.error().offset <= size + 64);
       continue;
@@ -26,7 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     PUSHWIRE_FUZZ_CHECK(cell::reseal(copy).code == wire::errc{});
     if (c->crc_state == wire::crc_status::good && !c->packet_crc)
       PUSHWIRE_FUZZ_CHECK(std::equal(copy.begin(), copy.end(), frame.begin()));
-    const auto strict = cell::decode(frame, {.max_payload = max_payload, .crc = wire::crc_check::require});
+    const auto strict = cell::decode(frame, {.crc = wire::crc_check::require, .max_cell_payload = max_payload});
     PUSHWIRE_FUZZ_CHECK(strict.has_value() == (c->crc_state == wire::crc_status::good));
   }
   return 0;

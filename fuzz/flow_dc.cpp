@@ -23,7 +23,7 @@ void hostile(fuzz::provider& in) {
   for (int i = 0; i < 512 && !in.empty(); ++i) {
     flow::qp_sink out{std::span<flow::qp_action_t>(buf)};
     flow::packet p{};
-    p.opcode = in.flag() ? ib::op::dc_connect : static_cast<std::uint8_t>(0x40 | in.pick(32));
+    p.opcode = in.flag() ? ib::opcode::dc_connect : static_cast<ib::opcode>(0x40 | in.pick(32));
     p.se = in.flag();
     p.dc_key = in.pick(8) == 0 ? in.take<std::uint64_t>() : key;
     p.dct = in.pick(8) == 0 ? in.take<std::uint32_t>() & 0xFFFFFF : 0x100;
@@ -39,7 +39,7 @@ void hostile(fuzz::provider& in) {
     for (const auto& a : out)
       if (std::holds_alternative<flow::qp_action::place>(a)) {
         PUSHWIRE_FUZZ_CHECK(was_connected && p.dci == dci && p.dc_key == key);
-        PUSHWIRE_FUZZ_CHECK(p.opcode != ib::op::dc_connect);
+        PUSHWIRE_FUZZ_CHECK(p.opcode != ib::opcode::dc_connect);
       }
   }
 }

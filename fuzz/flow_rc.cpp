@@ -44,7 +44,7 @@ void hostile(fuzz::provider& in) {
       }
       case 1: {
         flow::packet p{};
-        p.opcode = in.take<std::uint8_t>();
+        p.opcode = static_cast<ib::opcode>(in.take<std::uint8_t>());
         p.psn = in.flag() ? ib::psn_add(rq.una(), in.pick(8) - 2) : in.take<std::uint32_t>() & ib::psn_mask;
         p.aeth = {.syndrome = in.take<std::uint8_t>(), .msn = in.take<std::uint16_t>()};
         p.orig = in.take<std::uint64_t>();
@@ -53,7 +53,7 @@ void hostile(fuzz::provider& in) {
       }
       case 2: {
         flow::packet p{};
-        p.opcode = in.take<std::uint8_t>();
+        p.opcode = static_cast<ib::opcode>(in.take<std::uint8_t>());
         p.psn = in.flag() ? ib::psn_add(rs.expected_psn(), in.pick(8) - 2) : in.take<std::uint32_t>() & ib::psn_mask;
         p.ack_req = in.flag();
         p.length = in.flag() ? 256 : in.take<std::uint16_t>();

@@ -15,6 +15,7 @@
 
 #include <pushwire/cell/cell.hpp>
 #include <pushwire/flow/dc.hpp>
+#include <pushwire/flow/frame.hpp>
 #include <pushwire/flow/rc.hpp>
 #include <pushwire/ib/roce.hpp>
 #include <pushwire/wire/pcap.hpp>
@@ -92,14 +93,16 @@ int main(int argc, char** argv) {
   // RoCEv2 frames, and their UDP payloads for the chain parser
   int n = 0;
   for (const flow::packet& p : packets()) {
-    std::vector<std::byte> payload(p.length, std::byte{0x5A});
-    const auto spec = flow::to_frame_spec(p, payload);
+    std::vector<std::byte> payload(p.info().payload ? p.length : 0, std::byte{0x5A});
+    flow::packet q = p;
+    q.payload = payload;
+    const auto spec = flow::to_roce(q);
     std::vector<std::byte> frame(*ib::frame_size(spec));
     if (!ib::build(spec, frame)) continue;
     char name[32];
-    std::snprintf(name, sizeof name, "%02d_op%02X", n++, p.opcode);
+    std::snprintf(name, sizeof name, "%02d_op%02X", n++, ib::code(p.opcode));
     seed("roce_frame", name, frame);
-    const auto v = ib::parse(frame);
+    const auto v = ib::decode(frame);
     seed("bth_chain", name, std::span<const std::byte>(frame).subspan(v->bth_offset));
     seed("roundtrip", std::string{"bth_"} + name, with_prefix(1, std::span<const std::byte>(frame).subspan(v->bth_offset, 12)));
   }
@@ -148,7 +151,7 @@ int main(int argc, char** argv) {
       if (!rec || !*rec) break;
       const auto frame = (*rec)->data;
       const std::string name = stem + "_" + std::to_string(k);
-      if (const auto v = ib::parse(frame)) {
+      if (const auto v = ib::decode(frame)) {
         seed("roce_frame", name, frame);
         seed("bth_chain", name, frame.subspan(v->bth_offset));
         if (msg::peek_function(v->payload)) seed("msg_dispatch", name, v->payload);

@@ -40,7 +40,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::uint8_t family = data[0] % (std::tuple_size_v<headers> + 1);
   const std::span<const std::byte> in(reinterpret_cast<const std::byte*>(data + 1), size - 1);
   if (family == 0) {  // push-push
-    const auto m = msg::decode_any(in);
+    const auto m = msg::decode(in);
     if (!m) return 0;
     std::visit(
         [&](const auto& x) {

@@ -62,12 +62,8 @@ std::string describe(const wire::error& e) {
   return s;
 }
 
-bool is_write_with_imm(const ib::opcode_info& o) {
-  return o.op_name == "RDMA_WRITE_ONLY_WITH_IMMEDIATE" || o.op_name == "RDMA_WRITE_LAST_WITH_IMMEDIATE";
-}
-bool is_single_send(const ib::opcode_info& o) {
-  return o.op_name == "SEND_ONLY" || o.op_name == "SEND_ONLY_WITH_IMMEDIATE" || o.op_name == "SEND_ONLY_WITH_INVALIDATE";
-}
+bool is_write_with_imm(const ib::opcode_info& o) { return o.is(ib::op_class::write | ib::op_class::immediate); }
+bool is_single_send(const ib::opcode_info& o) { return o.is(ib::op_class::send | ib::op_class::only); }
 
 void write_idata(wire::json_writer& w, const msg::idata& d) {
   w.key("pushwire.idata");
@@ -124,11 +120,11 @@ struct frame_out {
   }
 };
 
-std::string dump_cell(std::size_t n, std::span<const std::byte> frame, std::uint64_t t_ns, bool json, const msg::limits& lim,
+std::string dump_cell(std::size_t n, std::span<const std::byte> frame, std::uint64_t t_ns, bool json, const wire::codec_options& opt,
                       cell_state& cs) {
   frame_out o{n, json};
   auto& w = o.w;
-  auto c = cell::decode(frame, {.max_payload = cell::max_cell_payload, .crc = wire::crc_check::report});
+  auto c = cell::decode(frame, {.crc = wire::crc_check::report, .max_cell_payload = cell::max_cell_payload});
   if (!c) return o.error(c.error());
   // The packet: only cells with a good CRC are fed to the reassembler.
   std::optional<cell::push_result> pr;
@@ -141,7 +137,7 @@ std::string dump_cell(std::size_t n, std::span<const std::byte> frame, std::uint
   if (pr && pr->status == cell::push_status::rejected && pr->error.code == wire::errc::packet_crc_mismatch) packet_crc = "bad";
   std::optional<msg::message> m;
   if (pr && pr->packet && pr->packet->type == cell::cell_type::send)
-    if (auto r = msg::decode_any(pr->packet->payload, lim)) m = *r;
+    if (auto r = msg::decode(pr->packet->payload, opt)) m = *r;
   std::optional<msg::idata> idata;
   if (c->idata && c->hdr.type == cell::cell_type::rdma_write) idata = msg::from_imm(*c->idata);
   if (json) {
@@ -169,15 +165,15 @@ std::string dump_cell(std::size_t n, std::span<const std::byte> frame, std::uint
 
 // One capture frame, as JSON (one line) or text.
 std::string dump_frame(std::size_t n, std::span<const std::byte> frame, std::uint64_t t_ns, bool json,
-                       const ib::parse_options& opt, const msg::limits& lim, cell_state& cs) {
-  if (auto l2 = wire::locate_payload(frame); l2 && l2->type == cell::ethertype) return dump_cell(n, frame, t_ns, json, lim, cs);
+                       const wire::codec_options& opt, cell_state& cs) {
+  if (auto l2 = wire::locate_payload(frame); l2 && l2->type == cell::ethertype) return dump_cell(n, frame, t_ns, json, opt, cs);
   frame_out o{n, json};
   auto& w = o.w;
-  auto p = ib::parse(frame, opt);
+  auto p = ib::decode(frame, opt);
   if (!p) return o.error(p.error());
   std::optional<msg::message> m;
   if (is_single_send(*p->op))
-    if (auto r = msg::decode_any(p->payload, lim)) m = *r;
+    if (auto r = msg::decode(p->payload, opt)) m = *r;
   std::optional<msg::idata> idata;
   if (is_write_with_imm(*p->op)) idata = msg::from_imm(p->ext.get<ib::ext::immdt>()->value);
   if (json) {
@@ -193,7 +189,7 @@ std::string dump_frame(std::size_t n, std::span<const std::byte> frame, std::uin
   return out;
 }
 
-int dump_pcap(const std::string& path, bool json, const ib::parse_options& opt, const msg::limits& lim) {
+int dump_pcap(const std::string& path, bool json, const wire::codec_options& opt) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     std::cerr << "pushwire-dump: error: cannot read " << path << "\n";
@@ -224,7 +220,7 @@ int dump_pcap(const std::string& path, bool json, const ib::parse_options& opt, 
                          : "frame " + std::to_string(n) + ": error: not_roce (link type)\n");
       continue;
     }
-    std::cout << dump_frame(n, (*rec)->data, (*rec)->ts_ns, json, opt, lim, cells);
+    std::cout << dump_frame(n, (*rec)->data, (*rec)->ts_ns, json, opt, cells);
   }
   return 0;
 }
@@ -234,8 +230,7 @@ int dump_pcap(const std::string& path, bool json, const ib::parse_options& opt, 
 int main(int argc, char** argv) {
   bool json = false;
   std::optional<std::string> hex, file;
-  msg::limits lim;
-  ib::parse_options opt;
+  wire::codec_options opt;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
     if (a == "--json") {
@@ -243,7 +238,7 @@ int main(int argc, char** argv) {
     } else if (a == "--ibta-rd") {
       opt.rd = ib::rd_class::ibta_rd;
     } else if (a == "--no-icrc") {
-      opt.icrc = ib::icrc_check::skip;
+      opt.crc = wire::crc_check::skip;
     } else if (a == "--udp-port" && i + 1 < argc) {
       char* end = nullptr;
       const unsigned long v = std::strtoul(argv[++i], &end, 10);
@@ -255,7 +250,7 @@ int main(int argc, char** argv) {
       char* end = nullptr;
       const unsigned long long v = std::strtoull(argv[++i], &end, 10);
       if (!end || *end != '\0' || v == 0) return usage("--max-frame needs a positive number");
-      lim.max_frame = static_cast<std::size_t>(v);
+      opt.max_frame = static_cast<std::size_t>(v);
     } else if (a == "--version") {
       std::cout << "pushwire-dump " PUSHWIRE_VERSION_STRING "\n";
       return 0;
@@ -269,7 +264,7 @@ int main(int argc, char** argv) {
     }
   }
   if (file && hex) return usage("give either --hex or a capture file");
-  if (file) return dump_pcap(*file, json, opt, lim);
+  if (file) return dump_pcap(*file, json, opt);
   if (!hex) return usage("nothing to decode: give --hex or a capture file");
   if (*hex == "-") hex = std::string(std::istreambuf_iterator<char>(std::cin), {});
 
@@ -278,7 +273,7 @@ int main(int argc, char** argv) {
     std::cerr << "pushwire-dump: error: input is not hex\n";
     return exit_malformed;
   }
-  const auto m = msg::decode_any(*bytes, lim);
+  const auto m = msg::decode(*bytes, opt);
   if (!m) {
     std::cerr << "pushwire-dump: error: " << describe(m.error()) << "\n";
     return exit_malformed;

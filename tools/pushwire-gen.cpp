@@ -48,7 +48,7 @@ struct script {
   wire::pcap::writer pcap{file};
   std::uint64_t t = 1'700'000'000'000'000'000ull;
 
-  void add(const ib::frame_spec& s, bool corrupt_icrc = false) {
+  void add(const ib::roce_packet& s, bool corrupt_icrc = false) {
     std::vector<std::byte> f(*ib::frame_size(s));
     auto n = ib::build(s, f);
     if (!n) {
@@ -61,13 +61,14 @@ struct script {
   }
 };
 
-ib::frame_spec from(bool host_to_iou, std::uint8_t opcode, std::uint32_t psn) {
-  ib::frame_spec s;
-  s.src = host_to_iou ? host_mac : iou_mac;
-  s.dst = host_to_iou ? iou_mac : host_mac;
-  s.ip = ib::ipv4_spec{.src = host_to_iou ? host_ip : iou_ip, .dst = host_to_iou ? iou_ip : host_ip};
-  s.udp_sport = 0xC000 | 0x0123;
-  s.bth = {.opcode = opcode, .p_key = 0xFFFF, .destqp = host_to_iou ? iou_qp : host_qp, .a = true, .psn = psn};
+ib::roce_packet from(bool host_to_iou, ib::opcode op, std::uint32_t psn) {
+  ib::roce_packet s;
+  s.eth.src = host_to_iou ? host_mac : iou_mac;
+  s.eth.dst = host_to_iou ? iou_mac : host_mac;
+  s.ip4.src = host_to_iou ? host_ip : iou_ip;
+  s.ip4.dst = host_to_iou ? iou_ip : host_ip;
+  s.udp.srcport = 0xC000 | 0x0123;
+  s.bth = {.opcode = ib::code(op), .p_key = 0xFFFF, .destqp = host_to_iou ? iou_qp : host_qp, .a = true, .psn = psn};
   return s;
 }
 
@@ -91,24 +92,24 @@ void roce(script& sc) {
   const std::array<msg::pool_descriptor, 1> pools{{{.pool_ref = 7, .element_count = 64, .element_size = 256,
                                                     .memory_handle = 0x1234, .address = 0x7f0000010000}}};
   const auto advert = encode(msg::buffer_recv_pool{.header = {.transaction_context = 1}, .pools = pools});
-  auto s = from(true, ib::op::rc_send_only, 100);
+  auto s = from(true, ib::opcode::rc_send_only, 100);
   s.payload = advert;
   sc.add(s);
   sc.add([&] {
-    auto a = from(false, ib::op::rc_ack, 100);
+    auto a = from(false, ib::opcode::rc_acknowledge, 100);
     a.ext.set<ext::aeth>({.syndrome = ib::syndrome::ack(ib::syndrome::unlimited_credits).raw, .msn = 1});
     return a;
   }());
   // 2. The I/O unit writes 256 bytes into pool 7, element 5, with the seed's idata.
   std::vector<std::byte> data(256);
   for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<std::byte>(i);
-  auto w = from(false, ib::op::rc_write_only_imm, 500);
+  auto w = from(false, ib::opcode::rc_rdma_write_only_with_immediate, 500);
   w.ext.set<ext::reth>({.va = 0x7f0000010000 + 5 * 256, .r_key = 0x1234, .dmalen = 256});
   w.ext.set<ext::immdt>({.value = msg::to_imm(*msg::make_idata({7, 5, 256}))});
   w.payload = data;
   sc.add(w);
   sc.add([&] {
-    auto a = from(true, ib::op::rc_ack, 500);
+    auto a = from(true, ib::opcode::rc_acknowledge, 500);
     a.ext.set<ext::aeth>({.syndrome = ib::syndrome::ack(16).raw, .msn = 1});
     return a;
   }());
@@ -119,32 +120,32 @@ void roce(script& sc) {
   w2.ext.set<ext::immdt>({.value = msg::to_imm(*msg::make_idata({7, 6, 256}))});
   sc.add(w2);
   sc.add([&] {
-    auto a = from(true, ib::op::rc_ack, 501);
+    auto a = from(true, ib::opcode::rc_acknowledge, 501);
     a.ext.set<ext::aeth>(ib::page_fault_ack(1, 2000));
     return a;
   }());
   // 4. An indication idata cannot carry (pool 300) goes as BufferRDMAIndicate.
   const std::array<msg::indication, 1> big{{{.pool_ref = 300, .element_index = 2, .byte_count = 1500}}};
   const auto ind = encode(msg::buffer_rdma_indicate{.header = {.transaction_context = 2}, .entries = big});
-  auto si = from(false, ib::op::rc_send_only, 502);
+  auto si = from(false, ib::opcode::rc_send_only, 502);
   si.payload = ind;
   sc.add(si);
   // 5. A write with a bad R_Key is NAKed (remote access error).
-  auto w3 = from(false, ib::op::rc_write_only, 503);
+  auto w3 = from(false, ib::opcode::rc_rdma_write_only, 503);
   w3.ext.set<ext::reth>({.va = 0x1000, .r_key = 0xBAD, .dmalen = 4});
   const std::array<std::byte, 4> four{};
   w3.payload = four;
   sc.add(w3);
   sc.add([&] {
-    auto a = from(true, ib::op::rc_ack, 503);
+    auto a = from(true, ib::opcode::rc_acknowledge, 503);
     a.ext.set<ext::aeth>({.syndrome = ib::syndrome::nak(ib::nak_code::remote_access_error).raw, .msn = 1});
     return a;
   }());
   // 6. Dynamically Connected: connect, an RDMA WRITE, disconnect.
-  auto c = from(true, ib::op::dc_connect, 1);
+  auto c = from(true, ib::opcode::dc_connect, 1);
   c.ext.set<ext::dceth>({.access_key = 0x00C0FFEE00C0FFEE}).set<ext::dcceth>({.dct = 0x000100, .dci = 0x000042});
   sc.add(c);
-  auto dw = from(true, 0x4A, 2);  // DC RDMA_WRITE_ONLY: BTH DCETH RDETH DETH RETH
+  auto dw = from(true, ib::opcode::dc_rdma_write_only, 2);  // BTH DCETH RDETH DETH RETH
   dw.ext.set<ext::dceth>({.access_key = 0x00C0FFEE00C0FFEE})
       .set<ext::rdeth>({.eecnxt = 0})
       .set<ext::deth>({.q_key = 0, .srcqp = 0x000042})
@@ -156,7 +157,7 @@ void roce(script& sc) {
   d.bth.psn = 3;
   sc.add(d);
   // 7. A congestion notification.
-  auto cnp = from(false, ib::op::cnp, 0);
+  auto cnp = from(false, ib::opcode::cnp, 0);
   cnp.bth.a = false;
   cnp.bth.becn = true;
   cnp.ext.set<ext::cnp_pad>({});
@@ -164,10 +165,11 @@ void roce(script& sc) {
   // 8. UD SEND_ONLY over IPv6, VLAN 100, carrying a SendData message.
   const std::string text = "hello over UD";
   const auto sd = encode(msg::send_data{.header = {.transaction_context = 3}, .data = std::as_bytes(std::span(text))});
-  auto ud = from(true, ib::op::ud_send_only, 7);
+  auto ud = from(true, ib::opcode::ud_send_only, 7);
   ud.vlan = ib::vlan_tag{.priority = 3, .id = 100};
-  ud.ip = ib::ipv6_spec{.src = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1},
-                        .dst = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2}, .tclass = 106, .flow = 0x12345};
+  ud.v6 = true;
+  ud.ip6 = {.tclass = 106, .flow = 0x12345, .hlim = 64, .src = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1},
+            .dst = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2}};
   ud.ext.set<ext::deth>({.q_key = 0x80010000, .srcqp = host_qp});
   ud.payload = sd;
   sc.add(ud);

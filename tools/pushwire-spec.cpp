@@ -135,15 +135,21 @@ std::string render_cfg_data() {
 
 // The opcode table, for one reading of 0x40-0x5F.
 std::string render_opcodes(ib::rd_class rd) {
-  std::string s = "| Opcode | Name | Headers after the BTH | Payload | Position | Header bytes |\n|---:|---|---|---|---|---:|\n";
+  std::string s =
+      "| Opcode | Name | Class | Headers after the BTH | Payload | Position | Header bytes |\n"
+      "|---:|---|---|---|---|---|---:|\n";
+  using ib::op_class;
+  const op_class shown_elsewhere = op_class::first | op_class::middle | op_class::last | op_class::only | op_class::payload;
   for (int c = 0; c < 256; ++c) {
     const ib::opcode_info* o = ib::find_opcode(static_cast<std::uint8_t>(c), rd);
     if (!o) continue;
-    std::string chain;
+    std::string chain, cls;
     for (ib::ext e : o->headers()) chain += (chain.empty() ? "" : ", ") + std::string{ib::name(e)};
-    const std::string nm = o->tp == ib::transport::cnp ? "CNP" : std::string{ib::name(o->tp)} + "_" + std::string{o->op_name};
-    s += "| " + specgen::hex(o->code, 2) + " | " + nm + " | " + (chain.empty() ? "—" : chain) + " | " +
-         (o->payload ? (o->fixed_payload ? std::to_string(o->fixed_payload) + " bytes" : std::string{"yes"}) : std::string{"no"}) +
+    for (const wire::named_value& f : wire_enum_names(op_class{}))
+      if (const auto flag = static_cast<op_class>(f.value); o->is(flag) && (flag & shown_elsewhere) == op_class::none)
+        cls += (cls.empty() ? "" : " ") + std::string{f.name};
+    s += "| " + specgen::hex(o->code, 2) + " | " + std::string{o->name} + " | " + cls + " | " + (chain.empty() ? "—" : chain) +
+         " | " + (o->payload ? (o->fixed_payload ? std::to_string(o->fixed_payload) + " bytes" : std::string{"yes"}) : std::string{"no"}) +
          " | " + std::string{ib::name(o->pos)} + " | " + std::to_string(o->header_len) + " |\n";
   }
   return s;

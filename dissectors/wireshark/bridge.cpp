@@ -136,11 +136,11 @@ int pw_msg_cfg_data(const std::uint8_t* p, std::size_t n, std::uint16_t* code, i
 
 int pw_opcode_send_position(std::uint8_t opcode) {
   const ib::opcode_info* op = ib::find_opcode(opcode);
-  if (!op || !op->op_name.starts_with("SEND")) return -1;
+  if (!op || !op->is(ib::op_class::send)) return -1;
   return static_cast<int>(op->pos);
 }
 
-std::size_t pw_msg_max_frame(void) { return msg::limits{}.max_frame; }
+std::size_t pw_msg_max_frame(void) { return wire::default_max_frame; }
 
 const char* pw_function_name(std::uint16_t f) {
   const std::string_view n = msg::name(static_cast<msg::function>(f));
@@ -162,13 +162,8 @@ int pw_roce_inspect(const std::uint8_t* frame, std::size_t n, pw_roce* r) {
   if (e.code != wire::errc{}) return r->err.code;
   r->icrc_state = crc_state(v.icrc_state);
   r->icrc = v.icrc;
-  r->icrc_computed = v.icrc;
-  if (v.icrc_state == wire::crc_status::bad) {
-    const auto covered = v.frame.subspan(v.ip_offset, static_cast<std::size_t>(v.payload.data() - v.frame.data()) +
-                                                          v.payload.size() + v.pad.size() - v.ip_offset);
-    r->icrc_computed = ib::compute_icrc(covered, v.v6, v.ip_header_len);
-  }
-  r->icrc_offset = static_cast<std::size_t>(v.payload.data() - v.frame.data()) + v.payload.size() + v.pad.size();
+  r->icrc_computed = v.icrc_computed;
+  r->icrc_offset = v.icrc_offset;
   r->bth_offset = v.bth_offset;
   auto at = [&](ib::ext x) -> std::size_t {
     const int o = v.op->offset_of(x);
@@ -188,9 +183,8 @@ int pw_roce_inspect(const std::uint8_t* frame, std::size_t n, pw_roce* r) {
   r->dc = v.op->tp == ib::transport::dc;
   r->dc_connect = v.dc_connect();
   r->dc_disconnect = v.dc_disconnect();
-  const std::string_view op = v.op->op_name;
-  r->write = op.starts_with("RDMA_WRITE");
-  r->send = op.starts_with("SEND");
+  r->write = v.op->is(ib::op_class::write);
+  r->send = v.op->is(ib::op_class::send);
   r->request = v.op->request;
   r->destqp = b.destqp;
   r->psn = b.psn;
@@ -215,21 +209,14 @@ int pw_roce_inspect(const std::uint8_t* frame, std::size_t n, pw_roce* r) {
 }
 
 const char* pw_opcode_name(std::uint8_t opcode, int se) {
-  static const auto names = [] {
-    std::array<std::string, ib::opcodes.size()> n;
-    for (std::size_t i = 0; i < n.size(); ++i) n[i] = ib::opcode_name(ib::opcodes[i]);
-    return n;
-  }();
   const ib::opcode_info* op = ib::find_opcode(opcode);
-  if (!op) return "";
-  if (op->tp == ib::transport::dc && op->code == ib::op::dc_connect && se) return "DC_DISCONNECT";
-  return names[static_cast<std::size_t>(op - ib::opcodes.data())].c_str();
+  return op ? ib::packet_name(*op, se != 0).data() : "";
 }
 
 int pw_cell_decode(const std::uint8_t* frame, std::size_t n, pw_cell* c) {
   *c = pw_cell{};
   cell::cell_view v;
-  const wire::error e = cell::decode_into(bytes(frame, n), v);
+  const wire::error e = cell::inspect(bytes(frame, n), v);
   set_err(&c->err, e);
   if (e.code != wire::errc{}) return c->err.code;
   c->header = v.at.header;

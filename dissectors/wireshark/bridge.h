@@ -36,7 +36,7 @@ int pw_msg_cfg_data(const uint8_t *p, size_t n, uint16_t *code, int *reply, size
 /* A SEND opcode's position in its message (PW_POS_*: SEND_ONLY, with immediate or invalidate, is
  * PW_POS_ONLY), on any transport; -1 for any other opcode. */
 int pw_opcode_send_position(uint8_t opcode);
-/* The largest push-push message (msg::limits::max_frame). */
+/* The largest push-push message (wire::codec_options::max_frame). */
 size_t pw_msg_max_frame(void);
 /* The function's name ("" when unknown). */
 const char *pw_function_name(uint16_t function);

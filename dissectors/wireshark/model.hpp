@@ -369,13 +369,8 @@ inline model build() {
   };
   {
     std::vector<wire::named_value> ops;
-    std::vector<std::string> keep;
-    keep.reserve(ib::opcodes.size());
-    for (const auto& o : ib::opcodes) {
-      if (ib::find_opcode(o.code, ib::rd_class::dc) != &o) continue;
-      keep.push_back(ib::opcode_name(o));
-      ops.emplace_back(o.code, keep.back());
-    }
+    for (const auto& o : ib::opcodes)
+      if (ib::find_opcode(o.code, ib::rd_class::dc) == &o) ops.emplace_back(o.code, o.name);
     extra("pushwire.opcode", "Opcode", ft::u8, base::hex, "BTH opcode, named as pushwire reads it (0x40-0x5F: DC)",
           m.add_vals("pushwire.opcode", ops));
   }

@@ -216,7 +216,7 @@ static const pw_layout *message_layout(guint16 function)
 /* Registers the pools of a BufferRecvPool sent from `target` (first pass only). */
 static void remember_pools(tvbuff_t *tvb, packet_info *pinfo, const guint8 target[16])
 {
-    pw_pool_desc d[128]; /* msg::limits::max_frame (4096) holds at most 127 */
+    pw_pool_desc d[128]; /* wire::codec_options::max_frame (4096) holds at most 127 */
     const guint len = tvb_captured_length(tvb);
     const size_t count = MIN(pw_msg_pools(tvb_get_ptr(tvb, 0, len), len, d, G_N_ELEMENTS(d)), G_N_ELEMENTS(d));
     for (size_t i = 0; i < count; i++) {

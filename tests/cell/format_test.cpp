@@ -26,7 +26,7 @@ void set_byte(std::vector<std::byte>& b, std::size_t at, unsigned v) { b[at] = s
 void or_byte(std::vector<std::byte>& b, std::size_t at, unsigned v) { b[at] |= static_cast<std::byte>(v); }
 void clear_bits(std::vector<std::byte>& b, std::size_t at, unsigned v) { b[at] &= static_cast<std::byte>(~v & 0xFF); }
 
-wire::error decode_error(std::span<const std::byte> f, cell::decode_options opt = {.crc = wire::crc_check::require}) {
+wire::error decode_error(std::span<const std::byte> f, wire::codec_options opt = {.crc = wire::crc_check::require}) {
   cell::cell_view v{};
   return cell::decode_into(f, v, opt);
 }
@@ -114,7 +114,7 @@ TEST_CASE("each rule is reported by name, at its byte", "[cells][format]") {
   CHECK(decode_error(flipped, {.crc = wire::crc_check::report}).code == errc{});
   CHECK(decode_error(flipped, {.crc = wire::crc_check::skip}).code == errc{});
   // After the CRC: the header rules.
-  CHECK(decode_error(send_bytes, {.max_payload = 3, .crc = wire::crc_check::require}) == E{errc::too_large, H + 16, "length"});
+  CHECK(decode_error(send_bytes, {.crc = wire::crc_check::require, .max_cell_payload = 3}) == E{errc::too_large, H + 16, "length"});
   CHECK(decode_error(edited(send_bytes, [](auto& b) { set_byte(b, H + 15, 0); })) == E{errc::zero_count, H + 14, "cell_count"});
   CHECK(decode_error(edited(write_middle_bytes, [](auto& b) { set_byte(b, H + 13, 3); })) == E{errc::invalid_field, H + 12, "csn"});
   CHECK(decode_error(edited(write_middle_bytes, [](auto& b) { or_byte(b, H + 1, 0x80); })) == E{errc::invalid_field, H + 1, "first"});

@@ -11,7 +11,7 @@ namespace {
 
 template <std::size_t N>
 constexpr bool decodes_to(const std::array<std::byte, N>& f, cell_type t, bool first, bool last, std::size_t length) {
-  auto v = cell::decode(f, {.max_payload = 256, .crc = wire::crc_check::require});
+  auto v = cell::decode(f, {.crc = wire::crc_check::require, .max_cell_payload = 256});
   return v && v->crc_state == wire::crc_status::good && v->hdr.type == t && v->hdr.first == first && v->hdr.last == last &&
          v->hdr.length == length && v->data.size() == length;
 }

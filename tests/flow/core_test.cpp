@@ -34,7 +34,7 @@ constexpr std::uint32_t requester_psn_after_ack() {
   qp_sink s{std::span<qp_action_t>(buf)};
   rq.post({.id = 1, .op = wr_op::send, .length = 512}, 0, s);
   packet ack{};
-  ack.opcode = 0x11;
+  ack.opcode = ib::opcode::rc_acknowledge;
   ack.psn = 0;
   ack.aeth = {.syndrome = ib::syndrome::ack(31).raw, .msn = 1};
   rq.on_packet(ack, 10, s);

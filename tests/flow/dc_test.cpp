@@ -74,7 +74,7 @@ TEST_CASE("DC initiator: connect, data, disconnect per target, in order, one tar
   // the DCI sent: connect A, data 1, disconnect A, connect B, data 2, disconnect B, connect A, data 3, disconnect A
   std::vector<std::string> seq;
   for (const packet& p : w.log) {
-    if (p.opcode == ib::op::dc_connect)
+    if (p.info().is(ib::op_class::connect))
       seq.push_back(std::string(p.se ? "disconnect " : "connect ") + (p.dct == A.dct ? "A" : "B"));
     else if (seq.empty() || seq.back() != "data " + std::to_string(p.wr_id))
       seq.push_back("data " + std::to_string(p.wr_id));
@@ -114,13 +114,13 @@ TEST_CASE("DC initiator: requests for the connected target join its run only whi
   w.run();
   CHECK(w.placed[A.dct] == std::vector<std::uint64_t>{1, 1, 2, 2, 4, 4});
   std::size_t connects = 0;
-  for (const packet& p : w.log) connects += p.opcode == ib::op::dc_connect && !p.se;
+  for (const packet& p : w.log) connects += p.info().is(ib::op_class::connect) && !p.se;
   CHECK(connects == 3);
 }
 
 TEST_CASE("DC target: wrong key and wrong DCT number get NAKs, strangers are dropped, nothing is placed") {
   dct_t t{{.dct = A.dct, .access_key = A.access_key, .resp = {.mtu = 256}}};
-  packet connect{.opcode = ib::op::dc_connect, .psn = 10, .ack_req = true, .dest_qp = A.dct, .dc_key = B.access_key, .dct = A.dct, .dci = 5};
+  packet connect{.opcode = ib::opcode::dc_connect, .psn = 10, .ack_req = true, .dest_qp = A.dct, .dc_key = B.access_key, .dct = A.dct, .dci = 5};
   step_result r;
   auto a = collect<qp_action_t>([&](qp_sink& o) { return t.on_packet(connect, o); }, &r);
   CHECK(r.error == errc::wrong_access_key);
@@ -134,7 +134,7 @@ TEST_CASE("DC target: wrong key and wrong DCT number get NAKs, strangers are dro
   CHECK(r.error == errc::unknown_dct);
   CHECK(ib::syndrome{only<qp_action::transmit>(a)[0].pkt.aeth.syndrome}.nak_reason() == ib::nak_code::invalid_request);
 
-  packet data{.opcode = 0x4A, .psn = 11, .ack_req = true, .dest_qp = A.dct, .wr_id = 9, .length = 8, .va = 0, .rkey = 1, .dc_key = A.access_key, .dci = 5};
+  packet data{.opcode = ib::opcode::dc_rdma_write_only, .psn = 11, .ack_req = true, .dest_qp = A.dct, .wr_id = 9, .length = 8, .va = 0, .rkey = 1, .dc_key = A.access_key, .dci = 5};
   a = collect<qp_action_t>([&](qp_sink& o) { return t.on_packet(data, o); }, &r);
   CHECK(r.error == errc::not_connected);
   CHECK(only<qp_action::place>(a).empty());
@@ -168,21 +168,25 @@ TEST_CASE("DC: connect and disconnect packets build and parse as RoCEv2 with DCE
   REQUIRE(pk.size() == 2);
   for (const auto& t : pk) {
     std::vector<std::byte> payload(t.pkt.length);
-    const auto spec = to_frame_spec(t.pkt, payload);
+    packet q = t.pkt;
+    q.payload = payload;
+    const auto spec = to_roce(q);
     std::vector<std::byte> frame(*ib::frame_size(spec));
     REQUIRE(ib::build(spec, frame).has_value());
-    const auto back = ib::parse(frame, {.icrc = ib::icrc_check::require});
+    const auto back = ib::decode(frame, {.crc = ib::crc_check::require});
     REQUIRE(back.has_value());
+    q.wr_id = 0;
+    q.offset = 0;
+    CHECK(from_roce(*back) == q);
     REQUIRE(back->ext.get<ib::ext::dceth>().has_value());
     CHECK(back->ext.get<ib::ext::dceth>()->access_key == A.access_key);
   }
-  CHECK(pk[0].pkt.opcode == 0x55);
-  CHECK(pk[1].pkt.opcode == 0x44);  // DC SEND_ONLY
-  std::vector<std::byte> none;
-  const auto spec = to_frame_spec(pk[0].pkt, none);
+  CHECK(pk[0].pkt.opcode == ib::opcode::dc_connect);
+  CHECK(pk[1].pkt.opcode == ib::opcode::dc_send_only);  // DC SEND_ONLY
+  const auto spec = to_roce(pk[0].pkt);
   std::vector<std::byte> frame(*ib::frame_size(spec));
   REQUIRE(ib::build(spec, frame).has_value());
-  const auto back = ib::parse(frame);
+  const auto back = ib::decode(frame);
   REQUIRE(back.has_value());
   CHECK(back->ext.get<ib::ext::dcceth>()->dct == A.dct);
   CHECK(back->ext.get<ib::ext::dcceth>()->dci == 0x77);

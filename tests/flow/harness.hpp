@@ -17,6 +17,8 @@
 #include <pushwire/flow/flow.hpp>
 #include <pushwire/msg/message.hpp>
 
+#include "packet_print.hpp"
+
 namespace pwtest {
 
 using namespace pushwire::flow;
@@ -143,7 +145,12 @@ struct rc_sim {
                rq.pump(now, o);
                return step_result{};
              }),
-             true);
+             true);      while (rs.wants_to_send())
+        take(collect<qp_action_t>([&](qp_sink& o) {
+               rs.pump(o);
+               return step_result{};
+             }),
+             false);
     }
   }
   std::uint64_t retransmitted() const { return rq.stats().retransmitted; }

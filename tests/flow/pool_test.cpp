@@ -336,7 +336,7 @@ TEST_CASE("pool actions encode as push-push messages that decode back to the sam
   for (const auto& a : sends) {
     const auto n = encode_message(a, frame);
     REQUIRE(n.has_value());
-    const auto m = msg::decode_any(std::span<const std::byte>(frame.data(), *n));
+    const auto m = msg::decode(std::span<const std::byte>(frame.data(), *n));
     REQUIRE(m.has_value());
     std::visit([&](const auto& x) { CHECK(x.header.transaction_context == a.index() + 1); }, *m);
   }

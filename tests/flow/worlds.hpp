@@ -282,7 +282,7 @@ struct lossy_link {
     for (const auto* v : {&fwd, &back}) {
       h(v->size());  // in order: only the first `reorder` may overtake each other
       for (const packet& p : *v)
-        h((std::uint64_t{p.opcode} << 48) ^ (std::uint64_t{p.dest_qp} << 32) ^ (std::uint64_t{p.psn} << 8) ^ p.aeth.syndrome ^
+        h((std::uint64_t{static_cast<std::uint16_t>(p.opcode)} << 48) ^ (std::uint64_t{p.dest_qp} << 32) ^ (std::uint64_t{p.psn} << 8) ^ p.aeth.syndrome ^
           (p.se ? 1ull << 62 : 0));
     }
     h(static_cast<std::uint64_t>(losses * 10 + dups));
@@ -381,7 +381,12 @@ struct rc_world {
              rq.pump(now, o);
              return step_result{};
            }),
-           true);
+           true);    while (rs.wants_to_send())
+      take(collect<qp_action_t, 64>([&](qp_sink& o) {
+             rs.pump(o);
+             return step_result{};
+           }),
+           false);
   }
   std::uint64_t fingerprint() const {
     hasher h;
@@ -488,6 +493,12 @@ struct dc_world {
         take_dci(collect<qp_action_t, 64>([&](qp_sink& o) { return dci.on_packet(p, now, o); }));
       }
     }
+    for (auto* t : {&ta, &tb})
+      while (t->wants_to_send())
+        take_dct(t == &ta ? A : B, collect<qp_action_t, 64>([&](qp_sink& o) {
+                   t->pump(o);
+                   return step_result{};
+                 }));
   }
   std::uint64_t fingerprint() const {
     hasher h;

@@ -73,7 +73,7 @@ TEST_CASE("opcode table: every entry is consistent", "[ib][opcode]") {
   std::set<std::pair<int, int>> seen;  // (code, dc?)
   std::size_t per[6] = {};
   for (const opcode_info& o : opcodes) {
-    INFO(static_cast<int>(o.code) << " " << o.op_name);
+    INFO(static_cast<int>(o.code) << " " << o.name);
     CHECK(seen.insert({o.code, o.tp == transport::dc}).second);  // no duplicate
     ++per[static_cast<int>(o.tp)];
     // Transport bits agree with the transport (DC shares RD's).
@@ -90,7 +90,7 @@ TEST_CASE("opcode table: every entry is consistent", "[ib][opcode]") {
     }
     CHECK(o.header_len == off);
     // Structural rules from the notes: READ_RESPONSE first/last/only carry an AETH, middle not.
-    if (o.op_name.starts_with("RDMA_READ_RESPONSE")) CHECK(o.has(ext::aeth) == (o.pos != position::middle));
+    if (o.is(op_class::read_response)) CHECK(o.has(ext::aeth) == (o.pos != position::middle));
     if (o.tp == transport::dc) CHECK((o.chain_len > 0 && o.chain[0] == ext::dceth));
     if (o.tp == transport::rd) CHECK(o.chain[0] == ext::rdeth);
     if (o.tp == transport::ud) CHECK(o.chain[0] == ext::deth);
@@ -106,14 +106,25 @@ TEST_CASE("opcode table: every entry is consistent", "[ib][opcode]") {
   for (int c = 0; c < 256; ++c) known += find_opcode(static_cast<std::uint8_t>(c)) != nullptr;
   CHECK(known == 25 + 12 + 23 + 2 + 1);
   // The chains the notes spell out.
-  CHECK(find_opcode(0x0B)->headers().size() == 2);  // WRITE_ONLY_IMM: RETH ImmDt
-  CHECK(find_opcode(0x0B)->offset_of(ext::immdt) == 28);
-  CHECK(find_opcode(0x12)->header_len == 12 + 4 + 8);  // ATOMIC_ACK: AETH AtomicAckETH
-  CHECK(find_opcode(0x1C)->offset_of(ext::reth) == 16);  // FLUSH: FETH RETH
-  CHECK(find_opcode(0x1D)->fixed_payload == 8);         // ATOMIC_WRITE
-  CHECK(find_opcode(0x55)->header_len == 36);           // DC connect: BTH DCETH DCCETH
-  CHECK(find_opcode(0x55, rd_class::ibta_rd)->op_name == "RESYNC");
-  CHECK(find_opcode(0x51)->headers().size() == 3);  // DC ACK: DCETH RDETH AETH
+  CHECK(info(opcode::rc_rdma_write_only_with_immediate).headers().size() == 2);  // RETH ImmDt
+  CHECK(info(opcode::rc_rdma_write_only_with_immediate).offset_of(ext::immdt) == 28);
+  CHECK(info(opcode::rc_atomic_acknowledge).header_len == 12 + 4 + 8);  // AETH AtomicAckETH
+  CHECK(info(opcode::rc_flush).offset_of(ext::reth) == 16);             // FETH RETH
+  CHECK(info(opcode::rc_atomic_write).fixed_payload == 8);
+  CHECK(info(opcode::dc_connect).header_len == 36);                     // BTH DCETH DCCETH
+  CHECK(info(opcode::dc_acknowledge).headers().size() == 3);            // DCETH RDETH AETH
+  // The bytes, hand-spelled from IBTA vol. 1 table 38 (and rxe for FLUSH / ATOMIC_WRITE).
+  CHECK(find_opcode(0x0B)->id == opcode::rc_rdma_write_only_with_immediate);
+  CHECK(find_opcode(0x12)->id == opcode::rc_atomic_acknowledge);
+  CHECK(find_opcode(0x1C)->id == opcode::rc_flush);
+  CHECK(find_opcode(0x1D)->id == opcode::rc_atomic_write);
+  CHECK(find_opcode(0x2B)->id == opcode::uc_rdma_write_only_with_immediate);
+  CHECK(find_opcode(0x55)->id == opcode::dc_connect);
+  CHECK(find_opcode(0x55, rd_class::ibta_rd)->id == opcode::rd_resync);
+  CHECK(find_opcode(0x51)->id == opcode::dc_acknowledge);
+  CHECK(find_opcode(0x65)->id == opcode::ud_send_only_with_immediate);
+  CHECK(find_opcode(0x81)->id == opcode::cnp);
+  CHECK(code(opcode::rd_send_first) == 0x40);
 }
 
 TEST_CASE("AETH syndromes and the RNR timer table", "[ib][aeth]") {

@@ -18,24 +18,33 @@ namespace {
 
 // scapy roce.uts: "UC SEND ONLY" over IPv4 and over IPv6.
 constexpr auto scapy_payload = test::hex<"4630818be28935d90e9a955054 01be885e50">();
-// (Each spec is built with its IP version from the start: clang-14 cannot constant-evaluate
-// libstdc++'s variant switching alternatives.)
-constexpr frame_spec scapy_spec(std::variant<ipv4_spec, ipv6_spec> ip) {
-  return {.dst = {0x24, 0x8a, 0x07, 0xa8, 0xfa, 0x22}, .src = {0x24, 0x8a, 0x07, 0xa8, 0xfa, 0x22}, .ip = ip,
-          .udp_sport = 49152,
-          .bth = {.opcode = 0x24, .m = true, .p_key = 0xffff, .destqp = 211, .psn = 13571856},
-          .payload = scapy_payload};
+constexpr roce_packet scapy_base() {
+  roce_packet p;
+  p.eth.dst = p.eth.src = {0x24, 0x8a, 0x07, 0xa8, 0xfa, 0x22};
+  p.udp.srcport = 49152;
+  p.bth = {.opcode = code(opcode::uc_send_only), .m = true, .p_key = 0xffff, .destqp = 211, .psn = 13571856};
+  p.payload = scapy_payload;
+  return p;
 }
-constexpr frame_spec scapy_v4() {
-  return scapy_spec(ipv4_spec{.src = {192, 168, 0, 7}, .dst = {192, 168, 0, 7}, .ecn = 1, .ttl = 64, .id = 1144});
+constexpr roce_packet scapy_v4() {
+  roce_packet p = scapy_base();
+  p.ip4.src = p.ip4.dst = {192, 168, 0, 7};
+  p.ip4.dsfield_ecn = 1;
+  p.ip4.id = 1144;
+  return p;
 }
-constexpr frame_spec scapy_v6() {
-  return scapy_spec(ipv6_spec{.src = {0x20, 0x22, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10, 0x23},
-                              .dst = {0x20, 0x23, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10, 0x24},
-                              .tclass = 226, .flow = 0x1face, .hlim = 255});
+constexpr roce_packet scapy_v6() {
+  roce_packet p = scapy_base();
+  p.v6 = true;
+  p.ip6.src = {0x20, 0x22, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10, 0x23};
+  p.ip6.dst = {0x20, 0x23, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10, 0x24};
+  p.ip6.tclass = 226;
+  p.ip6.flow = 0x1face;
+  p.ip6.hlim = 255;
+  return p;
 }
 template <std::size_t N>
-constexpr std::array<std::byte, N> built(const frame_spec& s) {
+constexpr std::array<std::byte, N> built(const roce_packet& s) {
   std::array<std::byte, N> out{};
   (void)build(s, out).value();
   return out;
@@ -58,8 +67,8 @@ constexpr bool icrc_bytes(std::span<const std::byte> f, std::uint32_t be) {
 static_assert(icrc_bytes(v4_frame, 0x78f353f3));
 static_assert(icrc_bytes(v6_frame, 0x3e5b743b));
 static_assert(v4_frame[24] == std::byte{0xb4} && v4_frame[25] == std::byte{0xd5});  // scapy's IPv4 checksum
-static_assert(parse(cx4_cnp)->icrc_state == icrc_status::good);
-static_assert(parse(v4_frame)->icrc_state == icrc_status::good && parse(v6_frame)->icrc_state == icrc_status::good);
+static_assert(decode(cx4_cnp)->icrc_state == crc_status::good);
+static_assert(decode(v4_frame)->icrc_state == crc_status::good && decode(v6_frame)->icrc_state == crc_status::good);
 
 TEST_CASE("roce: the public ICRC vectors at run time", "[ib][roce]") {
   std::vector<std::byte> out(128);
@@ -74,9 +83,9 @@ TEST_CASE("roce: the public ICRC vectors at run time", "[ib][roce]") {
   CHECK(wire::to_hex(std::span(out).subspan(94, 4)) == "3e5b743b");
   CHECK(wire::to_hex(std::span(out).subspan(14 + 40 + 6, 2)) == "e7c5");  // scapy's UDP checksum
   const auto cnp = test::copy(cx4_cnp);
-  auto p = parse(cnp, {.icrc = icrc_check::require});
+  auto p = decode(cnp, {.crc = crc_check::require});
   REQUIRE(p.has_value());
-  CHECK(p->icrc_state == icrc_status::good);
+  CHECK(p->icrc_state == crc_status::good);
   CHECK(p->op->tp == transport::cnp);
   CHECK(p->bth.becn);
   CHECK(p->bth.destqp == 0x118u);
@@ -84,15 +93,28 @@ TEST_CASE("roce: the public ICRC vectors at run time", "[ib][roce]") {
 }
 
 namespace {
-// A frame_spec for any opcode, with every header its chain names.
-frame_spec spec_for(const opcode_info& o, std::size_t payload_len, std::vector<std::byte>& payload, bool v6, bool vlan) {
-  frame_spec s;
-  s.src = {2, 0, 0, 0, 0, 1};
-  s.dst = {2, 0, 0, 0, 0, 2};
-  if (v6) s.ip = ipv6_spec{.src = {0xfd, 1}, .dst = {0xfd, 2}, .tclass = 0x68, .flow = 0xABCDE, .hlim = 7};
-  else s.ip = ipv4_spec{.src = {10, 0, 0, 1}, .dst = {10, 0, 0, 2}, .dscp = 26, .ecn = 2, .ttl = 9, .id = 77};
+// A packet for any opcode, with every header its chain names.
+roce_packet spec_for(const opcode_info& o, std::size_t payload_len, std::vector<std::byte>& payload, bool v6, bool vlan) {
+  roce_packet s;
+  s.eth.src = {2, 0, 0, 0, 0, 1};
+  s.eth.dst = {2, 0, 0, 0, 0, 2};
+  s.v6 = v6;
+  if (v6) {
+    s.ip6.src = {0xfd, 1};
+    s.ip6.dst = {0xfd, 2};
+    s.ip6.tclass = 0x68;
+    s.ip6.flow = 0xABCDE;
+    s.ip6.hlim = 7;
+  } else {
+    s.ip4.src = {10, 0, 0, 1};
+    s.ip4.dst = {10, 0, 0, 2};
+    s.ip4.dsfield_dscp = 26;
+    s.ip4.dsfield_ecn = 2;
+    s.ip4.ttl = 9;
+    s.ip4.id = 77;
+  }
   if (vlan) s.vlan = vlan_tag{.priority = 5, .dei = true, .id = 4094};
-  s.udp_sport = 0xC123;
+  s.udp.srcport = 0xC123;
   s.rd = o.tp == transport::rd ? rd_class::ibta_rd : rd_class::dc;
   s.bth = {.opcode = o.code, .se = true, .m = true, .p_key = 0x8001, .becn = true, .destqp = 0xABCDEF, .a = true, .psn = 0xFFFFFE};
   for (ext e : o.headers()) {
@@ -126,19 +148,22 @@ TEST_CASE("roce: build then parse every opcode, every pad boundary, IPv4/IPv6, w
       if (!o.payload && len) continue;
       for (bool v6 : {false, true})
         for (bool vlan : {false, true}) {
-          const frame_spec s = spec_for(o, len, payload, v6, vlan);
-          INFO(opcode_name(o) << " payload " << payload.size() << (v6 ? " v6" : " v4") << (vlan ? " vlan" : ""));
+          const roce_packet s = spec_for(o, len, payload, v6, vlan);
+          INFO(o.name << " payload " << payload.size() << (v6 ? " v6" : " v4") << (vlan ? " vlan" : ""));
           auto n = build(s, buf);
           REQUIRE(n.has_value());
           REQUIRE(*n == *frame_size(s));
           const std::span<const std::byte> f(buf.data(), *n);
-          auto p = parse(f, {.rd = s.rd, .icrc = icrc_check::require});
+          auto p = decode(f, {.crc = crc_check::require, .rd = s.rd});
           REQUIRE(p.has_value());
           CHECK(p->op == find_opcode(o.code, s.rd));
           CHECK(p->bth.opcode == o.code);
           CHECK(p->bth.padcnt == (4 - payload.size() % 4) % 4);
           CHECK(p->bth.destqp == 0xABCDEFu);
           CHECK(p->bth.psn == 0xFFFFFEu);
+          std::vector<std::byte> again(*n);
+          CHECK(build(*p, again).value() == *n);
+          CHECK(std::ranges::equal(again, f));
           CHECK(p->bth.becn);
           CHECK(std::ranges::equal(p->payload, payload));
           CHECK(p->vlan.has_value() == vlan);
@@ -168,7 +193,7 @@ TEST_CASE("roce: every error code of the frame layer, with its location", "[ib][
     std::vector<std::byte> frame;
     errc code;
     std::string_view field;
-    parse_options opt = {};
+    codec_options opt = {};
   };
   std::vector<std::byte> short_udp = good;
   short_udp.resize(14 + 20 + 8 + 12 + 3);
@@ -186,16 +211,16 @@ TEST_CASE("roce: every error code of the frame layer, with its location", "[ib][
       {"BTH TVer 1", mutate(43, 0x61), errc::unsupported_version, "bth.tver"},
       {"reserved opcode", mutate(42, 0x18), errc::reserved_opcode, "bth.opcode"},
       {"vendor opcode", mutate(42, 0xE0), errc::reserved_opcode, "bth.opcode"},
-      {"COMPARE_SWAP: BTH + AtomicETH + ICRC = 44 > the 36 bytes of UDP payload", mutate(42, 0x13),
+      {"COMPARE_SWAP: BTH + AtomicETH + ICRC = 44 > the 36 bytes of UDP payload", mutate(42, code(opcode::rc_compare_swap)),
        errc::chain_overrun, "AtomicETH"},
-      {"ICRC required", mutate(60, 0), errc::icrc_mismatch, "icrc", {.icrc = icrc_check::require}},
-      {"ACK with a payload", mutate(42, 0x11), errc::trailing_bytes, "payload"},
+      {"ICRC required", mutate(60, 0), errc::icrc_mismatch, "icrc", {.crc = crc_check::require}},
+      {"ACK with a payload", mutate(42, code(opcode::rc_acknowledge)), errc::trailing_bytes, "payload"},
       {"short of a BTH and ICRC", short_udp, errc::truncated, "eth"},
   };
   std::set<errc> reached;
   for (const row& r : rows) {
     INFO(r.what);
-    auto p = parse(r.frame, r.opt);
+    auto p = decode(r.frame, r.opt);
     REQUIRE_FALSE(p.has_value());
     CHECK(p.code() == r.code);
     if (r.code != errc::truncated || r.field != "eth") CHECK(p.error().field == r.field);
@@ -204,29 +229,29 @@ TEST_CASE("roce: every error code of the frame layer, with its location", "[ib][
   // PadCnt larger than the payload: an RC_SEND_ONLY with 1 byte of payload and PadCnt 3... built
   // with a 0-byte payload, then PadCnt forced to 3.
   std::vector<std::byte> empty, buf(256);
-  auto s = spec_for(*find_opcode(0x04), 0, empty, false, false);
+  auto s = spec_for(*&info(opcode::rc_send_only), 0, empty, false, false);
   const std::size_t n = build(s, buf).value();
   buf.resize(n);
   buf[43] = (buf[43] & std::byte{0xCF}) | std::byte{0x30};
-  auto p = parse(buf);
+  auto p = decode(buf);
   CHECK(p.code() == errc::pad_overrun);
   reached.insert(p.code());
   // A CNP whose reserved bytes are not zero.
   auto cnp = test::copy(cx4_cnp);
   cnp[60] = std::byte{1};
-  CHECK(parse(cnp).code() == errc::reserved_nonzero);
+  CHECK(decode(cnp).code() == errc::reserved_nonzero);
   reached.insert(errc::reserved_nonzero);
   // ATOMIC_WRITE must carry exactly 8 bytes.
   std::vector<std::byte> seven(7);
-  auto aw = spec_for(*find_opcode(0x1D), 8, empty, false, false);
+  auto aw = spec_for(*&info(opcode::rc_atomic_write), 8, empty, false, false);
   aw.payload = seven;
   CHECK(build(aw, buf).code() == errc::length_mismatch);
   // Build refuses what parse would.
-  auto missing = spec_for(*find_opcode(0x0A), 4, empty, false, false);
+  auto missing = spec_for(*&info(opcode::rc_rdma_write_only), 4, empty, false, false);
   missing.ext.get<ext::reth>().reset();
   CHECK(build(missing, buf).error() == wire::error{errc::invalid_field, 0, "RETH"});
   auto extra = missing;
-  extra.bth.opcode = 0x04;
+  extra.bth.opcode = code(opcode::rc_send_only);
   extra.ext.set<ext::immdt>({});
   CHECK(build(extra, buf).error().field == "ImmDt");
   std::array<std::byte, 10> tiny{};
@@ -240,7 +265,7 @@ TEST_CASE("roce: every truncation is an error, never a partial packet", "[ib][ro
   for (const auto& frame : {test::copy(v4_frame), test::copy(v6_frame), test::copy(cx4_cnp)}) {
     for (std::size_t k = 0; k < frame.size(); ++k) {
       INFO("cut to " << k << " of " << frame.size());
-      auto p = parse(std::span(frame).first(k));
+      auto p = decode(std::span(frame).first(k));
       REQUIRE_FALSE(p.has_value());
       CHECK((p.code() == errc::truncated || p.code() == errc::chain_overrun));
     }
@@ -256,10 +281,10 @@ TEST_CASE("roce: single-byte corruption is an error or a bad ICRC, never a crash
       for (unsigned v = 0; v < 256; v += 7) {
         if (static_cast<std::byte>(v) == orig) continue;
         f[i] = static_cast<std::byte>(v);
-        auto p = parse(f);
+        auto p = decode(f);
         if (!p) {
           ++errors;
-        } else if (p->icrc_state == icrc_status::bad) {
+        } else if (p->icrc_state == crc_status::bad) {
           ++bad_icrc;
         } else {
           ++masked;  // a field the ICRC does not cover: Ethernet, masked IP/UDP/BTH bytes, IP checksum
@@ -278,7 +303,7 @@ TEST_CASE("roce: single-byte corruption is an error or a bad ICRC, never a crash
 }
 
 TEST_CASE("roce: JSON uses Wireshark's field names", "[ib][print]") {
-  auto p = parse(v4_frame);
+  auto p = decode(v4_frame);
   REQUIRE(p.has_value());
   std::string s;
   wire::json_writer w{s};
@@ -303,7 +328,7 @@ TEST_CASE("roce: IPv4 with options (IHL > 5): parsed, and covered by the ICRC", 
   wire::store_be16(f.data() + 24, inet_fold(inet_sum(std::span(f).subspan(14, 24))));
   const std::uint32_t icrc = compute_icrc(std::span(f).subspan(14, f.size() - 14 - 4), false, 24);
   for (int i = 0; i < 4; ++i) f[f.size() - 4 + static_cast<std::size_t>(i)] = static_cast<std::byte>(icrc >> (8 * i));
-  auto p = parse(f, {.icrc = icrc_check::require});
+  auto p = decode(f, {.crc = crc_check::require});
   REQUIRE(p.has_value());
   CHECK(p->ip4.hdr_len == 6);
   CHECK(p->ip_options.size() == 4);
@@ -311,7 +336,7 @@ TEST_CASE("roce: IPv4 with options (IHL > 5): parsed, and covered by the ICRC", 
   CHECK(std::ranges::equal(p->payload, scapy_payload));
   // An option byte is covered by the ICRC.
   f[35] = std::byte{0};
-  CHECK(parse(f).value().icrc_state == icrc_status::bad);
+  CHECK(decode(f).value().icrc_state == crc_status::bad);
   // The options' ICRC differs from the same packet without them.
-  CHECK(icrc != parse(v4_frame)->icrc);
+  CHECK(icrc != decode(v4_frame)->icrc);
 }

@@ -1,7 +1,7 @@
 // ctest "ib: stock tshark decodes pushwire's frames": frames built by pushwire (every RC, UC and
 // UD opcode stock Wireshark 4.0 knows, payloads around the pad boundaries, ACK / RNR NAK / NAK,
 // IPv4 and IPv6) go into a pcap; tshark's own InfiniBand dissector decodes it and every field must
-// equal the value pushwire was asked to encode (the frame_spec, not pushwire's parser).
+// equal the value pushwire was asked to encode (the roce_packet, not pushwire's parser).
 // Wireshark's payload heuristics (RPCoRDMA, EoIB, ...) are disabled: they claim short SEND
 // payloads, throw, and hide the ICRC; what is compared is the IB layer. Wireshark shows
 // AtomicETH's VA and R_Key under the RETH's field names.
@@ -41,7 +41,7 @@ using row = std::array<std::optional<std::string>, nfields>;  // expected text p
 std::string num(std::uint64_t v) { return std::to_string(v); }
 
 // What tshark must print, derived from the spec pushwire built the frame from.
-row expected(const frame_spec& s, std::span<const std::byte> frame) {
+row expected(const roce_packet& s, std::span<const std::byte> frame) {
   row r;
   const std::size_t pad = (4 - s.payload.size() % 4) % 4;
   r[0] = num(s.bth.opcode);
@@ -119,7 +119,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> what;
   std::vector<std::byte> payload(8), buf(512);
   std::uint64_t t = 1'700'000'000'000'000'000ull;
-  auto add = [&](frame_spec s, const std::string& label) {
+  auto add = [&](roce_packet s, const std::string& label) {
     const std::size_t n = build(s, buf).value();
     const std::span<const std::byte> f(buf.data(), n);
     w.add(t += 1000, f);
@@ -129,15 +129,22 @@ int main(int argc, char** argv) {
   bool v6 = false;
   for (const opcode_info& o : opcodes) {
     if (o.tp != transport::rc && o.tp != transport::uc && o.tp != transport::ud) continue;
-    if (o.code == 0x1C || o.code == 0x1D) continue;  // FLUSH, ATOMIC_WRITE: newer than Wireshark 4.0
+    if (o.any(op_class::flush | op_class::atomic_write)) continue;  // newer than Wireshark 4.0
     for (std::size_t len = 0; len <= 5; ++len) {
       if (!o.payload && len) continue;
-      frame_spec s;
-      s.src = {2, 0, 0, 0, 0, 1};
-      s.dst = {2, 0, 0, 0, 0, 2};
+      roce_packet s;
+      s.eth.src = {2, 0, 0, 0, 0, 1};
+      s.eth.dst = {2, 0, 0, 0, 0, 2};
       v6 = !v6;
-      if (v6) s.ip = ipv6_spec{.src = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, .dst = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2}, .flow = 0x12345};
-      else s.ip = ipv4_spec{.src = {10, 0, 0, 1}, .dst = {10, 0, 0, 2}};
+      s.v6 = v6;
+      if (v6) {
+        s.ip6.src = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+        s.ip6.dst = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};
+        s.ip6.flow = 0x12345;
+      } else {
+        s.ip4.src = {10, 0, 0, 1};
+        s.ip4.dst = {10, 0, 0, 2};
+      }
       s.bth = {.opcode = o.code, .se = len % 2 == 1, .m = len == 3, .p_key = static_cast<std::uint16_t>(0x8000 + len),
                .destqp = 0x00ABCD + len, .a = len != 2, .psn = 0xFFFFFD + static_cast<std::uint32_t>(len)};
       s.bth.psn = s.bth.psn & 0xFFFFFF;
@@ -151,15 +158,15 @@ int main(int argc, char** argv) {
       payload.resize(len);
       for (std::size_t i = 0; i < len; ++i) payload[i] = static_cast<std::byte>(0x30 + i);
       s.payload = payload;
-      add(s, opcode_name(o) + " payload " + std::to_string(len) + (v6 ? " IPv6" : " IPv4"));
+      add(s, std::string{o.name} + " payload " + std::to_string(len) + (v6 ? " IPv6" : " IPv4"));
     }
   }
   // ACK with credits, RNR NAKs, every NAK code.
   for (std::uint8_t syn : {0x00, 0x1F, 0x21, 0x30, 0x3F, 0x60, 0x61, 0x62, 0x63, 0x64}) {
     for (bool six : {false, true}) {
-      frame_spec s;
-      if (six) s.ip = ipv6_spec{.src = {0xfd, 1}, .dst = {0xfd, 2}};
-      s.bth = {.opcode = op::rc_ack, .p_key = 0xFFFF, .destqp = 0x11, .psn = 42};
+      roce_packet s;
+      if (six) s.v6 = true, s.ip6.src = {0xfd, 1}, s.ip6.dst = {0xfd, 2};
+      s.bth = {.opcode = code(opcode::rc_acknowledge), .p_key = 0xFFFF, .destqp = 0x11, .psn = 42};
       s.ext.set<ext::aeth>({.syndrome = syn, .msn = 0xABCDEF});
       add(s, "ACK syndrome " + std::to_string(syn) + (six ? " IPv6" : " IPv4"));
     }

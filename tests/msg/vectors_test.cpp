@@ -38,8 +38,8 @@ TEST_CASE("vectors: encode and decode at run time", "[msg][vectors]") {
       REQUIRE(n.has_value());
       CHECK(*n == bytes.size());
       CHECK(out == bytes);
-      // decode_any picks the same type.
-      auto any = msg::decode_any(bytes);
+      // decode() of any message picks the same type.
+      auto any = msg::decode(bytes);
       REQUIRE(any.has_value());
       REQUIRE(std::holds_alternative<M>(*any));
       CHECK(std::get<M>(*any) == c.value);
@@ -57,7 +57,7 @@ TEST_CASE("vectors: every truncation is rejected", "[msg][vectors][truncation]")
         INFO("truncated to " << k << " bytes");
         const std::span<const std::byte> cut(bytes.data(), k);
         auto r = msg::decode<M>(cut);
-        auto any = msg::decode_any(cut);
+        auto any = msg::decode(cut);
         if constexpr (std::is_same_v<M, msg::buffer_pool_flush_request>) {
           // No count field (seed figure): a cut on an entry boundary is a shorter valid request.
           if (k >= 16 && (k - 12) % 4 == 0) {
@@ -90,7 +90,7 @@ TEST_CASE("vectors: every single-byte corruption decodes cleanly or fails", "[ms
         for (unsigned v = 0; v < 256; ++v) {
           if (static_cast<std::byte>(v) == orig) continue;
           bytes[pos] = static_cast<std::byte>(v);
-          auto r = msg::decode_any(bytes);
+          auto r = msg::decode(bytes);
           if (!r) {
             ++rejected;
             REQUIRE(r.code() != wire::errc{});

@@ -23,6 +23,7 @@
 #include <pushwire/wire/codec.hpp>
 #include <pushwire/wire/crc.hpp>
 #include <pushwire/wire/ethernet.hpp>
+#include <pushwire/wire/options.hpp>
 
 namespace pushwire::cell {
 
@@ -35,9 +36,9 @@ using wire::result;
 inline constexpr std::uint16_t ethertype = 0x88B5;
 /// The only header version this library speaks; any other is errc::unsupported_version.
 inline constexpr std::uint8_t format_version = 1;
-/// The seed's cell payload size ("e.g., more than 256 bytes" is segmented), the default of
-/// every cell parameter here.
-inline constexpr std::size_t default_cell_payload = 256;
+/// The cell payload size of the channel-based network's example ("more than 256 bytes" is
+/// segmented), the default of every cell parameter here.
+inline constexpr std::size_t default_cell_payload = wire::default_cell_payload;
 /// Largest cell payload the 16-bit length field can carry.
 inline constexpr std::size_t max_cell_payload = 0xFFFF;
 /// Most cells in one packet (16-bit cell count).
@@ -208,13 +209,11 @@ constexpr wire::error check_ack(cell_type t, const ack_info& a) {
   return {};
 }
 
-/// How decode treats a cell.
-struct decode_options {
-  /// Largest data length accepted (the receiver's cell payload size); more is errc::too_large.
-  std::size_t max_payload = default_cell_payload;
-  /// The cell CRC: skip, report (default), or require (a bad one is errc::cell_crc_mismatch).
-  wire::crc_check crc = wire::crc_check::report;
-};
+/// How a cell is decoded: the one options type of every codec, of which cells read
+/// max_cell_payload (the largest data length accepted: the receiver's cell payload size; more is
+/// errc::too_large) and crc (the cell CRC: skip, report, or require: a bad one is
+/// errc::cell_crc_mismatch).
+using wire::codec_options;
 
 /// One decoded cell. Spans view the frame, which must outlive the view.
 struct cell_view {
@@ -261,12 +260,13 @@ constexpr cell_crcs crcs_of(std::span<const std::byte> frame, const cell_layout&
 }
 }  // namespace detail
 
-/// Decodes one Ethernet frame as a cell into v. Errors, in this order, each at its byte and
-/// field: truncated (Ethernet, tag, header), not_cell, unsupported_version, reserved_nonzero,
-/// invalid_field (type), length_mismatch (the frame's size is not what the header implies),
-/// cell_crc_mismatch (crc_check::require), then check_header's and check_ack's. On error v is
-/// unspecified.
-constexpr wire::error decode_into(std::span<const std::byte> frame, cell_view& v, const decode_options& opt = {}) {
+/// Validates one Ethernet frame as a cell into v, a view over it with every field decoded (a
+/// cell_view is both the view and the value, so decode_into() is the same). Errors, in this
+/// order, each at its byte and field: truncated (Ethernet, tag, header), not_cell,
+/// unsupported_version, reserved_nonzero, invalid_field (type), length_mismatch (the frame's size
+/// is not what the header implies), cell_crc_mismatch (crc_check::require), then check_header's
+/// and check_ack's. On error v is unspecified.
+constexpr wire::error inspect(std::span<const std::byte> frame, cell_view& v, const codec_options& opt = {}) {
   using wire::error;
   const auto l2 = wire::locate_payload(frame);
   if (!l2) return l2.error();
@@ -290,7 +290,7 @@ constexpr wire::error decode_into(std::span<const std::byte> frame, cell_view& v
     v.crc_state = good ? wire::crc_status::good : wire::crc_status::bad;
     if (!good && opt.crc == wire::crc_check::require) return error{errc::cell_crc_mismatch, v.at.cell_crc, "crc"};
   }
-  if (auto e = check_header(v.hdr, opt.max_payload); e.code != errc{}) return wire::detail::at(e, h0, {});
+  if (auto e = check_header(v.hdr, opt.max_cell_payload); e.code != errc{}) return wire::detail::at(e, h0, {});
   v.rdma.reset();
   v.ack.reset();
   v.idata.reset();
@@ -309,9 +309,14 @@ constexpr wire::error decode_into(std::span<const std::byte> frame, cell_view& v
   return {};
 }
 
-constexpr result<cell_view> decode(std::span<const std::byte> frame, const decode_options& opt = {}) {
+constexpr wire::error decode_into(std::span<const std::byte> frame, cell_view& v, const codec_options& opt = {}) {
+  return inspect(frame, v, opt);
+}
+
+/// inspect(), returning the view.
+constexpr result<cell_view> decode(std::span<const std::byte> frame, const codec_options& opt = {}) {
   cell_view v{};
-  if (auto e = decode_into(frame, v, opt); e.code != errc{}) return e;
+  if (auto e = inspect(frame, v, opt); e.code != errc{}) return e;
   return v;
 }
 

@@ -98,8 +98,8 @@ class reassembler {
   /// in the same pass that places the data (decode errors are decode's, in its order).
   push_result push(std::span<const std::byte> frame, std::uint64_t now_ns, std::span<std::byte> dest = {}) {
     cell_view v{};
-    if (decode_into(frame, v, {.max_payload = lim_.max_cell_payload, .crc = wire::crc_check::skip}).code != errc{})
-      return reject(decode_into(frame, v, {.max_payload = lim_.max_cell_payload, .crc = wire::crc_check::require}));
+    if (inspect(frame, v, {.crc = wire::crc_check::skip, .max_cell_payload = lim_.max_cell_payload}).code != errc{})
+      return reject(inspect(frame, v, {.crc = wire::crc_check::require, .max_cell_payload = lim_.max_cell_payload}));
     return push(v, now_ns, dest);
   }
 

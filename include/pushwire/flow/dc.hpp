@@ -52,11 +52,15 @@ class dc_initiator {
     requester_config req{.svc = service::dc};
   };
 
+  /// The least sink room post() needs (else actions_full, nothing applied): the requester's,
+  /// and the flushed completion of a request refused in the error state.
+  static constexpr std::size_t min_room = requester<SQ>::min_room + 1;
+
   constexpr explicit dc_initiator(config c = {}) : cfg_(c), rq_(with_dc(c.req)) {}
 
-  /// Queue a request for `to`. Errors: queue_full, invalid_argument, qp_in_error.
+  /// Queue a request for `to`. Errors: actions_full, queue_full, invalid_argument, qp_in_error.
   constexpr step_result post(work_request wr, dc_address to, time_ns now, qp_sink& out) {
-    if (out.room() < 8) return {-1, errc::actions_full};
+    if (out.room() < min_room) return {-1, errc::actions_full};
     if (wr.op == wr_op::dc_connect || wr.op == wr_op::dc_disconnect || wr.id >= dc_internal_id) return {-1, errc::invalid_argument};
     wr.dest_qp = to.dct;
     wr.dc_key = to.access_key;
@@ -259,16 +263,22 @@ class dc_target {
     std::uint64_t connects = 0, disconnects = 0, bad_key = 0, wrong_dct = 0, strangers = 0;
   };
 
+  /// The least sink room on_packet() needs: the responder's (a refused packet pushes an ACK or
+  /// NAK and a drop, fewer).
+  static constexpr std::size_t min_room = responder<RD>::min_room;
+  static_assert(min_room >= 2);
+
   constexpr explicit dc_target(config c = {}, memory_port mem = {}) : cfg_(c), rs_(with_dc(c.resp), mem) {}
 
-  /// A DC request packet addressed to this DCT.
+  /// A DC request packet addressed to this DCT. Errors: the responder's refusals
+  /// (actions_full, queue_full: nothing applied), and those of the table's rows.
   constexpr step_result on_packet(const packet& p, qp_sink& out) {
-    if (out.room() < 4) return {-1, errc::actions_full};
+    if (const errc r = rs_.refusal(out); r != errc{}) return {-1, r};
     if (!p.known()) return {-1, errc::event_not_allowed};
     const ib::opcode_info* oi = &p.info();
     if (oi->tp != ib::transport::dc || !oi->request) return {-1, errc::event_not_allowed};
     dct_event e = dct_event::data;
-    const bool control = p.opcode == ib::op::dc_connect;
+    const bool control = oi->is(ib::op_class::connect);
     if (p.dc_key != cfg_.access_key) e = dct_event::bad_key;
     else if (control && p.dct != cfg_.dct) e = dct_event::wrong_dct;
     else if (control && !p.se)
@@ -280,6 +290,9 @@ class dc_target {
     return step<row>(table(), st_, *this, e, {p}, out);
   }
   constexpr void post_receive(std::uint32_t n) { rs_.post_receive(n); }
+  /// Sends queued READ / atomic responses and the ACKs behind them (see responder::pump).
+  constexpr void pump(qp_sink& out) { rs_.pump(out); }
+  constexpr bool wants_to_send() const { return rs_.wants_to_send(); }
 
   constexpr dct_state state() const { return st_; }
   constexpr void set_state(dct_state s) { st_ = s; }
@@ -347,16 +360,7 @@ class dc_target {
     r.svc = service::dc;
     return r;
   }
-  constexpr void ack(const packet& req, ib::syndrome s, qp_sink& out) const {
-    packet a{};
-    a.opcode = 0x51;  // DC ACKNOWLEDGE
-    a.psn = req.psn;
-    a.dest_qp = req.dci;
-    a.aeth = {.syndrome = s.raw, .msn = rs_.msn()};
-    a.dc_key = req.dc_key;
-    a.dci = req.dci;
-    out.push(qp_action::transmit{a});
-  }
+  constexpr void ack(const packet& req, ib::syndrome s, qp_sink& out) { rs_.acknowledge(req, s, out); }
 
   /// A connect from `dci` older than the end of its last closed stream is a stale retransmission.
   constexpr bool closed_before(std::uint32_t dci, std::uint32_t psn) const {

@@ -121,23 +121,29 @@ constexpr std::uint32_t packets_for(const work_request& wr, std::uint32_t mtu) {
   }
 }
 
-/// The opcode of packet `i` of `n` of `wr` on `svc` (ib/opcode.hpp names them).
-constexpr std::uint8_t request_opcode(service svc, const work_request& wr, std::uint32_t i, std::uint32_t n) {
-  const std::uint8_t base = svc == service::rc ? 0x00 : svc == service::uc ? 0x20 : svc == service::ud ? 0x60 : 0x40;
-  const bool only = n == 1, first = i == 0, last = i + 1 == n;
-  std::uint8_t op = 0;
+/// The operation of packet `i` of `n` of `wr`.
+constexpr ib::operation request_operation(const work_request& wr, std::uint32_t i, std::uint32_t n) {
+  using enum ib::operation;
   switch (wr.op) {
-    case wr_op::send: op = only ? 0x04 : first ? 0x00 : last ? 0x02 : 0x01; break;
-    case wr_op::send_imm: op = only ? 0x05 : first ? 0x00 : last ? 0x03 : 0x01; break;
-    case wr_op::write: op = only ? 0x0A : first ? 0x06 : last ? 0x08 : 0x07; break;
-    case wr_op::write_imm: op = only ? 0x0B : first ? 0x06 : last ? 0x09 : 0x07; break;
-    case wr_op::read: op = 0x0C; break;
-    case wr_op::compare_swap: op = 0x13; break;
-    case wr_op::fetch_add: op = 0x14; break;
+    case wr_op::send: return ib::operation_at(i, n, send_only, send_first, send_middle, send_last);
+    case wr_op::send_imm:
+      return ib::operation_at(i, n, send_only_with_immediate, send_first, send_middle, send_last_with_immediate);
+    case wr_op::write: return ib::operation_at(i, n, rdma_write_only, rdma_write_first, rdma_write_middle, rdma_write_last);
+    case wr_op::write_imm:
+      return ib::operation_at(i, n, rdma_write_only_with_immediate, rdma_write_first, rdma_write_middle,
+                              rdma_write_last_with_immediate);
+    case wr_op::read: return rdma_read_request;
+    case wr_op::compare_swap: return compare_swap;
+    case wr_op::fetch_add: return fetch_add;
     case wr_op::dc_connect:
-    case wr_op::dc_disconnect: return ib::op::dc_connect;
+    case wr_op::dc_disconnect: return connect;
   }
-  return static_cast<std::uint8_t>(base | op);
+  return send_only;
+}
+
+/// The opcode of packet `i` of `n` of `wr` on `svc`.
+constexpr ib::opcode request_opcode(service svc, const work_request& wr, std::uint32_t i, std::uint32_t n) {
+  return opcode_on(svc, request_operation(wr, i, n));
 }
 
 /// Whether `op` is allowed on `svc` (UD: SEND only; UC: no READ or atomics).
@@ -153,6 +159,9 @@ constexpr bool supports(service svc, wr_op op) {
 
 // ==== requester ==============================================================================
 
+/// The retry_cnt / rnr_retry value that means "retry forever" (IBTA 9.7.5.2.8 for rnr_retry).
+inline constexpr std::uint8_t infinite_retries = 7;
+
 struct requester_config {
   service svc = service::rc;
   std::uint32_t mtu = 4096;      ///< path MTU: payload bytes per packet, 256..4096
@@ -160,8 +169,8 @@ struct requester_config {
   std::uint32_t start_psn = 0;   ///< 24 bits
   std::uint32_t window = 128;    ///< most packets unacknowledged at once, 1..2^23
   time_ns timeout = 1'048'576;   ///< local ACK timeout, ns (IBTA code 8: 4.096 us * 2^8)
-  std::uint8_t retry_cnt = 7;    ///< timeouts allowed without progress, 0..7; 7 = infinite
-  std::uint8_t rnr_retry = 7;    ///< genuine RNR NAKs allowed without progress, 0..7; 7 = infinite
+  std::uint8_t retry_cnt = infinite_retries;  ///< timeouts allowed without progress, 0..7 (7: infinite)
+  std::uint8_t rnr_retry = infinite_retries;  ///< genuine RNR NAKs allowed without progress, 0..7 (7: infinite)
   std::uint32_t ackreq_every = 16;  ///< AckReq on every n-th packet too (0: last packets only)
   bool page_fault_aware = true;  ///< read RNR NAKs answering WRITE/READ/atomic as page-fault ACKs
   bool honor_credits = true;     ///< AETH credits limit new SENDs
@@ -196,6 +205,14 @@ class requester {
   struct counters {
     std::uint64_t sent = 0, retransmitted = 0, timeouts = 0, rnr_naks = 0, page_faults = 0, seq_naks = 0, stale = 0;
   };
+
+  /// Actions one event may push besides its paced completions and packets: the timer changes
+  /// (cancel the retransmit timer, cancel the wait timer, arm one).
+  static constexpr std::size_t timer_room = 3;
+  /// The least sink room post(), on_packet(), on_timer() and resolved() need; below it they
+  /// return actions_full and change nothing. Completions and packets beyond the room are held
+  /// until pump() (wants_to_send()).
+  static constexpr std::size_t min_room = timer_room + 1;
 
   constexpr explicit requester(requester_config c = {}) : cfg_(c), next_psn_(c.start_psn & ib::psn_mask), nxt_(next_psn_), una_(next_psn_), max_sent_(next_psn_),
                                                           retry_left_(c.retry_cnt), rnr_left_(c.rnr_retry) {}
@@ -266,8 +283,8 @@ class requester {
   // ---- guards --------------------------------------------------------------------------
   static constexpr bool g_room(const requester& m, const req_input&) { return !m.q_.full(); }
   static constexpr bool g_all_done(const requester& m, const req_input& in) { return m.acks_all(in.pkt); }
-  static constexpr bool g_rnr_left(const requester& m, const req_input&) { return m.cfg_.rnr_retry == 7 || m.rnr_left_ > 0; }
-  static constexpr bool g_retry_left(const requester& m, const req_input&) { return m.cfg_.retry_cnt == 7 || m.retry_left_ > 0; }
+  static constexpr bool g_rnr_left(const requester& m, const req_input&) { return m.cfg_.rnr_retry == infinite_retries || m.rnr_left_ > 0; }
+  static constexpr bool g_retry_left(const requester& m, const req_input&) { return m.cfg_.retry_cnt == infinite_retries || m.retry_left_ > 0; }
 
   // ---- actions -------------------------------------------------------------------------
   static constexpr errc a_queue(requester& m, const req_input& in, qp_sink&) {
@@ -302,7 +319,7 @@ class requester {
   }
   static constexpr errc a_rnr_wait(requester& m, const req_input& in, qp_sink& out) {
     ++m.stats_.rnr_naks;
-    if (m.cfg_.rnr_retry != 7) --m.rnr_left_;
+    if (m.cfg_.rnr_retry != infinite_retries) --m.rnr_left_;
     m.begin_wait(in, out);
     return {};
   }
@@ -318,7 +335,7 @@ class requester {
   }
   static constexpr errc a_retransmit(requester& m, const req_input& in, qp_sink& out) {
     ++m.stats_.timeouts;
-    if (m.cfg_.retry_cnt != 7) --m.retry_left_;
+    if (m.cfg_.retry_cnt != infinite_retries) --m.retry_left_;
     m.rto_.reset();
     m.rewind(m.una_);
     (void)in;
@@ -396,9 +413,8 @@ class requester {
     const std::size_t i = wqe_of(p.psn);
     if (i == q_.size()) return;
     wqe& w = q_[i];
-    const std::uint8_t code = p.opcode & 0x1F;
-    const bool read_resp = code >= 0x0D && code <= 0x10;
-    const bool atomic_ack = code == 0x12;
+    const bool read_resp = p.info().is(ib::op_class::read_response);
+    const bool atomic_ack = p.info().is(ib::op_class::ack | ib::op_class::atomic);
     if (w.wr.op == wr_op::read || w.wr.op == wr_op::compare_swap || w.wr.op == wr_op::fetch_add) {
       if (w.wr.op == wr_op::read && read_resp) {
         if (p.psn == w.first_psn) advance_before(w.first_psn, now, out);  // implies all before it
@@ -454,7 +470,7 @@ class requester {
     }
   }
   constexpr void complete_done(qp_sink& out) {
-    while (!q_.empty() && q_.front().done && out.room() > 2) {
+    while (!q_.empty() && q_.front().done && out.room() > timer_room) {
       out.push(qp_action::complete{q_.front().wr.id, q_.front().wr.op, q_.front().status, q_.front().orig});
       const std::uint32_t end = ib::psn_add(q_.front().first_psn, q_.front().npkts);
       if (reliable() && ib::psn_before(una_, end)) una_ = end;  // completed: acknowledged through its end
@@ -502,10 +518,12 @@ class requester {
       p.compare = wr.compare;
     }
     if ((wr.op == wr_op::send_imm || wr.op == wr_op::write_imm) && last) p.imm = wr.imm;
-    p.dc_key = wr.dc_key;
-    p.dct = wr.dest_qp;
-    p.dci = wr.dci;
-    p.q_key = wr.q_key;
+    // The transport headers' fields, on the packets whose headers carry them.
+    const ib::opcode_info& oi = p.info();
+    if (oi.has(ib::ext::dceth)) p.dc_key = wr.dc_key;
+    if (oi.has(ib::ext::dcceth)) p.dct = wr.dest_qp;
+    if (oi.has(ib::ext::rdeth) || oi.has(ib::ext::dcceth)) p.dci = wr.dci;
+    if (oi.has(ib::ext::deth)) p.q_key = wr.q_key;
     return p;
   }
   constexpr bool credit_blocks(const wqe& w) const {
@@ -583,7 +601,7 @@ template <std::size_t SQ>
 constexpr void requester<SQ>::pump(time_ns now, qp_sink& out) {
   complete_done(out);
   if (st_ != req_state::active && st_ != req_state::idle) return;
-  while (cur_ < q_.size() && window_open() && out.room() > 3) {
+  while (cur_ < q_.size() && window_open() && out.room() > timer_room) {
     wqe& w = q_[cur_];
     if (credit_blocks(w)) break;
     const packet p = make_packet(w, cur_pkt_);
@@ -613,16 +631,16 @@ constexpr void requester<SQ>::pump(time_ns now, qp_sink& out) {
 
 template <std::size_t SQ>
 constexpr step_result requester<SQ>::post(const work_request& wr, time_ns now, qp_sink& out) {
-  if (out.room() < 4) return {-1, errc::actions_full};
+  if (out.room() < min_room) return {-1, errc::actions_full};
   if (!supports(cfg_.svc, wr.op)) return {-1, errc::invalid_argument};
   if (cfg_.svc == service::ud && wr.length > cfg_.mtu) return {-1, errc::too_large};
-  if ((wr.op == wr_op::compare_swap || wr.op == wr_op::fetch_add) && (wr.remote_va % 8) != 0) return {-1, errc::invalid_argument};
+  if ((wr.op == wr_op::compare_swap || wr.op == wr_op::fetch_add) && (wr.remote_va % ib::atomic_operand_size) != 0) return {-1, errc::invalid_argument};
   return run(req_event::post, {.wr = wr, .now = now}, out);
 }
 
 template <std::size_t SQ>
 constexpr step_result requester<SQ>::on_packet(const packet& p, time_ns now, qp_sink& out) {
-  if (out.room() < 4) return {-1, errc::actions_full};
+  if (out.room() < min_room) return {-1, errc::actions_full};
   if (!p.known()) return {-1, errc::event_not_allowed};
   const ib::opcode_info* oi = &p.info();
   if (oi->request || !reliable()) return {-1, errc::event_not_allowed};
@@ -646,7 +664,7 @@ constexpr step_result requester<SQ>::on_packet(const packet& p, time_ns now, qp_
 
 template <std::size_t SQ>
 constexpr step_result requester<SQ>::on_timer(timer_kind k, time_ns now, qp_sink& out) {
-  if (out.room() < 4) return {-1, errc::actions_full};
+  if (out.room() < min_room) return {-1, errc::actions_full};
   const auto& d = k == timer_kind::retransmit ? rto_ : wait_;
   if (!d || now < *d) return {-1, errc{}};
   if (k == timer_kind::wait) return run(req_event::wait_over, {.now = now}, out);
@@ -659,7 +677,7 @@ constexpr step_result requester<SQ>::on_timer(timer_kind k, time_ns now, qp_sink
 
 template <std::size_t SQ>
 constexpr step_result requester<SQ>::resolved(time_ns now, qp_sink& out) {
-  if (out.room() < 4) return {-1, errc::actions_full};
+  if (out.room() < min_room) return {-1, errc::actions_full};
   return run(req_event::resolved, {.now = now}, out);
 }
 
@@ -735,8 +753,32 @@ class responder {
 
   constexpr explicit responder(responder_config c = {}, memory_port mem = {}) : cfg_(c), mem_(mem), epsn_(c.start_psn & ib::psn_mask) {}
 
-  /// A request packet addressed to this QP.
+  /// The least sink room on_packet() needs: a placement, a receive completion and an ACK. READ
+  /// and atomic responses are queued and paced by pump() (a READ of any size runs through a sink
+  /// of this room), so they need none of it.
+  static constexpr std::size_t min_room = 3;
+  /// Response streams (READ / atomic, first runs and replays) and the ACKs behind them that one
+  /// responder holds until pump() sends them.
+  static constexpr std::size_t response_queue = RD + 4;
+
+  /// A request packet addressed to this QP. Errors: actions_full (room below min_room),
+  /// queue_full (a READ, atomic or ACK would exceed response_queue; pump() first),
+  /// event_not_allowed (not a request, or a UD packet for another QP). Nothing is applied then.
   constexpr step_result on_packet(const packet& p, qp_sink& out);
+  /// Sends queued responses while the sink has room.
+  constexpr void pump(qp_sink& out);
+  /// Why on_packet() would refuse any packet now (actions_full, queue_full), or errc{}.
+  constexpr errc refusal(const qp_sink& out) const {
+    if (out.room() < min_room) return errc::actions_full;
+    if (tx_.full()) return errc::queue_full;
+    return {};
+  }
+  /// An ACK, NAK or RNR NAK answering req, with this QP's MSN: sent now, or queued behind the
+  /// response streams before it (responses go out in PSN order). For a layer that answers on
+  /// the responder's behalf (the DC target's connects); refusal() must be errc{}.
+  constexpr void acknowledge(const packet& req, ib::syndrome s, qp_sink& out) { respond(req, s, out); }
+  /// Responses are queued (pump() has work).
+  constexpr bool wants_to_send() const { return !tx_.empty(); }
   /// The application posted n receive buffers.
   constexpr void post_receive(std::uint32_t n) { recv_ += n; }
   /// Re-point the memory port (after copying a machine whose port's context moved with it).
@@ -758,6 +800,11 @@ class responder {
     h(msg_bytes_);
     h(rd_.size());
     for (const rd_resource& r : rd_) h(r.first_psn);
+    h(tx_.size());
+    for (const pending& t : tx_) {
+      h(t.r.first_psn);
+      h(t.next);
+    }
   }
   /// DC: a connect starts a new stream at psn (the target resets the responder).
   constexpr void restart(std::uint32_t psn) {
@@ -826,18 +873,38 @@ class responder {
   static constexpr std::span<const row> table();
 
  private:
+  struct pending {
+    bool stream = false;  ///< READ / atomic responses of r; else one ACK / NAK
+    rd_resource r{};
+    std::uint32_t next = 0;  ///< the stream's next response
+    std::uint8_t syndrome = 0;
+    std::uint32_t msn = 0;
+    packet single{};
+  };
   constexpr bool reliable() const { return cfg_.svc == service::rc || cfg_.svc == service::dc; }
   constexpr resp_event classify(const packet& p, std::uint32_t& delay) const;
-  constexpr void respond(const packet& req, ib::syndrome s, qp_sink& out, std::uint32_t fault_delay_us = 0) const {
+  /// An ACK, NAK or RNR NAK for req: sent now, or queued behind response streams (PSN order).
+  constexpr void respond(const packet& req, ib::syndrome s, qp_sink& out, std::uint32_t fault_delay_us = 0) {
     if (!reliable()) return;
     packet a{};
-    a.opcode = static_cast<std::uint8_t>((cfg_.svc == service::dc ? 0x40 : 0x00) | 0x11);
+    a.opcode = opcode_on(cfg_.svc, ib::operation::acknowledge);
     a.psn = req.psn;
     a.dest_qp = cfg_.svc == service::dc ? req.dci : cfg_.peer_qp;
     a.aeth = {.syndrome = s.raw, .msn = msn_};
     a.dc_key = req.dc_key;
+    if (cfg_.svc == service::dc) a.dci = req.dci;
     a.fault_delay_us = fault_delay_us;
-    out.push(qp_action::transmit{a});
+    if (tx_.empty()) {
+      out.push(qp_action::transmit{a});
+      return;
+    }
+    // A plain ACK behind another plain ACK replaces it (the later one acknowledges more).
+    pending& b = tx_.back();
+    if (!b.stream && s.kind() == ib::aeth_kind::ack && ib::syndrome{b.single.aeth.syndrome}.kind() == ib::aeth_kind::ack) {
+      b.single = a;
+      return;
+    }
+    tx_.push_back({.stream = false, .single = a});
   }
   /// READ responses for dmalen bytes (at least one).
   constexpr std::uint32_t read_packets(std::uint32_t dmalen) const {
@@ -848,7 +915,12 @@ class responder {
   constexpr ib::syndrome credit_ack() const { return ib::syndrome::ack(ib::credit_code(recv_)); }
   constexpr void execute(const packet& p, qp_sink& out);
   constexpr void duplicate(const packet& p, qp_sink& out);
-  constexpr void read_responses(const rd_resource& r, qp_sink& out) const;
+  /// Queues r's responses (with the AETH it carries now) and sends what the sink allows.
+  constexpr void queue_responses(const rd_resource& r, qp_sink& out) {
+    tx_.push_back({.stream = true, .r = r, .syndrome = credit_ack().raw, .msn = msn_});
+    pump(out);
+  }
+  constexpr packet response(const pending& t, std::uint32_t i) const;
   constexpr void remember(const rd_resource& r) {
     if (rd_.full()) rd_.pop_front();
     rd_.push_back(r);
@@ -864,6 +936,7 @@ class responder {
   std::uint64_t msg_va_ = 0;
   std::uint32_t msg_rkey_ = 0, msg_bytes_ = 0;
   static_vector<rd_resource, RD> rd_{};
+  static_vector<pending, response_queue> tx_{};
   resp_state st_ = resp_state::ready;
   counters stats_{};
 };
@@ -914,25 +987,27 @@ constexpr resp_event responder<RD>::classify(const packet& p, std::uint32_t& del
     if (d < 0) return reliable() ? resp_event::duplicate : resp_event::ahead;
     if (d > 0) return resp_event::ahead;
   }
-  const ib::position pos = p.info().pos;
-  const std::uint8_t code = p.opcode & 0x1F;
-  const bool first_like = pos == ib::position::first || pos == ib::position::only;
-  const bool is_send = code <= 0x05 || code == 0x16 || code == 0x17;
-  const bool is_write = code >= 0x06 && code <= 0x0B;
+  using ib::op_class;
+  const ib::opcode_info& o = p.info();
+  const bool first_like = o.starts();
+  const bool is_send = o.is(op_class::send), is_write = o.is(op_class::write), is_read = o.is(op_class::read_request);
+  const bool is_atomic = o.is(op_class::atomic);
+  // Operations this responder does not execute (FLUSH, ATOMIC_WRITE, RESYNC, DC connect).
+  if (!is_send && !is_write && !is_read && !is_atomic) return resp_event::invalid;
   // opcode sequence (IBTA 9.7.3): middle/last continue a message of the same kind
   if (first_like && in_msg_) return resp_event::invalid;
   if (!first_like && (!in_msg_ || msg_is_send_ != is_send)) return resp_event::invalid;
-  if (p.length > cfg_.mtu || (pos != ib::position::last && pos != ib::position::only && p.length != cfg_.mtu))
-    return resp_event::invalid;
-  if (code == 0x0C && !read_ok(p.dmalen)) return resp_event::invalid;
-  const bool needs_receive = (is_send && first_like) || code == 0x09 || code == 0x0B;
+  if (p.length > cfg_.mtu || (!o.ends() && p.length != cfg_.mtu)) return resp_event::invalid;
+  if (is_read && !read_ok(p.dmalen)) return resp_event::invalid;
+  const bool needs_receive = (is_send && first_like) || (is_write && o.is(op_class::immediate));
   if (needs_receive && recv_ == 0) return resp_event::no_receive;
-  if (is_write || code == 0x0C || code == 0x13 || code == 0x14) {
-    const std::uint64_t va = first_like || code == 0x0C || code >= 0x13 ? p.va : msg_va_ + msg_bytes_;
-    const std::uint32_t rkey = first_like || code == 0x0C || code >= 0x13 ? p.rkey : msg_rkey_;
-    const std::uint32_t len = code == 0x0C ? p.dmalen : code >= 0x13 ? 8 : p.length;
+  if (is_write || is_read || is_atomic) {
+    const bool own_address = first_like || is_read || is_atomic;  // else the message's, continued
+    const std::uint64_t va = own_address ? p.va : msg_va_ + msg_bytes_;
+    const std::uint32_t rkey = own_address ? p.rkey : msg_rkey_;
+    const std::uint32_t len = is_read ? p.dmalen : is_atomic ? ib::atomic_operand_size : p.length;
     if (mem_.check) {
-      const access_result a = mem_.check(mem_.ctx, rkey, va, len, code != 0x0C);
+      const access_result a = mem_.check(mem_.ctx, rkey, va, len, !is_read);
       if (a.kind == access_result::access_error) return resp_event::access_error;
       if (a.kind == access_result::page_fault) {
         delay = a.delay_us;
@@ -946,29 +1021,28 @@ constexpr resp_event responder<RD>::classify(const packet& p, std::uint32_t& del
 template <std::size_t RD>
 constexpr void responder<RD>::execute(const packet& p, qp_sink& out) {
   ++stats_.executed;
-  const ib::position pos = p.info().pos;
-  const std::uint8_t code = p.opcode & 0x1F;
-  const bool first_like = pos == ib::position::first || pos == ib::position::only;
-  const bool last_like = pos == ib::position::last || pos == ib::position::only;
-  const bool is_send = code <= 0x05 || code == 0x16 || code == 0x17;
-  if (code == 0x0C) {  // READ: responses take the PSNs after the request
+  using ib::op_class;
+  const ib::opcode_info& o = p.info();
+  const bool first_like = o.starts(), last_like = o.ends();
+  const bool is_send = o.is(op_class::send);
+  if (o.is(op_class::read_request)) {  // READ: responses take the PSNs after the request
     const rd_resource r{p.psn, read_packets(p.dmalen), false, p, 0};
     remember(r);
     epsn_ = ib::psn_add(epsn_, r.npkts);
     ++msn_;
     ++stats_.messages;
-    read_responses(r, out);
+    queue_responses(r, out);
     return;
   }
-  if (code == 0x13 || code == 0x14) {
-    const std::uint64_t orig =
-        mem_.atomic ? mem_.atomic(mem_.ctx, p.rkey, p.va, code == 0x13, p.swap, p.compare) : 0;
+  if (o.is(op_class::atomic)) {
+    const bool cmp_swap = o.op == ib::operation::compare_swap;
+    const std::uint64_t orig = mem_.atomic ? mem_.atomic(mem_.ctx, p.rkey, p.va, cmp_swap, p.swap, p.compare) : 0;
     const rd_resource r{p.psn, 1, true, p, orig};
     remember(r);
     epsn_ = ib::psn_add(epsn_, 1);
     ++msn_;
     ++stats_.messages;
-    read_responses(r, out);
+    queue_responses(r, out);
     return;
   }
   if (first_like) {
@@ -985,7 +1059,7 @@ constexpr void responder<RD>::execute(const packet& p, qp_sink& out) {
   epsn_ = ib::psn_add(epsn_, 1);
   if (last_like) {
     in_msg_ = false;
-    const bool imm = code == 0x03 || code == 0x05 || code == 0x09 || code == 0x0B;
+    const bool imm = o.is(op_class::immediate);
     if (!is_send && imm) --recv_;
     if (is_send || imm) out.push(qp_action::receive{msn_, msg_bytes_, imm, p.imm, p.wr_id});
     ++msn_;
@@ -998,7 +1072,7 @@ template <std::size_t RD>
 constexpr void responder<RD>::duplicate(const packet& p, qp_sink& out) {
   for (const rd_resource& r : rd_)
     if (!ib::psn_before(p.psn, r.first_psn) && ib::psn_before(p.psn, ib::psn_add(r.first_psn, r.npkts))) {
-      read_responses(r, out);  // replay: same PSNs, same data (atomics: the saved result)
+      queue_responses(r, out);  // replay: same PSNs, same data (atomics: the saved result)
       return;
     }
   // a SEND / WRITE already executed: acknowledge the latest PSN executed
@@ -1008,43 +1082,48 @@ constexpr void responder<RD>::duplicate(const packet& p, qp_sink& out) {
 }
 
 template <std::size_t RD>
-constexpr void responder<RD>::read_responses(const rd_resource& r, qp_sink& out) const {
-  const std::uint8_t base = cfg_.svc == service::dc ? 0x40 : 0x00;
+constexpr packet responder<RD>::response(const pending& t, std::uint32_t i) const {
+  const rd_resource& r = t.r;
+  packet a{};
+  a.psn = ib::psn_add(r.first_psn, i);
+  a.dest_qp = cfg_.svc == service::dc ? r.req.dci : cfg_.peer_qp;
+  a.wr_id = r.req.wr_id;
+  a.dc_key = r.req.dc_key;
   if (r.atomic) {
-    packet a{};
-    a.opcode = static_cast<std::uint8_t>(base | 0x12);
-    a.psn = r.first_psn;
-    a.dest_qp = cfg_.svc == service::dc ? r.req.dci : cfg_.peer_qp;
-    a.aeth = {.syndrome = credit_ack().raw, .msn = msn_};
+    a.opcode = opcode_on(cfg_.svc, ib::operation::atomic_acknowledge);
+    a.aeth = {.syndrome = t.syndrome, .msn = t.msn};
     a.orig = r.orig;
-    a.wr_id = r.req.wr_id;
-    a.dc_key = r.req.dc_key;
-    out.push(qp_action::transmit{a});
-    return;
+    return a;
   }
-  for (std::uint32_t i = 0; i < r.npkts; ++i) {
-    packet a{};
-    const bool first = i == 0, last = i + 1 == r.npkts;
-    a.opcode = static_cast<std::uint8_t>(base | (r.npkts == 1 ? 0x10 : first ? 0x0D : last ? 0x0F : 0x0E));
-    a.psn = ib::psn_add(r.first_psn, i);
-    a.dest_qp = cfg_.svc == service::dc ? r.req.dci : cfg_.peer_qp;
-    if (first || last) a.aeth = {.syndrome = credit_ack().raw, .msn = msn_};
-    a.va = r.req.va + std::uint64_t{i} * cfg_.mtu;
-    a.rkey = r.req.rkey;
-    a.offset = i * cfg_.mtu;
-    a.length = r.req.dmalen - a.offset < cfg_.mtu ? r.req.dmalen - a.offset : cfg_.mtu;
-    a.wr_id = r.req.wr_id;
-    a.dc_key = r.req.dc_key;
-    out.push(qp_action::transmit{a});
+  using enum ib::operation;
+  a.opcode = opcode_on(cfg_.svc, ib::operation_at(i, r.npkts, rdma_read_response_only, rdma_read_response_first,
+                                                  rdma_read_response_middle, rdma_read_response_last));
+  if (a.info().has(ib::ext::aeth)) a.aeth = {.syndrome = t.syndrome, .msn = t.msn};
+  a.va = r.req.va + std::uint64_t{i} * cfg_.mtu;
+  a.rkey = r.req.rkey;
+  a.offset = i * cfg_.mtu;
+  a.length = r.req.dmalen - a.offset < cfg_.mtu ? r.req.dmalen - a.offset : cfg_.mtu;
+  return a;
+}
+
+template <std::size_t RD>
+constexpr void responder<RD>::pump(qp_sink& out) {
+  while (!tx_.empty() && out.room() > 0) {
+    pending& t = tx_.front();
+    if (!t.stream) {
+      out.push(qp_action::transmit{t.single});
+      tx_.pop_front();
+      continue;
+    }
+    out.push(qp_action::transmit{response(t, t.next)});
+    if (++t.next == t.r.npkts) tx_.pop_front();
   }
 }
 
 template <std::size_t RD>
 constexpr step_result responder<RD>::on_packet(const packet& p, qp_sink& out) {
   if (!p.known() || !p.info().request) return {-1, errc::event_not_allowed};
-  const bool read = (p.opcode & 0x1F) == 0x0C && read_ok(p.dmalen);  // an oversized READ is NAKed (classify)
-  const std::size_t need = read ? std::size_t{read_packets(p.dmalen)} + 2 : 4;
-  if (out.room() < need) return {-1, errc::actions_full};
+  if (const errc e = refusal(out); e != errc{}) return {-1, e};
   if (cfg_.svc == service::ud && p.dest_qp != cfg_.qp) return {-1, errc::event_not_allowed};
   resp_input in{.pkt = p};
   const resp_event e = st_ == resp_state::error ? resp_event::execute : classify(p, in.delay_us);

@@ -10,6 +10,7 @@
 
 #include <pushwire/wire/codec.hpp>
 #include <pushwire/wire/ethernet.hpp>
+#include <pushwire/wire/options.hpp>
 
 namespace pushwire::ib {
 
@@ -26,7 +27,7 @@ inline constexpr std::uint16_t ethertype_ipv4 = 0x0800;
 inline constexpr std::uint16_t ethertype_ipv6 = 0x86DD;
 inline constexpr std::uint8_t ip_proto_udp = 17;
 /// IANA's RoCEv2 UDP destination port.
-inline constexpr std::uint16_t roce_port = 4791;
+inline constexpr std::uint16_t roce_port = wire::roce_udp_port;
 
 /// IPv4 header without options (IHL > 5 adds 4 * (IHL - 5) option bytes after it).
 struct ipv4_header {

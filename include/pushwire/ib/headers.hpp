@@ -82,6 +82,9 @@ struct atomiceth {
       (std::uint64_t, cmpdt));
 };
 
+/// Bytes of an atomic operand (COMPARE_SWAP, FETCH_ADD, ATOMIC_WRITE); its address is aligned to it.
+inline constexpr std::uint32_t atomic_operand_size = 8;
+
 /// ACK ETH, 4 bytes; the syndrome's meaning: aeth.hpp.
 struct aeth {
   static constexpr std::string_view wireshark = "infiniband.aeth";

@@ -15,16 +15,8 @@ namespace pushwire::ib {
 
 using wire::to_string;
 
-/// "RC_SEND_ONLY"; "CNP".
-inline std::string opcode_name(const opcode_info& o) {
-  if (o.tp == transport::cnp) return "CNP";
-  return std::string{name(o.tp)} + "_" + std::string{o.op_name};
-}
-
 /// The opcode's name, except that opcode 0x55 with SE set reads "DC_DISCONNECT".
-inline std::string packet_name(const roce_packet& p) {
-  return p.dc_disconnect() ? "DC_DISCONNECT" : opcode_name(*p.op);
-}
+inline std::string packet_name(const roce_packet& p) { return std::string{ib::packet_name(*p.op, p.bth.se)}; }
 
 using wire::write_json_header;
 
@@ -78,7 +70,7 @@ inline std::string to_text(const roce_packet& p) {
     }(), ...);
   }(std::make_index_sequence<ext_count>{});
   std::snprintf(buf, sizeof buf, "  payload %zu bytes, pad %zu, ICRC 0x%08x %s\n", p.payload.size(), p.pad.size(),
-                p.icrc, std::string{to_string(p.icrc_state)}.c_str());
+                icrc_shown(p.icrc), std::string{to_string(p.icrc_state)}.c_str());
   s += buf;
   return s;
 }

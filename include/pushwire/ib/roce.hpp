@@ -1,6 +1,9 @@
-// RoCEv2 frames (spec/roce.md): inspect() validates a whole Ethernet frame into a view of every
-// header, the payload, the pad and the ICRC (headers decode on access); parse() / parse_into()
-// also decode every field into a roce_packet; build() writes one into a caller's buffer.
+// RoCEv2 frames (spec/roce.md): the three shapes of a RoCE packet and the verbs over them.
+//   roce_view    inspect(): a validated frame whose headers decode on access; it records where
+//                every part sits and the ICRC it computed (the fast receive path, the dissector).
+//   roce_packet  decode() / decode_into(): every header decoded into values; also what build()
+//                writes, so build(decode(f)) is f byte for byte (the tools, tests, generators).
+//   flow::packet flow/frame.hpp: the transport's view, without addresses (the machines).
 //
 // ICRC = CRC-32 over  8 bytes of 0xFF || IP header' || UDP header' || BTH' || the rest up to the
 // ICRC, where ' marks masked copies (all-ones): IPv4 TOS, TTL, header checksum; IPv6 traffic
@@ -23,21 +26,16 @@
 #include <pushwire/ib/headers.hpp>
 #include <pushwire/ib/opcode.hpp>
 #include <pushwire/wire/crc.hpp>
+#include <pushwire/wire/options.hpp>
 
 namespace pushwire::ib {
 
 using wire::errc;
 using wire::result;
 
-/// What to do with the ICRC when parsing, and what came of it.
-using icrc_check = wire::crc_check;
-using icrc_status = wire::crc_status;
-
-struct parse_options {
-  std::uint16_t udp_port = roce_port;  ///< UDP destination port that marks RoCEv2
-  rd_class rd = rd_class::dc;          ///< how to read opcodes 0x40-0x5F
-  icrc_check icrc = icrc_check::report;
-};
+using wire::codec_options;
+using wire::crc_check;
+using wire::crc_status;
 
 namespace detail {
 template <class Tuple>
@@ -64,6 +62,10 @@ struct ext_headers {
   constexpr ext_headers& set(const ext_type<E>& h) {
     get<E>() = h;
     return *this;
+  }
+  /// No header present.
+  constexpr void clear() {
+    std::apply([](auto&... h) { (h.reset(), ...); }, all);
   }
 };
 
@@ -152,6 +154,15 @@ constexpr std::uint32_t compute_icrc(std::span<const std::byte> ip, bool ipv6, s
   return wire::crc::crc32_concat(head, rest);
 }
 
+
+/// The ICRC as Wireshark's "Invariant CRC" line shows it, and as pushwire prints and reads it
+/// (infiniband.invariant.crc): its four wire bytes read big-endian. The CRC value is written least
+/// significant byte first, so this is the value byte-swapped (the bytes 08 c6 15 4a show as
+/// 0x08c6154a). The same function turns the shown number back into the CRC value.
+constexpr std::uint32_t icrc_shown(std::uint32_t crc) {
+  return (crc >> 24) | ((crc >> 8) & 0xFF00u) | ((crc << 8) & 0xFF0000u) | (crc << 24);
+}
+
 /// A validated RoCEv2 frame whose headers decode on access: inspect() reads only the fields it
 /// must check (a dozen), computes the ICRC, and records where everything is. Spans and the
 /// accessors read the frame, which must outlive the view.
@@ -159,15 +170,18 @@ struct roce_view {
   std::span<const std::byte> frame{};
   bool has_vlan = false, v6 = false;
   std::size_t ip_offset = 0, ip_header_len = 0, udp_offset = 0, bth_offset = 0;
+  std::size_t icrc_offset = 0;  ///< the ICRC's first byte
+  std::size_t ip_end = 0;       ///< one past the IP packet; the frame's bytes after it are its trailer
   const opcode_info* op = nullptr;
   std::span<const std::byte> payload{};  ///< without the pad
   std::span<const std::byte> pad{};
-  std::uint32_t icrc = 0;  ///< as written (its bytes are little-endian on the wire)
-  icrc_status icrc_state = icrc_status::unchecked;
+  std::uint32_t icrc = 0;           ///< the CRC value as written (icrc_shown() for display)
+  std::uint32_t icrc_computed = 0;  ///< the CRC value the frame should carry (0 when not checked)
+  crc_status icrc_state = crc_status::unchecked;
 
   constexpr eth_header eth() const { return detail::header_at<eth_header>(frame, 0); }
   constexpr std::optional<vlan_tag> vlan() const {
-    return has_vlan ? std::optional{detail::header_at<vlan_tag>(frame, 14)} : std::nullopt;
+    return has_vlan ? std::optional{detail::header_at<vlan_tag>(frame, wire::eth_header_size)} : std::nullopt;
   }
   /// Precondition: !v6.
   constexpr ipv4_header ipv4() const { return detail::header_at<ipv4_header>(frame, ip_offset); }
@@ -190,23 +204,27 @@ struct roce_view {
     if (off < 0) return std::nullopt;
     return detail::header_at<ext_type<E>>(frame, bth_offset + static_cast<std::size_t>(off));
   }
+  /// Bytes after the IP packet (Ethernet padding to 60 bytes, or anything a capture kept).
+  constexpr std::span<const std::byte> trailer() const { return frame.subspan(ip_end); }
   constexpr bool se() const { return wire::read<ib::bth, "se">(frame.data() + bth_offset); }
   /// DC connect / disconnect: opcode 0x55 with SE clear / set.
-  constexpr bool dc_connect() const { return op->tp == transport::dc && op->code == op::dc_connect && !se(); }
-  constexpr bool dc_disconnect() const { return op->tp == transport::dc && op->code == op::dc_connect && se(); }
+  constexpr bool dc_connect() const { return op->id == opcode::dc_connect && !se(); }
+  constexpr bool dc_disconnect() const { return op->id == opcode::dc_connect && se(); }
 };
 
-/// Validates one Ethernet frame as RoCEv2 into `v`. Errors, each at the offending byte and
-/// header: truncated (any layer), not_roce, bad_ihl, length_mismatch, unsupported_version (BTH
-/// TVer), reserved_opcode, chain_overrun, pad_overrun, reserved_nonzero (DCCETH, CNP),
-/// trailing_bytes (a payload on an opcode without one), icrc_mismatch (icrc_check::require
-/// only). On error `v` is unspecified. (Order and offsets: spec/roce.md §10.)
-constexpr wire::error inspect(std::span<const std::byte> frame, roce_view& v, const parse_options& opt = {}) {
+/// Validates one Ethernet frame as RoCEv2 into `v` (reads opt.udp_port, opt.rd, opt.crc).
+/// Errors, each at the offending byte and header: truncated (any layer), not_roce, bad_ihl,
+/// length_mismatch, unsupported_version (BTH TVer), reserved_opcode, chain_overrun, pad_overrun,
+/// reserved_nonzero (DCCETH, CNP), trailing_bytes (a payload on an opcode without one),
+/// icrc_mismatch (crc_check::require only). Bytes after the IP packet are its trailer, not an
+/// error. On error `v` is unspecified. (Order and offsets: spec/roce.md §11.)
+constexpr wire::error inspect(std::span<const std::byte> frame, roce_view& v, const codec_options& opt = {}) {
   using wire::error;
   using wire::read;
   const std::byte* f = frame.data();
   v.frame = frame;
-  v.icrc_state = icrc_status::unchecked;
+  v.icrc_state = crc_status::unchecked;
+  v.icrc_computed = 0;
   // Ethernet, optional 802.1Q.
   const auto l2 = wire::locate_payload(frame);
   if (!l2) return l2.error();
@@ -240,6 +258,7 @@ constexpr wire::error inspect(std::span<const std::byte> frame, roce_view& v, co
     if (frame.size() - at - 40 < ip_payload) return error{errc::truncated, frame.size(), "ipv6.plen"};
     if (read<ipv6_header, "nxt">(ip) != ip_proto_udp) return error{errc::not_roce, at + 6, "ipv6.nxt"};
   }
+  v.ip_end = at + v.ip_header_len + ip_payload;
   at += v.ip_header_len;
   // UDP: its length must be the IP payload's.
   v.udp_offset = at;
@@ -278,40 +297,69 @@ constexpr wire::error inspect(std::span<const std::byte> frame, roce_view& v, co
     return error{errc::length_mismatch, v.bth_offset + v.op->header_len, "payload"};
   v.payload = ibp.subspan(v.op->header_len, body - padcnt);
   v.pad = ibp.subspan(v.op->header_len + body - padcnt, padcnt);
-  v.icrc = detail::load_le32(b + ibp.size() - detail::icrc_size);
-  if (opt.icrc != icrc_check::skip) {
-    const auto covered = frame.subspan(v.ip_offset, v.ip_header_len + ip_payload - detail::icrc_size);
-    const bool good = compute_icrc(covered, v.v6, v.ip_header_len) == v.icrc;
-    v.icrc_state = good ? icrc_status::good : icrc_status::bad;
-    if (!good && opt.icrc == icrc_check::require)
-      return error{errc::icrc_mismatch, v.bth_offset + ibp.size() - detail::icrc_size, "icrc"};
+  v.icrc_offset = v.bth_offset + ibp.size() - detail::icrc_size;
+  v.icrc = detail::load_le32(f + v.icrc_offset);
+  if (opt.crc != crc_check::skip) {
+    const auto covered = frame.subspan(v.ip_offset, v.icrc_offset - v.ip_offset);
+    v.icrc_computed = compute_icrc(covered, v.v6, v.ip_header_len);
+    const bool good = v.icrc_computed == v.icrc;
+    v.icrc_state = good ? crc_status::good : crc_status::bad;
+    if (!good && opt.crc == crc_check::require) return error{errc::icrc_mismatch, v.icrc_offset, "icrc"};
   }
   return {};
 }
 
-/// A parsed frame with every header decoded. Spans point into the frame that was parsed.
+/// The fields build() computes from the others, unless marked here as given: then it writes
+/// them as they are, even when wrong (to build bad frames on purpose). decode() marks all of
+/// them, so build(decode(f)) is f byte for byte.
+struct as_given {
+  bool eth_type = false;      ///< eth.type and vlan->etype (else from the tag and the IP version)
+  bool ip_version = false;    ///< ip4.version / ip6.version (else 4 / 6)
+  bool ip_hdr_len = false;    ///< ip4.hdr_len (else 5 + options / 4)
+  bool ip_len = false;        ///< ip4.len / ip6.plen (else from the sizes)
+  bool ip_proto = false;      ///< ip4.proto / ip6.nxt (else 17, UDP)
+  bool ip_checksum = false;   ///< ip4.checksum (else computed)
+  bool udp_length = false;    ///< udp.length (else from the sizes)
+  bool udp_checksum = false;  ///< udp.checksum (else 0 over IPv4, computed over IPv6)
+  bool tver = false;          ///< bth.tver (else 0)
+  bool padcnt = false;        ///< bth.padcnt (else the number of pad bytes written)
+  bool pad = false;           ///< the pad is exactly `pad` (else (-payload size) mod 4 zero bytes)
+  bool icrc = false;          ///< icrc (else computed)
+  static constexpr as_given all() { return {true, true, true, true, true, true, true, true, true, true, true, true}; }
+  friend constexpr bool operator==(const as_given&, const as_given&) = default;
+};
+
+/// A RoCEv2 frame with every header as values: what decode() fills and build() writes. Spans
+/// point into the frame decoded (or into the caller's bytes for build()). The defaults build a
+/// valid frame: IPv4 with DF and TTL 64, UDP source port 0xC000 to 4791, P_Key 0xFFFF (the
+/// default partition); fill the addresses, the BTH, the extended headers the opcode names, and
+/// the payload.
 struct roce_packet {
   eth_header eth{};
-  std::optional<vlan_tag> vlan{};
+  std::optional<vlan_tag> vlan{};  ///< its etype is computed unless given.eth_type
   bool v6 = false;
-  ipv4_header ip4{};  ///< when !v6
-  ipv6_header ip6{};  ///< when v6
-  std::span<const std::byte> ip_options{};  ///< IPv4 options (IHL > 5)
-  bool ip_checksum_ok = true;               ///< IPv4 header checksum (IPv6 has none)
-  udp_header udp{};
-  ib::bth bth{};
-  const opcode_info* op = nullptr;
-  ext_headers ext{};
+  ipv4_header ip4{.version = 4, .hdr_len = 5, .flags_df = true, .ttl = 64, .proto = ip_proto_udp};  ///< when !v6
+  ipv6_header ip6{.version = 6, .nxt = ip_proto_udp, .hlim = 64};                                   ///< when v6
+  std::span<const std::byte> ip_options{};  ///< IPv4 options: a multiple of 4 bytes, at most 40
+  udp_header udp{.srcport = 0xC000, .dstport = roce_port};
+  ib::bth bth{.p_key = 0xFFFF};
+  ext_headers ext{};  ///< exactly the headers the opcode's chain names
   std::span<const std::byte> payload{};  ///< without the pad
   std::span<const std::byte> pad{};
-  std::uint32_t icrc = 0;  ///< as written (its bytes are little-endian on the wire)
-  icrc_status icrc_state = icrc_status::unchecked;
+  std::span<const std::byte> trailer{};  ///< bytes after the IP packet (Ethernet padding)
+  std::uint32_t icrc = 0;                ///< the CRC value (icrc_shown() for display)
+  as_given given{};
+  rd_class rd = rd_class::dc;  ///< how build() reads bth.opcode (decode() copies its option)
+  // What decode() found; build() does not read these.
+  const opcode_info* op = nullptr;
+  crc_status icrc_state = crc_status::unchecked;
+  bool ip_checksum_ok = true;  ///< IPv4 header checksum (IPv6 has none)
   std::size_t ip_offset = 0, udp_offset = 0, bth_offset = 0;
 
   constexpr bool is_ipv6() const { return v6; }
   /// DC connect / disconnect: opcode 0x55 with SE clear / set.
-  constexpr bool dc_connect() const { return op && op->tp == transport::dc && op->code == op::dc_connect && !bth.se; }
-  constexpr bool dc_disconnect() const { return op && op->tp == transport::dc && op->code == op::dc_connect && bth.se; }
+  constexpr bool dc_connect() const { return op && op->id == opcode::dc_connect && !bth.se; }
+  constexpr bool dc_disconnect() const { return op && op->id == opcode::dc_connect && bth.se; }
 };
 
 namespace detail {
@@ -326,7 +374,7 @@ inline constexpr auto ext_decoders = []<std::size_t... I>(std::index_sequence<I.
 }  // namespace detail
 
 /// Decodes every header of a validated view into `p` (a reusable packet: no zeroing).
-constexpr void decode(const roce_view& v, roce_packet& p) {
+constexpr void decode(const roce_view& v, roce_packet& p, rd_class rd = rd_class::dc) {
   p.eth = v.eth();
   p.vlan = v.vlan();
   p.v6 = v.v6;
@@ -337,99 +385,85 @@ constexpr void decode(const roce_view& v, roce_packet& p) {
   p.udp = v.udp();
   p.bth = v.bth();
   p.op = v.op;
-  std::apply([](auto&... h) { (h.reset(), ...); }, p.ext.all);
+  p.ext.clear();
   for (ext e : v.op->headers()) detail::ext_decoders[static_cast<std::size_t>(e)](v, p.ext);
   p.payload = v.payload;
   p.pad = v.pad;
+  p.trailer = v.trailer();
   p.icrc = v.icrc;
   p.icrc_state = v.icrc_state;
+  p.given = as_given::all();
+  p.rd = rd;
   p.ip_offset = v.ip_offset;
   p.udp_offset = v.udp_offset;
   p.bth_offset = v.bth_offset;
 }
 
 /// inspect(), then every header decoded into a caller's (reusable) packet.
-constexpr wire::error parse_into(std::span<const std::byte> frame, roce_packet& p, const parse_options& opt = {}) {
+constexpr wire::error decode_into(std::span<const std::byte> frame, roce_packet& p, const codec_options& opt = {}) {
   roce_view v;
   if (auto e = inspect(frame, v, opt); e.code != errc{}) return e;
-  decode(v, p);
+  decode(v, p, opt.rd);
   return {};
 }
 
-/// Parses one Ethernet frame as RoCEv2 (see inspect for the errors).
-constexpr result<roce_packet> parse(std::span<const std::byte> frame, const parse_options& opt = {}) {
+/// Decodes one Ethernet frame as RoCEv2 (see inspect for the errors).
+constexpr result<roce_packet> decode(std::span<const std::byte> frame, const codec_options& opt = {}) {
   roce_packet p{};
-  if (auto e = parse_into(frame, p, opt); e.code != errc{}) return e;
+  if (auto e = decode_into(frame, p, opt); e.code != errc{}) return e;
   return p;
 }
 
-/// The fields of an IPv4 header that a builder chooses; the rest it computes.
-struct ipv4_spec {
-  ipv4_address src{}, dst{};
-  std::uint8_t dscp = 0, ecn = 0, ttl = 64;
-  std::uint16_t id = 0;
-  bool df = true;
-};
-struct ipv6_spec {
-  ipv6_address src{}, dst{};
-  std::uint8_t tclass = 0;
-  std::uint32_t flow = 0;
-  std::uint8_t hlim = 64;
-};
+namespace detail {
+constexpr std::size_t pad_of(const roce_packet& p) {
+  return p.given.pad ? p.pad.size() : (4 - p.payload.size() % 4) % 4;
+}
+constexpr std::size_t ip_header_of(const roce_packet& p) { return p.v6 ? 40 : 20 + p.ip_options.size(); }
+}  // namespace detail
 
-/// What build() writes. padcnt and tver in `bth` are computed; `ext` must hold exactly the
-/// headers the opcode's chain names.
-struct frame_spec {
-  mac_address dst{}, src{};
-  std::optional<vlan_tag> vlan{};  ///< its etype is computed
-  std::variant<ipv4_spec, ipv6_spec> ip{};
-  std::uint16_t udp_sport = 0xC000;
-  std::uint16_t udp_dport = roce_port;
-  bool udp6_checksum = true;  ///< compute the UDP checksum over IPv6 (IPv4 always writes 0)
-  ib::bth bth{};
-  ext_headers ext{};
-  std::span<const std::byte> payload{};
-  rd_class rd = rd_class::dc;
-};
-
-/// Bytes build(s, ...) writes, or the error it would return for the opcode.
-constexpr result<std::size_t> frame_size(const frame_spec& s) {
-  const int oi = opcode_index(s.bth.opcode, s.rd);
+/// Bytes build(p, ...) writes, or the error it would return for the opcode.
+constexpr result<std::size_t> frame_size(const roce_packet& p) {
+  const int oi = opcode_index(p.bth.opcode, p.rd);
   if (oi < 0) return wire::error{errc::reserved_opcode, 0, "bth.opcode"};
-  const opcode_info* op = &opcodes[static_cast<std::size_t>(oi)];
-  const std::size_t pad = (4 - s.payload.size() % 4) % 4;
-  const std::size_t ip = std::holds_alternative<ipv4_spec>(s.ip) ? 20 : 40;
-  return 14 + (s.vlan ? 4 : 0) + ip + 8 + op->header_len + s.payload.size() + pad + detail::icrc_size;
+  const opcode_info& op = opcodes[static_cast<std::size_t>(oi)];
+  return wire::eth_header_size + (p.vlan ? wire::vlan_tag_size : 0) + detail::ip_header_of(p) + 8 + op.header_len +
+         p.payload.size() + detail::pad_of(p) + detail::icrc_size + p.trailer.size();
 }
 
-/// Builds a frame into `out`: headers, PadCnt and zero pad, IPv4 header checksum, UDP length and
-/// checksum (0 for IPv4), and the ICRC. Errors: reserved_opcode; invalid_field for a missing or
-/// extra extended header, a payload on an opcode without one, or a value wider than its field;
-/// length_mismatch (ATOMIC_WRITE payload not 8 bytes); too_large (over 65535 bytes of IP);
-/// no_space.
-constexpr result<std::size_t> build(const frame_spec& s, std::span<std::byte> out) {
+/// Builds p into `out`: its headers, and what p.given leaves to compute (lengths, checksums,
+/// PadCnt and pad, the ICRC), then the trailer. Errors: reserved_opcode; invalid_field for a
+/// missing or extra extended header, a payload on an opcode without one, IPv4 options that are
+/// not a multiple of 4 bytes or over 40 (or any on IPv6), a pad over 3 bytes, or a value wider
+/// than its field; length_mismatch (ATOMIC_WRITE payload not 8 bytes); too_large (over 65535
+/// bytes of IP); no_space.
+constexpr result<std::size_t> build(const roce_packet& p, std::span<std::byte> out) {
   using wire::error;
-  auto total = frame_size(s);
+  auto total = frame_size(p);
   if (!total) return total;
-  const opcode_info& op = *find_opcode(s.bth.opcode, s.rd);
-  if (!op.payload && !s.payload.empty()) return error{errc::invalid_field, 0, "payload"};
-  if (op.fixed_payload && s.payload.size() != op.fixed_payload) return error{errc::length_mismatch, 0, "payload"};
+  const opcode_info& op = *find_opcode(p.bth.opcode, p.rd);
+  if (!op.payload && !p.payload.empty()) return error{errc::invalid_field, 0, "payload"};
+  if (op.fixed_payload && p.payload.size() != op.fixed_payload) return error{errc::length_mismatch, 0, "payload"};
+  if (p.ip_options.size() % 4 || p.ip_options.size() > 40 || (p.v6 && !p.ip_options.empty()))
+    return error{errc::invalid_field, 0, "ip.options"};
+  if (p.given.pad && p.pad.size() > 3) return error{errc::invalid_field, 0, "pad"};
   error chain_err{};
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     ([&] {
       constexpr ext E = static_cast<ext>(I);
-      if (chain_err.code == errc{} && op.has(E) != s.ext.get<E>().has_value())
+      if (chain_err.code == errc{} && op.has(E) != p.ext.get<E>().has_value())
         chain_err = {errc::invalid_field, 0, name(E)};
     }(), ...);
   }(std::make_index_sequence<ext_count>{});
   if (chain_err.code != errc{}) return chain_err;
   if (out.size() < *total) return error{errc::no_space, out.size(), {}};
 
-  const std::size_t pad = (4 - s.payload.size() % 4) % 4;
-  const bool v6 = std::holds_alternative<ipv6_spec>(s.ip);
-  const std::size_t ip_off = 14 + (s.vlan ? 4 : 0), ip_hlen = v6 ? 40 : 20;
-  const std::size_t udp_len = 8 + op.header_len + s.payload.size() + pad + detail::icrc_size;
+  const as_given& g = p.given;
+  const std::size_t pad = detail::pad_of(p);
+  const bool v6 = p.v6;
+  const std::size_t ip_off = wire::eth_header_size + (p.vlan ? wire::vlan_tag_size : 0), ip_hlen = detail::ip_header_of(p);
+  const std::size_t udp_len = 8 + op.header_len + p.payload.size() + pad + detail::icrc_size;
   if (ip_hlen + udp_len > 0xFFFF) return error{errc::too_large, 0, "payload"};
+  const std::uint16_t ip_type = v6 ? ethertype_ipv6 : ethertype_ipv4;
   std::byte* const o = out.data();
   std::size_t at = 0;
   auto put = [&](const auto& h) -> error {
@@ -439,32 +473,45 @@ constexpr result<std::size_t> build(const frame_spec& s, std::span<std::byte> ou
     return {};
   };
   error e{};
-  e = put(eth_header{.dst = s.dst, .src = s.src, .type = s.vlan ? ethertype_vlan : v6 ? ethertype_ipv6 : ethertype_ipv4});
-  if (e.code == errc{} && s.vlan) {
-    vlan_tag t = *s.vlan;
-    t.etype = v6 ? ethertype_ipv6 : ethertype_ipv4;
+  eth_header eh = p.eth;
+  if (!g.eth_type) eh.type = p.vlan ? ethertype_vlan : ip_type;
+  e = put(eh);
+  if (e.code == errc{} && p.vlan) {
+    vlan_tag t = *p.vlan;
+    if (!g.eth_type) t.etype = ip_type;
     e = put(t);
   }
-  if (e.code == errc{}) {
-    if (!v6) {  // (holds_alternative/get: g++ will not constant-evaluate get_if on a temporary)
-      const auto& v4 = std::get<ipv4_spec>(s.ip);
-      e = put(ipv4_header{.version = 4, .hdr_len = 5, .dsfield_dscp = v4.dscp, .dsfield_ecn = v4.ecn,
-                          .len = static_cast<std::uint16_t>(20 + udp_len), .id = v4.id, .flags_df = v4.df,
-                          .ttl = v4.ttl, .proto = ip_proto_udp, .src = v4.src, .dst = v4.dst});
-      if (e.code == errc{}) wire::store_be16(o + ip_off + 10, inet_fold(inet_sum(out.subspan(ip_off, 20))));
-    } else {
-      const auto& x = std::get<ipv6_spec>(s.ip);
-      e = put(ipv6_header{.version = 6, .tclass = x.tclass, .flow = x.flow, .plen = static_cast<std::uint16_t>(udp_len),
-                          .nxt = ip_proto_udp, .hlim = x.hlim, .src = x.src, .dst = x.dst});
+  if (e.code == errc{} && !v6) {
+    ipv4_header h = p.ip4;
+    if (!g.ip_version) h.version = 4;
+    if (!g.ip_hdr_len) h.hdr_len = static_cast<std::uint8_t>(ip_hlen / 4);
+    if (!g.ip_len) h.len = static_cast<std::uint16_t>(ip_hlen + udp_len);
+    if (!g.ip_proto) h.proto = ip_proto_udp;
+    if (!g.ip_checksum) h.checksum = 0;
+    e = put(h);
+    if (e.code == errc{}) {
+      wire::detail::copy_bytes(o + at, p.ip_options.data(), p.ip_options.size());
+      at += p.ip_options.size();
+      if (!g.ip_checksum) wire::store_be16(o + ip_off + 10, inet_fold(inet_sum(out.subspan(ip_off, ip_hlen))));
     }
+  } else if (e.code == errc{}) {
+    ipv6_header h = p.ip6;
+    if (!g.ip_version) h.version = 6;
+    if (!g.ip_len) h.plen = static_cast<std::uint16_t>(udp_len);
+    if (!g.ip_proto) h.nxt = ip_proto_udp;
+    e = put(h);
   }
   const std::size_t udp_off = at;
-  if (e.code == errc{})
-    e = put(udp_header{.srcport = s.udp_sport, .dstport = s.udp_dport, .length = static_cast<std::uint16_t>(udp_len)});
   if (e.code == errc{}) {
-    ib::bth b = s.bth;
-    b.padcnt = static_cast<std::uint8_t>(pad);
-    b.tver = 0;
+    udp_header u = p.udp;
+    if (!g.udp_length) u.length = static_cast<std::uint16_t>(udp_len);
+    if (!g.udp_checksum) u.checksum = 0;  // IPv6: computed below, after the ICRC it covers
+    e = put(u);
+  }
+  if (e.code == errc{}) {
+    ib::bth b = p.bth;
+    if (!g.padcnt) b.padcnt = static_cast<std::uint8_t>(pad);
+    if (!g.tver) b.tver = 0;
     e = put(b);
   }
   [&]<std::size_t... I>(std::index_sequence<I...>) {
@@ -473,28 +520,29 @@ constexpr result<std::size_t> build(const frame_spec& s, std::span<std::byte> ou
       const int off = op.offset_of(E);
       if (off < 0 || e.code != errc{}) return;
       at = udp_off + 8 + static_cast<std::size_t>(off);
-      e = put(*s.ext.get<E>());
+      e = put(*p.ext.get<E>());
     }(), ...);
   }(std::make_index_sequence<ext_count>{});
   if (e.code != errc{}) return e;
   at = udp_off + 8 + op.header_len;
-  wire::detail::copy_bytes(o + at, s.payload.data(), s.payload.size());
-  at += s.payload.size();
-  for (std::size_t i = 0; i < pad; ++i) o[at++] = std::byte{0};
-  if (v6 && s.udp6_checksum) {
-    // The UDP checksum covers the ICRC, so the ICRC goes first (the ICRC masks the checksum).
+  wire::detail::copy_bytes(o + at, p.payload.data(), p.payload.size());
+  at += p.payload.size();
+  if (g.pad) wire::detail::copy_bytes(o + at, p.pad.data(), pad);
+  else
+    for (std::size_t i = 0; i < pad; ++i) o[at + i] = std::byte{0};
+  at += pad;
+  const std::size_t icrc_at = at;
+  detail::store_le32(o + icrc_at, g.icrc ? p.icrc : compute_icrc(out.subspan(ip_off, icrc_at - ip_off), v6, ip_hlen));
+  at += detail::icrc_size;
+  if (v6 && !g.udp_checksum) {
     // Pseudo-header: both addresses, the UDP length, next header 17; then the datagram.
-    const std::size_t icrc_at = at;
-    const std::uint32_t icrc = compute_icrc(out.subspan(ip_off, icrc_at - ip_off), true, 40);
-    detail::store_le32(o + icrc_at, icrc);
     std::uint32_t sum = inet_sum(out.subspan(ip_off + 8, 32));
     sum += static_cast<std::uint32_t>(udp_len) + ip_proto_udp;
     sum = inet_sum(out.subspan(udp_off, udp_len), sum);
-    std::uint16_t c = inet_fold(sum);
+    const std::uint16_t c = inet_fold(sum);
     wire::store_be16(o + udp_off + 6, c == 0 ? 0xFFFF : c);
-    return *total;
   }
-  detail::store_le32(o + at, compute_icrc(out.subspan(ip_off, at - ip_off), v6, ip_hlen));
+  wire::detail::copy_bytes(o + at, p.trailer.data(), p.trailer.size());
   return *total;
 }
 

@@ -193,7 +193,7 @@ constexpr result<reply_t<C>> reply_data(const cfg_util_reply& m) {
 /// Encodes a whole CfgUtilRequest with code C and data d.
 template <request_code C>
 constexpr result<std::size_t> encode_request(std::uint64_t txn, const request_t<C>& d,
-                                             std::span<std::byte> out, limits lim = {}) {
+                                             std::span<std::byte> out, const codec_options& lim = {}) {
   auto b = detail::encode_data(d);
   if (!b) return b.error();
   cfg_util_request m{.header = {.transaction_context = txn},
@@ -205,7 +205,7 @@ constexpr result<std::size_t> encode_request(std::uint64_t txn, const request_t<
 /// Encodes a whole CfgUtilReply to code C with status s and data d.
 template <request_code C>
 constexpr result<std::size_t> encode_reply(std::uint64_t txn, status s, const reply_t<C>& d,
-                                           std::span<std::byte> out, limits lim = {}) {
+                                           std::span<std::byte> out, const codec_options& lim = {}) {
   auto b = detail::encode_data(d);
   if (!b) return b.error();
   cfg_util_reply m{.header = {.transaction_context = txn},

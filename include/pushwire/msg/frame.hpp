@@ -17,16 +17,16 @@ class frame {
 
   /// Encodes m (errors as msg::encode).
   template <message_type M>
-  static result<frame> make(const M& m, limits lim = {}) {
+  static result<frame> make(const M& m, const codec_options& lim = {}) {
     frame f;
     f.bytes_.resize(encoded_size(m));
     if (auto n = msg::encode(m, f.bytes_, lim); !n) return n.error();
     return f;
   }
 
-  /// Copies and validates received bytes (errors as decode_any).
-  static result<frame> copy(std::span<const std::byte> bytes, limits lim = {}) {
-    if (auto r = decode_any(bytes, lim); !r) return r.error();
+  /// Copies and validates received bytes (errors as decode).
+  static result<frame> copy(std::span<const std::byte> bytes, const codec_options& lim = {}) {
+    if (auto r = decode(bytes, lim); !r) return r.error();
     frame f;
     f.bytes_.assign(bytes.begin(), bytes.end());
     return f;
@@ -36,7 +36,7 @@ class frame {
   std::size_t size() const { return bytes_.size(); }
 
   /// The message, viewing this frame's bytes (valid while the frame lives and is unchanged).
-  message view() const { return *decode_any(bytes_, limits{bytes_.size()}); }
+  message view() const { return *decode(bytes_, {.max_frame = bytes_.size()}); }
 
   friend bool operator==(const frame&, const frame&) = default;
 

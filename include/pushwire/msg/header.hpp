@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include <pushwire/wire/codec.hpp>
+#include <pushwire/wire/options.hpp>
 
 namespace pushwire::msg {
 
@@ -76,11 +77,10 @@ concept message_type = wire::described<M> && (wire::member_count<M> > 0) &&
 template <message_type M>
 inline constexpr function code_of = wire::member_type<M, 0>::code;
 
-/// Explicit limits on what a decoder accepts and an encoder produces.
-struct limits {
-  /// Largest frame in bytes (a message is the payload of one Send); larger is errc::too_large.
-  std::size_t max_frame = 4096;
-};
+/// What a msg/ decoder accepts and an encoder produces: the one options type of every codec, of
+/// which msg/ reads max_frame (the largest frame in bytes, default 4096; a message is the payload of
+/// one Send; larger is errc::too_large).
+using wire::codec_options;
 
 /// The function code of a frame, if it holds at least two bytes.
 constexpr std::optional<function> peek_function(std::span<const std::byte> frame) {
@@ -90,7 +90,7 @@ constexpr std::optional<function> peek_function(std::span<const std::byte> frame
 
 /// Checks shared by every decoder, in this order: too_large, truncated (shorter than the header),
 /// unknown_function, wrong_function (when `expected` is given), unsupported_version.
-constexpr wire::error check_header(std::span<const std::byte> frame, limits lim,
+constexpr wire::error check_header(std::span<const std::byte> frame, const codec_options& lim,
                                    std::optional<function> expected = std::nullopt) {
   if (frame.size() > lim.max_frame) return {errc::too_large, lim.max_frame, {}};
   if (frame.size() < header_size) return {errc::truncated, frame.size(), {}};
@@ -105,15 +105,23 @@ constexpr wire::error check_header(std::span<const std::byte> frame, limits lim,
 /// Decodes a frame that must hold message M. Errors: check_header's, then the body's
 /// (truncated, trailing_bytes, zero_count, count_mismatch, reserved_nonzero, invalid_field).
 template <message_type M>
-constexpr result<M> decode(std::span<const std::byte> frame, limits lim = {}) {
+constexpr result<M> decode(std::span<const std::byte> frame, const codec_options& lim = {}) {
   if (auto e = check_header(frame, lim, code_of<M>); e.code != errc{}) return e;
   return wire::decode<M>(frame);
+}
+
+/// decode<M>() into a caller's value (its arrays and byte strings view the frame). On error `m`
+/// is unspecified.
+template <message_type M>
+constexpr wire::error decode_into(std::span<const std::byte> frame, M& m, const codec_options& lim = {}) {
+  if (auto e = check_header(frame, lim, code_of<M>); e.code != errc{}) return e;
+  return wire::decode_into(frame, m);
 }
 
 /// Decoding a message that views its frame from a temporary buffer would dangle: compile error.
 template <message_type M, class R>
   requires(!wire::fixed_size_struct<M> && wire::expiring_buffer<R>)
-constexpr result<M> decode(R&&, limits = {}) = delete;
+constexpr result<M> decode(R&&, const codec_options& = {}) = delete;
 
 /// Bytes encode(m, ...) writes.
 template <message_type M>
@@ -124,7 +132,7 @@ constexpr std::size_t encoded_size(const M& m) {
 /// Encodes m into the front of `out`. errc::too_large when the frame would exceed
 /// lim.max_frame, errc::no_space when `out` is too small, else what the body's checks say.
 template <message_type M>
-constexpr result<std::size_t> encode(const M& m, std::span<std::byte> out, limits lim = {}) {
+constexpr result<std::size_t> encode(const M& m, std::span<std::byte> out, const codec_options& lim = {}) {
   if (encoded_size(m) > lim.max_frame) return wire::error{errc::too_large, lim.max_frame, {}};
   return wire::encode(m, out);
 }

@@ -47,7 +47,7 @@ static_assert(std::tuple_size_v<message_types> == function_names.size(),
 /// Decodes the message M whose function code the frame carries and calls f(const M&). Returns
 /// the decode error (code 0 when f was called). Checks: check_header, then M's body.
 template <class F>
-constexpr wire::error dispatch(std::span<const std::byte> frame, F&& f, limits lim = {}) {
+constexpr wire::error dispatch(std::span<const std::byte> frame, F&& f, const codec_options& lim = {}) {
   if (auto e = check_header(frame, lim); e.code != errc{}) return e;
   const function code = *peek_function(frame);
   wire::error err{};
@@ -62,21 +62,30 @@ constexpr wire::error dispatch(std::span<const std::byte> frame, F&& f, limits l
   return err;
 }
 
-/// Decodes any frame into the message variant.
-constexpr result<message> decode_any(std::span<const std::byte> frame, limits lim = {}) {
+/// Decodes any frame into a caller's message variant, which views the frame. A message is its
+/// own view, so inspect() is the same: both validate the whole frame. On error `m` is unchanged.
+constexpr wire::error decode_into(std::span<const std::byte> frame, message& m, const codec_options& lim = {}) {
+  return dispatch(frame, [&](const auto& x) { m = x; }, lim);
+}
+constexpr wire::error inspect(std::span<const std::byte> frame, message& m, const codec_options& lim = {}) {
+  return decode_into(frame, m, lim);
+}
+
+/// Decodes any frame into the message variant (decode<M>() expects one type).
+constexpr result<message> decode(std::span<const std::byte> frame, const codec_options& lim = {}) {
   message out{};
-  if (auto e = dispatch(frame, [&](const auto& m) { out = m; }, lim); e.code != errc{}) return e;
+  if (auto e = decode_into(frame, out, lim); e.code != errc{}) return e;
   return out;
 }
 
 /// The variant may view its frame: decoding from a temporary buffer is a compile error.
 template <class R>
   requires wire::expiring_buffer<R>
-constexpr result<message> decode_any(R&&, limits = {}) = delete;
+constexpr result<message> decode(R&&, const codec_options& = {}) = delete;
 
 /// Encodes whichever message v holds.
 constexpr result<std::size_t> encode(const message& v, std::span<std::byte> out,
-                                     limits lim = {}) {
+                                     const codec_options& lim = {}) {
   return std::visit([&](const auto& m) { return msg::encode(m, out, lim); }, v);
 }
 

@@ -585,14 +585,14 @@ template <described T>
   requires fixed_size_struct<T>
 constexpr error decode_prefix_into(std::span<const std::byte> in, T& v) {
   if (in.size() < fixed_size<T>) return error{errc::truncated, in.size(), {}};
-  return decode_into(in.first(fixed_size<T>), v);
+  return wire::decode_into(in.first(fixed_size<T>), v);
 }
 
 /// Decodes exactly one T from `in` (see decode_into). The result holds no value on error.
 template <described T>
 constexpr result<T> decode(std::span<const std::byte> in) {
   T v{};
-  if (auto e = decode_into(in, v); e.code != errc{}) return e;
+  if (auto e = wire::decode_into(in, v); e.code != errc{}) return e;
   return v;
 }
 
@@ -612,7 +612,7 @@ template <described T>
   requires fixed_size_struct<T>
 constexpr result<T> decode_prefix(std::span<const std::byte> in) {
   T v{};
-  if (auto e = decode_prefix_into(in, v); e.code != errc{}) return e;
+  if (auto e = wire::decode_prefix_into(in, v); e.code != errc{}) return e;
   return v;
 }
 

@@ -57,7 +57,7 @@ inline constexpr std::array<errc_info, 29> errc_table{{
     {"unsupported_version", "A version field other than the one this library speaks (push-push: 1)."},
     {"zero_count", "A count that must be at least 1 is 0, or an uncounted array that must be non-empty is empty."},
     {"count_mismatch", "A count disagrees with the whole number of elements the frame holds."},
-    {"too_large", "A frame exceeds an explicit limit (msg::limits::max_frame, default 4096; a cell's data above the receiver's cell payload size; a packet of more than 65535 cells), or a value exceeds the range of the field that must carry it (idata)."},
+    {"too_large", "A frame exceeds an explicit limit (codec_options::max_frame, default 4096; a cell's data above the receiver's cell payload size; a packet of more than 65535 cells), or a value exceeds the range of the field that must carry it (idata)."},
     {"reserved_nonzero", "A reserved field that must be zero is not."},
     {"invalid_field", "A field holds a value its definition forbids: a pool's element_count or element_size of 0, a value wider than its field on encode, CfgUtil data of the wrong size or range for its request code, a cell header whose type, flags and sequence disagree (spec/cells.md §3), or a later cell that disagrees with its packet's first."},
     {"wrong_function", "A known function code, but not the one a typed decoder was asked for."},

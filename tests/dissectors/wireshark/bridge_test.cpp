@@ -103,16 +103,17 @@ TEST_CASE("bridge: idata and opcode names") {
   CHECK((pool == 7 && element == 5 && bytes == 256));
   pw_idata(0xFFFF0000, &pool, &element, &bytes);
   CHECK((pool == 255 && element == 255 && bytes == 65536));
-  CHECK(std::string{pw_opcode_name(0x04, 0)} == "RC_SEND_ONLY");
-  CHECK(std::string{pw_opcode_name(0x55, 0)} == "DC_CONNECT");
-  CHECK(std::string{pw_opcode_name(0x55, 1)} == "DC_DISCONNECT");
+  CHECK(std::string{pw_opcode_name(ib::code(ib::opcode::rc_send_only), 0)} == "RC_SEND_ONLY");
+  CHECK(std::string{pw_opcode_name(ib::code(ib::opcode::dc_connect), 0)} == "DC_CONNECT");
+  CHECK(std::string{pw_opcode_name(ib::code(ib::opcode::dc_connect), 1)} == "DC_DISCONNECT");
   CHECK(std::string{pw_opcode_name(0x18, 0)}.empty());
 }
 
 TEST_CASE("bridge: a RoCE frame's offsets, ICRC and page-fault delay") {
-  ib::frame_spec s;
-  s.ip = ib::ipv4_spec{.src = {10, 0, 0, 1}, .dst = {10, 0, 0, 2}};
-  s.bth = {.opcode = 0x4A, .destqp = 0xABC, .psn = 77};  // DC RDMA_WRITE_ONLY
+  ib::roce_packet s;
+  s.ip4.src = {10, 0, 0, 1};
+  s.ip4.dst = {10, 0, 0, 2};
+  s.bth = {.opcode = ib::code(ib::opcode::dc_rdma_write_only), .destqp = 0xABC, .psn = 77};
   s.ext.set<ib::ext::dceth>({.access_key = 1}).set<ib::ext::rdeth>({}).set<ib::ext::deth>({.srcqp = 5});
   s.ext.set<ib::ext::reth>({.va = 0x1000, .r_key = 0x55, .dmalen = 3});
   const std::array<std::byte, 3> three{};
@@ -137,9 +138,8 @@ TEST_CASE("bridge: a RoCE frame's offsets, ICRC and page-fault delay") {
   CHECK(r.icrc_state == PW_CRC_BAD);
   CHECK(r.icrc_computed == (r.icrc ^ 0x01000000u));
   // A page-fault ACK: its RNR timer as microseconds.
-  ib::frame_spec a;
-  a.ip = ib::ipv4_spec{};
-  a.bth = {.opcode = ib::op::rc_ack, .psn = 77};
+  ib::roce_packet a;
+  a.bth = {.opcode = ib::code(ib::opcode::rc_acknowledge), .psn = 77};
   a.ext.set<ib::ext::aeth>(ib::page_fault_ack(1, 2000));
   std::vector<std::uint8_t> g(*ib::frame_size(a));
   REQUIRE(ib::build(a, std::as_writable_bytes(std::span(g))));

@@ -55,7 +55,7 @@ struct capture {
     pcap.add(t, f);
     t += 1'000'000;
   }
-  void add(const ib::frame_spec& s, bool bad_icrc = false) {
+  void add(const ib::roce_packet& s, bool bad_icrc = false) {
     bytes f(*ib::frame_size(s));
     if (!ib::build(s, f)) std::exit(3);
     if (bad_icrc) f.back() ^= std::byte{0x5a};
@@ -74,23 +74,24 @@ bytes enc(const M& m) {
   return b;
 }
 
-ib::frame_spec rc(bool a_to_b, std::uint8_t opcode, std::uint32_t psn, std::uint32_t qp = 0) {
-  ib::frame_spec s;
-  s.src = a_to_b ? mac_a : mac_b;
-  s.dst = a_to_b ? mac_b : mac_a;
-  s.ip = ib::ipv4_spec{.src = a_to_b ? ip_a : ip_b, .dst = a_to_b ? ip_b : ip_a};
-  s.bth = {.opcode = opcode, .p_key = 0xFFFF, .destqp = qp ? qp : (a_to_b ? 0x100u : 0x200u), .a = true, .psn = psn};
+ib::roce_packet rc(bool a_to_b, ib::opcode op, std::uint32_t psn, std::uint32_t qp = 0) {
+  ib::roce_packet s;
+  s.eth.src = a_to_b ? mac_a : mac_b;
+  s.eth.dst = a_to_b ? mac_b : mac_a;
+  s.ip4.src = a_to_b ? ip_a : ip_b;
+  s.ip4.dst = a_to_b ? ip_b : ip_a;
+  s.bth = {.opcode = ib::code(op), .p_key = 0xFFFF, .destqp = qp ? qp : (a_to_b ? 0x100u : 0x200u), .a = true, .psn = psn};
   return s;
 }
 
-ib::frame_spec send(bool a_to_b, std::uint32_t psn, std::span<const std::byte> m) {
-  auto s = rc(a_to_b, ib::op::rc_send_only, psn);
+ib::roce_packet send(bool a_to_b, std::uint32_t psn, std::span<const std::byte> m) {
+  auto s = rc(a_to_b, ib::opcode::rc_send_only, psn);
   s.payload = m;
   return s;
 }
 
-ib::frame_spec ack(bool a_to_b, std::uint32_t psn, ib::aeth a) {
-  auto s = rc(a_to_b, ib::op::rc_ack, psn);
+ib::roce_packet ack(bool a_to_b, std::uint32_t psn, ib::aeth a) {
+  auto s = rc(a_to_b, ib::opcode::rc_acknowledge, psn);
   s.ext.set<ext::aeth>(a);
   return s;
 }
@@ -140,7 +141,7 @@ void write_roce(const std::string& path) {
   // A writes into pool 3 element 2 with matching idata; then one whose idata names element 1.
   std::array<std::byte, 300> data{};
   for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<std::byte>(i);
-  auto w = rc(true, ib::op::rc_write_only_imm, 10, 0x300);
+  auto w = rc(true, ib::opcode::rc_rdma_write_only_with_immediate, 10, 0x300);
   w.ext.set<ext::reth>({.va = 0x10000000 + 2 * 4096 + 16, .r_key = 0xABCD, .dmalen = 300});
   w.ext.set<ext::immdt>({.value = msg::to_imm(*msg::make_idata({3, 2, 300}))});
   w.payload = data;
@@ -152,14 +153,14 @@ void write_roce(const std::string& path) {
   c.add(bad);  // 14: idata mismatch
   // A three-packet write into pool 4 element 1 (FIRST, MIDDLE, LAST_WITH_IMMEDIATE).
   std::array<std::byte, 256> part{};
-  auto f = rc(true, 0x06, 12, 0x300);
+  auto f = rc(true, ib::opcode::rc_rdma_write_first, 12, 0x300);
   f.ext.set<ext::reth>({.va = 0x20000000 + 65536, .r_key = 0xABCD, .dmalen = 640});
   f.payload = part;
   c.add(f);  // 15
-  auto mid = rc(true, 0x07, 13, 0x300);
+  auto mid = rc(true, ib::opcode::rc_rdma_write_middle, 13, 0x300);
   mid.payload = part;
   c.add(mid);  // 16
-  auto last = rc(true, 0x09, 14, 0x300);
+  auto last = rc(true, ib::opcode::rc_rdma_write_last_with_immediate, 14, 0x300);
   last.ext.set<ext::immdt>({.value = msg::to_imm(*msg::make_idata({4, 1, 640}))});
   last.payload = std::span(part).first(128);
   c.add(last);  // 17
@@ -178,14 +179,14 @@ void write_roce(const std::string& path) {
   stray.ext.set<ext::reth>({.va = 0x90000000, .r_key = 0xABCD, .dmalen = 300});
   c.add(stray);  // 21
   // DC: connect, a SEND carrying a message, an RDMA write, disconnect.
-  auto dc = rc(true, ib::op::dc_connect, 1, 0x000ABC);
+  auto dc = rc(true, ib::opcode::dc_connect, 1, 0x000ABC);
   dc.ext.set<ext::dceth>({.access_key = 0x0123456789ABCDEF}).set<ext::dcceth>({.dct = 0x000ABC, .dci = 0x000DEF});
   c.add(dc);  // 22
-  auto ds = rc(true, 0x44, 2, 0x000ABC);  // DC SEND_ONLY: BTH DCETH RDETH DETH
+  auto ds = rc(true, ib::opcode::dc_send_only, 2, 0x000ABC);  // BTH DCETH RDETH DETH
   ds.ext.set<ext::dceth>({.access_key = 0x0123456789ABCDEF}).set<ext::rdeth>({.eecnxt = 0}).set<ext::deth>({.q_key = 0, .srcqp = 0xDEF});
   ds.payload = m2;
   c.add(ds);  // 23
-  auto dw = rc(true, 0x4A, 3, 0x000ABC);
+  auto dw = rc(true, ib::opcode::dc_rdma_write_only, 3, 0x000ABC);
   dw.ext.set<ext::dceth>({.access_key = 0x0123456789ABCDEF})
       .set<ext::rdeth>({.eecnxt = 0})
       .set<ext::deth>({.q_key = 0, .srcqp = 0xDEF})
@@ -202,10 +203,13 @@ void write_roce(const std::string& path) {
   // IPv6 and a VLAN tag, and a UD SEND.
   auto v6 = send(true, 8, m6);
   v6.vlan = ib::vlan_tag{.priority = 5, .id = 7};
-  v6.ip = ib::ipv6_spec{.src = {0xfd, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1},
-                        .dst = {0xfd, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2}, .tclass = 3, .flow = 0xabcde};
+  v6.v6 = true;
+  v6.ip6.src = {0xfd, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  v6.ip6.dst = {0xfd, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};
+  v6.ip6.tclass = 3;
+  v6.ip6.flow = 0xabcde;
   c.add(v6);  // 28
-  auto ud = rc(true, ib::op::ud_send_only, 9, 0x77);
+  auto ud = rc(true, ib::opcode::ud_send_only, 9, 0x77);
   ud.ext.set<ext::deth>({.q_key = 0x80010000, .srcqp = 0x66});
   ud.payload = m5;
   c.add(ud);  // 29
@@ -214,7 +218,7 @@ void write_roce(const std::string& path) {
   m2v[3] = std::byte{2};
   c.add(send(true, 10, m2v));  // 30
   // A write that runs past the end of its element.
-  auto over = rc(true, ib::op::rc_write_only, 17, 0x300);
+  auto over = rc(true, ib::opcode::rc_rdma_write_only, 17, 0x300);
   over.ext.set<ext::reth>({.va = 0x10000000 + 7 * 4096 + 4000, .r_key = 0xABCD, .dmalen = 300});
   over.payload = data;
   c.add(over);  // 31
@@ -226,16 +230,16 @@ void write_roce(const std::string& path) {
                     .address = 0x50000000 + 0x1000 * i});
   const auto big = enc(msg::buffer_recv_pool{.header = {.transaction_context = 0x3001}, .pools = many});
   const std::span<const std::byte> bs(big);
-  auto s1 = rc(false, 0x00, 20);
+  auto s1 = rc(false, ib::opcode::rc_send_first, 20);
   s1.payload = bs.first(512);
   c.add(s1);  // 32
-  auto s2 = rc(false, 0x01, 21);
+  auto s2 = rc(false, ib::opcode::rc_send_middle, 21);
   s2.payload = bs.subspan(512, 512);
   c.add(s2);  // 33
-  auto s3 = rc(false, 0x02, 22);
+  auto s3 = rc(false, ib::opcode::rc_send_last, 22);
   s3.payload = bs.subspan(1024);
   c.add(s3);  // 34
-  auto into = rc(true, ib::op::rc_write_only, 18, 0x300);
+  auto into = rc(true, ib::opcode::rc_rdma_write_only, 18, 0x300);
   into.ext.set<ext::reth>({.va = 0x50005000 + 256, .r_key = 0x9999, .dmalen = 16});
   into.payload = std::span(data).first(16);
   c.add(into);  // 35
@@ -461,16 +465,16 @@ void expect_roce(expect& x, world& w, std::span<const std::byte> f) {
   const ib::bth b = v.bth();
   const ip16 src = v.v6 ? ip_of(v.ipv6().src) : ip_of(v.ipv4().src);
   const ip16 dst = v.v6 ? ip_of(v.ipv6().dst) : ip_of(v.ipv4().dst);
-  const std::string_view op = v.op->op_name;
+  const ib::opcode_info& op = *v.op;
+  const bool send = op.is(ib::op_class::send);
   // The heuristic's message (SEND_ONLY, _IMM, _INV), first in the frame.
-  const std::uint8_t low = b.opcode & 0x1F;
-  if ((low == 0x04 || low == 0x05 || low == 0x17) && x.message(v.payload)) {
+  if (send && op.pos == ib::position::only && x.message(v.payload)) {
     if (msg::peek_function(v.payload) == msg::function::buffer_recv_pool) w.advertise(src, v.payload, x.frame);
   }
-  // A message over SEND_FIRST (0x00), MIDDLE (0x01), LAST (0x02, 0x03, 0x16) packets in PSN order.
-  if (low <= 0x03 || low == 0x16) {
+  // A message over SEND_FIRST, MIDDLE, LAST packets in PSN order.
+  if (send && op.pos != ib::position::only) {
     auto& m = w.sends[{src, dst, std::uint32_t{b.destqp}}];
-    if (low == 0x00) {
+    if (op.pos == ib::position::first) {
       m = {true, 0, x.frame, {}};
     } else if (!m.active || b.psn != m.next) {
       m.active = false;
@@ -478,9 +482,9 @@ void expect_roce(expect& x, world& w, std::span<const std::byte> f) {
     if (m.active) {
       m.next = (b.psn + 1) & 0xFFFFFF;
       m.data.insert(m.data.end(), v.payload.begin(), v.payload.end());
-      if (m.data.size() > msg::limits{}.max_frame) m.active = false;
+      if (m.data.size() > wire::default_max_frame) m.active = false;
     }
-    if (m.active && low != 0x00 && low != 0x01) {
+    if (m.active && op.pos == ib::position::last) {
       m.active = false;
       if (x.message(m.data)) {
         x.put("pushwire.message.first_frame", m.first);
@@ -499,7 +503,7 @@ void expect_roce(expect& x, world& w, std::span<const std::byte> f) {
     x.put("pushwire.dc.disconnect", v.dc_disconnect() ? 1 : 0);
     x.expert("pushwire.dc.connect");
   }
-  const bool write = op.starts_with("RDMA_WRITE");
+  const bool write = op.is(ib::op_class::write);
   if (write && v.get<ext::immdt>()) x.idata(v.get<ext::immdt>()->value);
   if (write) {
     w.writes[{src, dst, b.psn}] = x.frame;
@@ -698,10 +702,8 @@ int corrupt(const std::string& in, int n, const std::string& dir, unsigned seed)
         }
         if (rng() % 2) {
           ib::roce_view v;
-          if (ib::inspect(f, v, {.icrc = ib::icrc_check::skip}).code == wire::errc{}) {
-            const std::size_t end = static_cast<std::size_t>(v.payload.data() - f.data()) + v.payload.size() + v.pad.size();
-            const std::uint32_t c = ib::compute_icrc(std::span(f).subspan(v.ip_offset, end - v.ip_offset), v.v6, v.ip_header_len);
-            for (int i = 0; i < 4; ++i) f[end + static_cast<std::size_t>(i)] = static_cast<std::byte>(c >> (8 * i));
+          if (ib::inspect(f, v).code == wire::errc{}) {
+            for (int i = 0; i < 4; ++i) f[v.icrc_offset + static_cast<std::size_t>(i)] = static_cast<std::byte>(v.icrc_computed >> (8 * i));
           } else {
             (void)cell::reseal(f);
           }

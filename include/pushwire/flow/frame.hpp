@@ -1,0 +1,190 @@
+// Frames drive the machines: adapters between flow::packet (what the machines speak) and the
+// two framings, RoCEv2 (ib::roce_view, ib::roce_packet) and cells (cell::delivered_packet,
+// cell::packet_spec). A packet made from a frame carries its payload as a span into it; a frame
+// made from a packet takes the packet's payload span and the caller's addresses.
+//
+// RoCEv2 keeps every transport field. Cells carry less (spec/cells.md §11): one cell packet is one
+// whole message (ONLY position) between two work queue pairs, an ACK, a NAK or a page-fault
+// delay. The mapping, both ways:
+//   cell Send [idata]         RC SEND_ONLY [_WITH_IMMEDIATE], ImmDt = idata
+//   cell RDMAWrite [idata]    RC RDMA_WRITE_ONLY [_WITH_IMMEDIATE], RETH va / R_Key = VA / MH,
+//                             DMA length = the payload's
+//   cell ACK                  RC ACKNOWLEDGE, AETH ACK with unlimited credits, MSN 0
+//   cell NAK code c           RC ACKNOWLEDGE, AETH NAK c (IBTA's codes 0-3)
+//   cell PageFaultDelay d     RC ACKNOWLEDGE, the page-fault ACK of d microseconds
+//                             (ib::page_fault_ack), fault_delay_us = d exactly
+// src_qp is the cell's source WQP, dest_qp its destination WQP.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+
+#include <pushwire/cell/reassembler.hpp>
+#include <pushwire/cell/segmenter.hpp>
+#include <pushwire/flow/packet.hpp>
+#include <pushwire/ib/roce.hpp>
+
+namespace pushwire::flow {
+
+namespace detail {
+// Reads the BTH and the extended headers of either RoCE shape into a packet.
+template <class Headers>
+constexpr packet from_headers(const ib::opcode_info& op, const ib::bth& b, const Headers& get,
+                              std::span<const std::byte> payload) {
+  packet p{};
+  p.opcode = op.id;
+  p.psn = b.psn;
+  p.ack_req = b.a;
+  p.se = b.se;
+  p.dest_qp = b.destqp;
+  p.p_key = b.p_key;
+  p.fecn = b.fecn;
+  p.becn = b.becn;
+  p.payload = payload;
+  p.length = static_cast<std::uint32_t>(payload.size());
+  using ib::ext;
+  if (const auto h = get.template operator()<ext::rdeth>()) p.dci = h->eecnxt;
+  if (const auto h = get.template operator()<ext::deth>()) p.q_key = h->q_key, p.src_qp = h->srcqp;
+  if (const auto h = get.template operator()<ext::dceth>()) p.dc_key = h->access_key;
+  if (const auto h = get.template operator()<ext::feth>()) p.feth = *h;
+  if (const auto h = get.template operator()<ext::reth>()) p.va = h->va, p.rkey = h->r_key, p.dmalen = h->dmalen;
+  if (const auto h = get.template operator()<ext::atomiceth>())
+    p.va = h->va, p.rkey = h->r_key, p.swap = h->swapdt, p.compare = h->cmpdt;
+  if (const auto h = get.template operator()<ext::aeth>()) p.aeth = *h;
+  if (const auto h = get.template operator()<ext::atomicacketh>()) p.orig = h->origremdt;
+  if (const auto h = get.template operator()<ext::immdt>()) p.imm = h->value;
+  if (const auto h = get.template operator()<ext::ieth>()) p.imm = h->value;
+  if (const auto h = get.template operator()<ext::dcceth>()) p.dct = h->dct, p.dci = h->dci;
+  return p;
+}
+}  // namespace detail
+
+/// The packet of a validated RoCEv2 frame (the fast path: only the headers the opcode has are
+/// read). The payload views the frame.
+constexpr packet from_roce(const ib::roce_view& v) {
+  const auto get = [&]<ib::ext E>() { return v.get<E>(); };
+  return detail::from_headers(*v.op, v.bth(), get, v.payload);
+}
+
+/// The packet of a decoded RoCEv2 frame.
+constexpr packet from_roce(const ib::roce_packet& f) {
+  const auto get = [&]<ib::ext E>() { return f.ext.get<E>(); };
+  return detail::from_headers(*ib::find_opcode(f.bth.opcode, f.rd), f.bth, get, f.payload);
+}
+
+/// The RoCEv2 frame of `p`: `base` gives the addresses, VLAN, IP and UDP fields (its BTH,
+/// extended headers and payload are replaced); every extended header the opcode names is filled
+/// from `p` (a CNP's 16 reserved bytes are zero) and the payload is p.payload. ib::build() writes
+/// it. (p.known() must hold.)
+constexpr ib::roce_packet to_roce(const packet& p, ib::roce_packet base = {}) {
+  const ib::opcode_info& op = p.info();
+  base.rd = op.tp == ib::transport::rd ? ib::rd_class::ibta_rd : ib::rd_class::dc;
+  base.bth = {.opcode = op.code, .se = p.se, .p_key = p.p_key, .fecn = p.fecn, .becn = p.becn, .destqp = p.dest_qp,
+              .a = p.ack_req, .psn = p.psn};
+  base.ext.clear();
+  base.payload = p.payload;
+  for (ib::ext e : op.headers()) {
+    switch (e) {
+      case ib::ext::rdeth: base.ext.set<ib::ext::rdeth>({.eecnxt = p.dci}); break;
+      case ib::ext::deth: base.ext.set<ib::ext::deth>({.q_key = p.q_key, .srcqp = p.src_qp}); break;
+      case ib::ext::dceth: base.ext.set<ib::ext::dceth>({.access_key = p.dc_key}); break;
+      case ib::ext::feth: base.ext.set<ib::ext::feth>(p.feth); break;
+      case ib::ext::reth: base.ext.set<ib::ext::reth>({.va = p.va, .r_key = p.rkey, .dmalen = p.dmalen}); break;
+      case ib::ext::atomiceth:
+        base.ext.set<ib::ext::atomiceth>({.va = p.va, .r_key = p.rkey, .swapdt = p.swap, .cmpdt = p.compare});
+        break;
+      case ib::ext::aeth: base.ext.set<ib::ext::aeth>(p.aeth); break;
+      case ib::ext::atomicacketh: base.ext.set<ib::ext::atomicacketh>({.origremdt = p.orig}); break;
+      case ib::ext::immdt: base.ext.set<ib::ext::immdt>({.value = p.imm}); break;
+      case ib::ext::ieth: base.ext.set<ib::ext::ieth>({.value = p.imm}); break;
+      case ib::ext::dcceth: base.ext.set<ib::ext::dcceth>({.dct = p.dct, .dci = p.dci}); break;
+      case ib::ext::cnp_pad: base.ext.set<ib::ext::cnp_pad>({}); break;
+    }
+  }
+  return base;
+}
+
+/// The packet of a reassembled cell packet (the mapping at the top of this header). The payload
+/// views the reassembler's or the caller's storage, as d.payload does.
+constexpr packet from_cell(const cell::delivered_packet& d) {
+  using ib::opcode;
+  packet p{};
+  p.psn = d.key.psn;
+  p.dest_qp = d.dst_wqp;
+  p.src_qp = d.key.src_wqp;
+  p.ack_req = d.ack_req;
+  p.payload = d.payload;
+  p.length = static_cast<std::uint32_t>(d.payload.size());
+  p.imm = d.idata.value_or(0);
+  switch (d.type) {
+    case cell::cell_type::send:
+      p.opcode = d.idata ? opcode::rc_send_only_with_immediate : opcode::rc_send_only;
+      break;
+    case cell::cell_type::rdma_write:
+      p.opcode = d.idata ? opcode::rc_rdma_write_only_with_immediate : opcode::rc_rdma_write_only;
+      if (d.rdma) p.va = d.rdma->va, p.rkey = d.rdma->mh;
+      p.dmalen = p.length;
+      break;
+    case cell::cell_type::ack:
+      p.opcode = opcode::rc_acknowledge;
+      p.aeth = {.syndrome = ib::syndrome::ack(ib::syndrome::unlimited_credits).raw, .msn = 0};
+      break;
+    case cell::cell_type::nak:
+      p.opcode = opcode::rc_acknowledge;
+      p.aeth = {.syndrome = ib::syndrome::nak(static_cast<ib::nak_code>(d.ack ? d.ack->code : 0)).raw, .msn = 0};
+      break;
+    case cell::cell_type::page_fault_delay:
+      p.opcode = opcode::rc_acknowledge;
+      p.fault_delay_us = d.ack ? d.ack->delay_us : 0;
+      p.aeth = ib::page_fault_ack(0, p.fault_delay_us);
+      break;
+  }
+  return p;
+}
+
+/// The cell packet of `p` for cell::segmenter (with p.payload as its payload): `base` gives the
+/// MACs and VLAN. Errors (invalid_field, "opcode"): a packet with no cell form (not ONLY, not on
+/// RC, READ, atomics, FLUSH, invalidate, or an ACKNOWLEDGE whose AETH is none of ACK, NAK 0-3 or
+/// an RNR NAK; an RNR NAK becomes a page-fault delay of p.fault_delay_us, or of its timer's
+/// microseconds when that is 0).
+constexpr wire::result<cell::packet_spec> to_cell(const packet& p, cell::packet_spec base = {}) {
+  using ib::op_class;
+  const wire::error none{wire::errc::invalid_field, 0, "opcode"};
+  if (!p.known()) return none;
+  const ib::opcode_info& op = p.info();
+  if (op.tp != ib::transport::rc || op.pos != ib::position::only) return none;
+  base.dst_wqp = p.dest_qp;
+  base.src_wqp = p.src_qp;
+  base.psn = p.psn;
+  base.ack_req = p.ack_req;
+  base.rdma.reset();
+  base.idata.reset();
+  base.ack.reset();
+  if (op.any(op_class::send | op_class::write) && !op.is(op_class::invalidate)) {
+    base.type = op.is(op_class::send) ? cell::cell_type::send : cell::cell_type::rdma_write;
+    if (op.is(op_class::write)) base.rdma = cell::vamh{.va = p.va, .mh = p.rkey};
+    if (op.is(op_class::immediate)) base.idata = p.imm;
+    return base;
+  }
+  if (op.op != ib::operation::acknowledge) return none;
+  const ib::syndrome s{p.aeth.syndrome};
+  switch (s.kind()) {
+    case ib::aeth_kind::ack:
+      base.type = cell::cell_type::ack;
+      base.ack = cell::ack_info{};
+      return base;
+    case ib::aeth_kind::nak:
+      if (s.value() > static_cast<std::uint8_t>(cell::nak_code::remote_operational_error)) return none;
+      base.type = cell::cell_type::nak;
+      base.ack = cell::ack_info{.code = s.value()};
+      return base;
+    case ib::aeth_kind::rnr_nak:
+      base.type = cell::cell_type::page_fault_delay;
+      base.ack = cell::ack_info{.delay_us = p.fault_delay_us ? p.fault_delay_us : ib::rnr_to_us(s.value())};
+      return base;
+    default: return none;
+  }
+}
+
+}  // namespace pushwire::flow
