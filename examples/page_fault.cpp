@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <deque>
 #include <span>
+#include <string>
 #include <variant>
 
 #include <pushwire/flow/rc.hpp>
@@ -38,7 +39,7 @@ int main() {
       if (auto t = std::get_if<flow::qp_action::set_timer>(&a); t && t->kind == flow::timer_kind::wait) wait = t->at;
       if (auto c = std::get_if<flow::qp_action::complete>(&a))
         std::printf("%8.3f ms  write %llu completed: %s\n", now / 1e6, static_cast<unsigned long long>(c->wr_id),
-                    flow::wc_status_names[static_cast<int>(c->status)].data());
+                    std::string{wire::enum_name(c->status)}.c_str());
     }
     o.clear();
   };

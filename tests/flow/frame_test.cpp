@@ -47,7 +47,6 @@ packet full_packet(opcode op, std::span<const std::byte> payload) {
 TEST_CASE("frame adapters: every opcode, packet -> RoCEv2 frame -> packet (view and decoded)", "[flow][frame]") {
   const auto five = test::hex<"0102030405">();
   const auto eight = test::hex<"0102030405060708">();  // ATOMIC_WRITE's fixed size
-  std::size_t n = 0;
   for (const ib::opcode_info& o : ib::opcodes) {
     INFO(o.name);
     const packet p = full_packet(o.id, o.fixed_payload ? std::span<const std::byte>(eight) : std::span<const std::byte>(five));
@@ -62,9 +61,7 @@ TEST_CASE("frame adapters: every opcode, packet -> RoCEv2 frame -> packet (view 
     REQUIRE(ib::inspect(frame, v, opt).code == wire::errc{});
     CHECK(flow::from_roce(v) == p);
     CHECK(v.payload.data() == flow::from_roce(v).payload.data());  // a view into the frame, not a copy
-    ++n;
   }
-  CHECK(n == 86);
 }
 
 TEST_CASE("frame adapters: the headers to_roce fills, byte by byte", "[flow][frame]") {

@@ -145,7 +145,8 @@ struct rc_sim {
                rq.pump(now, o);
                return step_result{};
              }),
-             true);      while (rs.wants_to_send())
+             true);
+      while (rs.wants_to_send())
         take(collect<qp_action_t>([&](qp_sink& o) {
                rs.pump(o);
                return step_result{};

@@ -338,7 +338,7 @@ struct rc_world {
       if (auto t = std::get_if<qp_action::transmit>(&a)) link.send(t->pkt, from_req);
       if (auto c = std::get_if<qp_action::complete>(&a)) {
         completed.push_back(c->wr_id);
-        if (c->status != wc_status::success) fault = "completion with status " + std::string(wc_status_names[static_cast<int>(c->status)]);
+        if (c->status != wc_status::success) fault = "completion with status " + std::string(pushwire::wire::enum_name(c->status));
       }
       if (auto p = std::get_if<qp_action::place>(&a))
         if (++placed[{p->wr_id, p->offset}] > 1) fault = "data placed twice";
@@ -400,9 +400,9 @@ struct rc_world {
     return h.h;
   }
   std::string describe() const {
-    return "requester state " + std::string(req_state_names[static_cast<int>(rq.state())]) + " una " + std::to_string(rq.una()) +
+    return "requester state " + std::string(pushwire::wire::enum_name(rq.state())) + " una " + std::to_string(rq.una()) +
            " next " + std::to_string(rq.next_psn()) + " queued " + std::to_string(rq.queued()) + " wants " +
-           std::to_string(rq.wants_to_send()) + "; responder " + std::string(resp_state_names[static_cast<int>(rs.state())]) +
+           std::to_string(rq.wants_to_send()) + "; responder " + std::string(pushwire::wire::enum_name(rs.state())) +
            " epsn " + std::to_string(rs.expected_psn()) + "; completed " + std::to_string(completed.size());
   }
   std::string check() const {
@@ -452,7 +452,7 @@ struct dc_world {
       if (auto t = std::get_if<qp_action::transmit>(&a)) link.send(t->pkt, true);
       if (auto c = std::get_if<qp_action::complete>(&a)) {
         if (c->wr_id < dc_internal_id) completed.push_back(c->wr_id);
-        if (c->status != wc_status::success) fault = "completion with status " + std::string(wc_status_names[static_cast<int>(c->status)]);
+        if (c->status != wc_status::success) fault = "completion with status " + std::string(pushwire::wire::enum_name(c->status));
       }
     }
   }
@@ -512,8 +512,8 @@ struct dc_world {
     return h.h;
   }
   std::string describe() const {
-    return "dci " + std::string(dci_state_names[static_cast<int>(dci.state())]) + " requester " +
-           std::string(req_state_names[static_cast<int>(dci.transport().state())]) + " una " + std::to_string(dci.transport().una());
+    return "dci " + std::string(pushwire::wire::enum_name(dci.state())) + " requester " +
+           std::string(pushwire::wire::enum_name(dci.transport().state())) + " una " + std::to_string(dci.transport().una());
   }
   std::string check() const {
     if (!fault.empty()) return fault;

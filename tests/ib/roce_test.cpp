@@ -141,7 +141,6 @@ roce_packet spec_for(const opcode_info& o, std::size_t payload_len, std::vector<
 }  // namespace
 
 TEST_CASE("roce: build then parse every opcode, every pad boundary, IPv4/IPv6, with/without VLAN", "[ib][roce]") {
-  std::size_t frames = 0;
   std::vector<std::byte> payload, buf(2048);
   for (const opcode_info& o : opcodes) {
     for (std::size_t len : {0, 1, 2, 3, 4, 5, 8, 255, 1024}) {
@@ -174,11 +173,9 @@ TEST_CASE("roce: build then parse every opcode, every pad boundary, IPv4/IPv6, w
             const bool same[] = {(p->ext.get<static_cast<ext>(I)>() == s.ext.get<static_cast<ext>(I)>())...};
             for (std::size_t k = 0; k < ext_count; ++k) CHECK(same[k]);
           }(std::make_index_sequence<ext_count>{});
-          ++frames;
         }
     }
   }
-  CHECK(frames > 1000);
 }
 
 TEST_CASE("roce: every error code of the frame layer, with its location", "[ib][roce][errors]") {
@@ -318,25 +315,27 @@ TEST_CASE("roce: JSON uses Wireshark's field names", "[ib][print]") {
 }
 
 TEST_CASE("roce: IPv4 with options (IHL > 5): parsed, and covered by the ICRC", "[ib][roce]") {
-  // The scapy vector with 4 option bytes (NOP x4) inserted: IHL 6, lengths and checksum fixed up,
-  // the ICRC recomputed over the longer IP header.
-  auto f = test::copy(v4_frame);
-  f.insert(f.begin() + 34, {std::byte{1}, std::byte{1}, std::byte{1}, std::byte{1}});
-  f[14] = std::byte{0x46};
-  wire::store_be16(f.data() + 16, wire::load_be16(f.data() + 16) + 4);
-  wire::store_be16(f.data() + 24, 0);
-  wire::store_be16(f.data() + 24, inet_fold(inet_sum(std::span(f).subspan(14, 24))));
-  const std::uint32_t icrc = compute_icrc(std::span(f).subspan(14, f.size() - 14 - 4), false, 24);
-  for (int i = 0; i < 4; ++i) f[f.size() - 4 + static_cast<std::size_t>(i)] = static_cast<std::byte>(icrc >> (8 * i));
+  // The scapy vector with four NOP option bytes (IHL 6), built by scapy 2.5 (scapy.contrib.roce
+  // computes the ICRC): Ether()/IP(tos=1, id=1144, flags="DF", options=[IPOption_NOP()]*4)
+  // /UDP(sport=49152, chksum=0)/BTH(opcode=0x24, migreq=1, pkey=0xffff, dqpn=211, psn=13571856,
+  // padcount=2)/payload/pad. The same packet without options gives scapy's 78 f3 53 f3.
+  auto f = test::copy(test::hex<"248a07a8fa22248a07a8fa220800 46010044047840004011b1cfc0a80007c0a80007 01010101"
+                                 "c00012b7002c0000 2460ffff000000d300cf1710 4630818be28935d90e9a95505401be885e50 0000"
+                                 "a3f0736a">());
   auto p = decode(f, {.crc = crc_check::require});
   REQUIRE(p.has_value());
   CHECK(p->ip4.hdr_len == 6);
   CHECK(p->ip_options.size() == 4);
   CHECK(p->ip_checksum_ok);
   CHECK(std::ranges::equal(p->payload, scapy_payload));
+  CHECK(icrc_shown(p->icrc) == 0xa3f0736a);
+  // Built again from its fields with everything computed: the same bytes, scapy's ICRC.
+  roce_packet q = *p;
+  q.given = {};
+  std::vector<std::byte> again(f.size());
+  REQUIRE(build(q, again).value() == f.size());
+  CHECK(again == f);
   // An option byte is covered by the ICRC.
   f[35] = std::byte{0};
   CHECK(decode(f).value().icrc_state == crc_status::bad);
-  // The options' ICRC differs from the same packet without them.
-  CHECK(icrc != decode(v4_frame)->icrc);
 }

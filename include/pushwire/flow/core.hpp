@@ -13,7 +13,11 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <system_error>
 #include <type_traits>
+
+#include <pushwire/wire/errc.hpp>
+#include <pushwire/wire/names.hpp>
 
 namespace pushwire::flow {
 
@@ -159,10 +163,12 @@ inline constexpr std::array<errc_info, 20> errc_table{{
     {"window_full", "Sessions: a message too far ahead of the next expected one for the resequencing window (dropped and counted)."},
 }};
 
-constexpr std::string_view name(errc e) {
-  const auto i = static_cast<std::size_t>(e);
-  return i >= 1 && i <= errc_table.size() ? errc_table[i - 1].name : std::string_view{"ok"};
-}
+constexpr std::span<const wire::named_value> wire_enum_names(errc) { return wire::detail::error_names<errc_table>; }
+/// "queue_full"; "ok" for 0; "unknown" for a value with no code.
+constexpr std::string_view name(errc e) { return wire::error_name(e); }
+/// std::error_code support, as wire::errc has: category "pushwire.flow", messages the names.
+constexpr const char* error_domain(errc) { return "pushwire.flow"; }
+inline std::error_code make_error_code(errc e) noexcept { return {static_cast<int>(e), wire::error_category_of<errc>()}; }
 
 /// One row of a transition table. A guard of nullptr always holds; an action of nullptr does
 /// nothing. An action returns errc{} or the error step() reports (the state still becomes
@@ -233,16 +239,17 @@ constexpr bool enabled(std::span<const Row> table, typename Row::state_type s, c
 
 /// Machine-level description used by the diagram generator: its name, its table, and how to
 /// name its states and events.
-template <class Row, std::size_t NS, std::size_t NE>
+template <class Row>
 struct machine_info {
   using row = Row;
   std::string_view name;
   std::string_view initial;
   std::span<const Row> table;
-  std::array<std::string_view, NS> states;
-  std::array<std::string_view, NE> events;
-  constexpr std::string_view state_name(typename Row::state_type s) const { return states[static_cast<std::size_t>(s)]; }
-  constexpr std::string_view event_name(typename Row::event_type e) const { return events[static_cast<std::size_t>(e)]; }
+  static constexpr std::string_view state_name(typename Row::state_type s) { return wire::enum_name(s); }
+  static constexpr std::string_view event_name(typename Row::event_type e) { return wire::enum_name(e); }
 };
 
 }  // namespace pushwire::flow
+
+template <>
+struct std::is_error_code_enum<pushwire::flow::errc> : std::true_type {};

@@ -28,9 +28,21 @@ struct dc_address {
 };
 
 enum class dci_state : std::uint8_t { idle, connected, disconnecting, error };
-inline constexpr std::array<std::string_view, 4> dci_state_names{"idle", "connected", "disconnecting", "error"};
+inline constexpr std::array<wire::named_value, 4> dci_state_names{{
+    {dci_state::idle, "idle"},
+    {dci_state::connected, "connected"},
+    {dci_state::disconnecting, "disconnecting"},
+    {dci_state::error, "error"},
+}};
+constexpr std::span<const wire::named_value> wire_enum_names(dci_state) { return dci_state_names; }
 enum class dci_event : std::uint8_t { post, data_done, disconnected, failed };
-inline constexpr std::array<std::string_view, 4> dci_event_names{"post", "data completed", "disconnect completed", "requester error"};
+inline constexpr std::array<wire::named_value, 4> dci_event_names{{
+    {dci_event::post, "post"},
+    {dci_event::data_done, "data completed"},
+    {dci_event::disconnected, "disconnect completed"},
+    {dci_event::failed, "requester error"},
+}};
+constexpr std::span<const wire::named_value> wire_enum_names(dci_event) { return dci_event_names; }
 
 struct dci_input {
   work_request wr{};
@@ -232,18 +244,29 @@ constexpr std::span<const typename dc_initiator<SQ, Pending>::row> dc_initiator<
 }
 
 template <std::size_t SQ, std::size_t P>
-inline constexpr machine_info<typename dc_initiator<SQ, P>::row, 4, 4> dci_info{
-    "dc_initiator", "idle", dc_initiator<SQ, P>::table(), dci_state_names, dci_event_names};
+inline constexpr machine_info<typename dc_initiator<SQ, P>::row> dci_info{
+    "dc_initiator", "idle", dc_initiator<SQ, P>::table()};
 
 // ---- target -----------------------------------------------------------------------------------
 
 enum class dct_state : std::uint8_t { listening, connected };
-inline constexpr std::array<std::string_view, 2> dct_state_names{"listening", "connected"};
+inline constexpr std::array<wire::named_value, 2> dct_state_names{{
+    {dct_state::listening, "listening"},
+    {dct_state::connected, "connected"},
+}};
+constexpr std::span<const wire::named_value> wire_enum_names(dct_state) { return dct_state_names; }
 enum class dct_event : std::uint8_t { connect, connect_duplicate, stale_connect, disconnect, data, bad_key, wrong_dct, stranger };
-inline constexpr std::array<std::string_view, 8> dct_event_names{
-    "connect (key and DCT match)", "connect (duplicate of the current one)", "connect older than its DCI's last disconnect",
-    "disconnect (key matches)", "data from the connected DCI", "any packet with a wrong access key",
-    "connect for another DCT number", "data with no connection from its DCI"};
+inline constexpr std::array<wire::named_value, 8> dct_event_names{{
+    {dct_event::connect, "connect (key and DCT match)"},
+    {dct_event::connect_duplicate, "connect (duplicate of the current one)"},
+    {dct_event::stale_connect, "connect older than its DCI's last disconnect"},
+    {dct_event::disconnect, "disconnect (key matches)"},
+    {dct_event::data, "data from the connected DCI"},
+    {dct_event::bad_key, "any packet with a wrong access key"},
+    {dct_event::wrong_dct, "connect for another DCT number"},
+    {dct_event::stranger, "data with no connection from its DCI"},
+}};
+constexpr std::span<const wire::named_value> wire_enum_names(dct_event) { return dct_event_names; }
 
 struct dct_input {
   packet pkt{};
@@ -421,7 +444,7 @@ constexpr std::span<const typename dc_target<RD>::row> dc_target<RD>::table() {
 }
 
 template <std::size_t RD>
-inline constexpr machine_info<typename dc_target<RD>::row, 2, 8> dct_info{
-    "dc_target", "listening", dc_target<RD>::table(), dct_state_names, dct_event_names};
+inline constexpr machine_info<typename dc_target<RD>::row> dct_info{
+    "dc_target", "listening", dc_target<RD>::table()};
 
 }  // namespace pushwire::flow

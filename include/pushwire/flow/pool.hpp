@@ -34,16 +34,39 @@ enum class pool_state : std::uint8_t {
   flushing,  ///< a FlushRequest was sent; waiting for the reply
   flushed,   ///< deregistered (owner) or forgotten (user); nothing is written any more
 };
-inline constexpr std::array<std::string_view, 5> pool_state_names{"unused", "active", "draining", "flushing", "flushed"};
+inline constexpr std::array<wire::named_value, 5> pool_state_names{{
+    {pool_state::unused, "unused"},
+    {pool_state::active, "active"},
+    {pool_state::draining, "draining"},
+    {pool_state::flushing, "flushing"},
+    {pool_state::flushed, "flushed"},
+}};
+constexpr std::span<const wire::named_value> wire_enum_names(pool_state) { return pool_state_names; }
 
 /// The owner's events.
 enum class owner_event : std::uint8_t { advertise, get, indicate, release, flush, flush_reply, peer_flush };
-inline constexpr std::array<std::string_view, 7> owner_event_names{"advertise", "BufferRecvPoolGet", "indication", "release", "flush",
-                                                                   "BufferPoolFlushReply", "BufferPoolFlushRequest"};
+inline constexpr std::array<wire::named_value, 7> owner_event_names{{
+    {owner_event::advertise, "advertise"},
+    {owner_event::get, "BufferRecvPoolGet"},
+    {owner_event::indicate, "indication"},
+    {owner_event::release, "release"},
+    {owner_event::flush, "flush"},
+    {owner_event::flush_reply, "BufferPoolFlushReply"},
+    {owner_event::peer_flush, "BufferPoolFlushRequest"},
+}};
+constexpr std::span<const wire::named_value> wire_enum_names(owner_event) { return owner_event_names; }
 /// The user's events.
 enum class user_event : std::uint8_t { advertised, transfer, write_done, update, flush, flush_reply, peer_flush };
-inline constexpr std::array<std::string_view, 7> user_event_names{"BufferRecvPool", "transfer", "write_done", "BufferRecvPoolUpdate",
-                                                                  "flush", "BufferPoolFlushReply", "BufferPoolFlushRequest"};
+inline constexpr std::array<wire::named_value, 7> user_event_names{{
+    {user_event::advertised, "BufferRecvPool"},
+    {user_event::transfer, "transfer"},
+    {user_event::write_done, "write_done"},
+    {user_event::update, "BufferRecvPoolUpdate"},
+    {user_event::flush, "flush"},
+    {user_event::flush_reply, "BufferPoolFlushReply"},
+    {user_event::peer_flush, "BufferPoolFlushRequest"},
+}};
+constexpr std::span<const wire::named_value> wire_enum_names(user_event) { return user_event_names; }
 
 // ---- actions (both sides) ----------------------------------------------------------------
 namespace pool_action {
@@ -215,6 +238,12 @@ class pool_owner : public detail::pool_book<detail::owner_slot<MaxElements>, Max
 
   using row = transition<pool_owner, pool_state, owner_event, pool_input, pool_sink>;
 
+  /// The least sink room an event needs: one action (a message to send, a delivery, a fault).
+  /// Events that act per entry or per pool need one per entry (BufferRecvPoolUpdate: its
+  /// entries; flushing every pool: P), as each one's documentation says. Below it an event
+  /// returns actions_full and changes nothing.
+  static constexpr std::size_t min_room = 1;
+
   struct counters {
     std::uint64_t delivered = 0, returned = 0, flushed = 0, declined = 0, faults = 0;
   };
@@ -375,7 +404,7 @@ constexpr step_result pool_owner<P, E>::run(std::size_t i, owner_event e, const 
 
 template <std::size_t P, std::size_t E>
 constexpr step_result pool_owner<P, E>::advertise(const msg::pool_descriptor& d, pool_sink& out) {
-  if (out.room() < 1) return {-1, errc::actions_full};
+  if (out.room() < min_room) return {-1, errc::actions_full};
   if (d.element_count == 0 || d.element_size == 0) return {-1, errc::invalid_argument};
   if (d.element_count > E) return {-1, errc::table_full};
   if (const auto i = find(d.pool_ref); i && slots_[*i].state != pool_state::flushed) return {-1, errc::pool_exists};
@@ -391,7 +420,7 @@ constexpr step_result pool_owner<P, E>::advertise(const msg::pool_descriptor& d,
 
 template <std::size_t P, std::size_t E>
 constexpr step_result pool_owner<P, E>::on_get(const msg::buffer_recv_pool_get& g, pool_sink& out) {
-  if (out.room() < 1) return {-1, errc::actions_full};
+  if (out.room() < min_room) return {-1, errc::actions_full};
   std::optional<std::size_t> free;
   for (std::size_t i = 0; i < P && !free; ++i)
     if (slots_[i].state == pool_state::unused || slots_[i].state == pool_state::flushed) free = i;
@@ -417,7 +446,7 @@ constexpr step_result pool_owner<P, E>::on_get(const msg::buffer_recv_pool_get& 
 
 template <std::size_t P, std::size_t E>
 constexpr step_result pool_owner<P, E>::on_indication(const msg::indication& i, pool_sink& out) {
-  if (out.room() < 1) return {-1, errc::actions_full};
+  if (out.room() < min_room) return {-1, errc::actions_full};
   const auto s = find(i.pool_ref);
   if (!s) {
     ++stats_.faults;
@@ -435,7 +464,7 @@ constexpr step_result pool_owner<P, E>::on_indicate(const msg::buffer_rdma_indic
 
 template <std::size_t P, std::size_t E>
 constexpr step_result pool_owner<P, E>::release(std::uint32_t ref, std::uint32_t first, std::uint32_t n, pool_sink& out) {
-  if (out.room() < 1) return {-1, errc::actions_full};
+  if (out.room() < min_room) return {-1, errc::actions_full};
   const auto s = find(ref);
   if (!s) return {-1, errc::unknown_pool};
   const step_result r = run(*s, owner_event::release, {.element = first, .count = n}, out);
@@ -444,7 +473,7 @@ constexpr step_result pool_owner<P, E>::release(std::uint32_t ref, std::uint32_t
 
 template <std::size_t P, std::size_t E>
 constexpr step_result pool_owner<P, E>::flush(std::uint32_t ref, pool_sink& out) {
-  if (out.room() < 1) return {-1, errc::actions_full};
+  if (out.room() < min_room) return {-1, errc::actions_full};
   const auto s = find(ref);
   if (!s) return {-1, errc::unknown_pool};
   return run(*s, owner_event::flush, {}, out);
@@ -491,6 +520,13 @@ class pool_user : public detail::pool_book<detail::user_slot<MaxElements>, MaxPo
   using book::find;
 
   using row = transition<pool_user, pool_state, user_event, pool_input, pool_sink>;
+
+  /// The least sink room an event needs: one action (a message to send, a fault). Events that
+  /// act per entry or per pool need one per entry, as each one's documentation says.
+  static constexpr std::size_t min_room = 1;
+  /// transfer() (the RDMA write, or a BufferRecvPoolGet and what follows it) and write_done()
+  /// (a BufferRDMAIndicate and the flush reply or request it releases): at most two actions.
+  static constexpr std::size_t transfer_room = 2;
 
 
 
@@ -702,7 +738,7 @@ constexpr step_result pool_user<P, E>::run(std::size_t i, user_event e, const po
 
 template <std::size_t P, std::size_t E>
 constexpr step_result pool_user<P, E>::on_pool(const msg::pool_descriptor& d, pool_sink& out) {
-  if (out.room() < 1) return {-1, errc::actions_full};
+  if (out.room() < min_room) return {-1, errc::actions_full};
   errc e{};
   if (d.element_count == 0 || d.element_size == 0) e = errc::invalid_argument;
   else if (d.element_count > E) e = errc::table_full;
@@ -726,7 +762,7 @@ constexpr step_result pool_user<P, E>::on_recv_pool(const msg::buffer_recv_pool&
 
 template <std::size_t P, std::size_t E>
 constexpr step_result pool_user<P, E>::transfer(std::uint32_t bytes, pool_sink& out) {
-  if (out.room() < 2) return {-1, errc::actions_full};
+  if (out.room() < transfer_room) return {-1, errc::actions_full};
   if (bytes == 0) return {-1, errc::invalid_argument};
   std::optional<std::size_t> best;
   bool fits_any = false, fits_flushed = false;
@@ -752,7 +788,7 @@ constexpr step_result pool_user<P, E>::transfer(std::uint32_t bytes, pool_sink& 
 
 template <std::size_t P, std::size_t E>
 constexpr step_result pool_user<P, E>::write_done(std::uint32_t ref, std::uint32_t element, pool_sink& out) {
-  if (out.room() < 2) return {-1, errc::actions_full};
+  if (out.room() < transfer_room) return {-1, errc::actions_full};
   const auto s = find(ref);
   if (!s) return {-1, errc::unknown_pool};
   return run(*s, user_event::write_done, {.element = element}, out);
@@ -760,7 +796,7 @@ constexpr step_result pool_user<P, E>::write_done(std::uint32_t ref, std::uint32
 
 template <std::size_t P, std::size_t E>
 constexpr step_result pool_user<P, E>::on_update_entry(const msg::pool_update_entry& e, pool_sink& out) {
-  if (out.room() < 1) return {-1, errc::actions_full};
+  if (out.room() < min_room) return {-1, errc::actions_full};
   const auto s = find(e.pool_ref);
   if (!s) {
     out.push(pool_action::fault{errc::unknown_pool, e.pool_ref, e.first_element});
@@ -777,7 +813,7 @@ constexpr step_result pool_user<P, E>::on_update(const msg::buffer_recv_pool_upd
 
 template <std::size_t P, std::size_t E>
 constexpr step_result pool_user<P, E>::flush(std::uint32_t ref, pool_sink& out) {
-  if (out.room() < 1) return {-1, errc::actions_full};
+  if (out.room() < min_room) return {-1, errc::actions_full};
   const auto s = find(ref);
   if (!s) return {-1, errc::unknown_pool};
   return run(*s, user_event::flush, {}, out);
@@ -833,10 +869,10 @@ constexpr wire::result<std::size_t> encode_message(const pool_action_t& a, std::
 
 /// The tables, for diagrams and table-driven tests.
 template <std::size_t P, std::size_t E>
-inline constexpr machine_info<typename pool_owner<P, E>::row, 5, 7> pool_owner_info{
-    "pool_owner", "unused", detail::owner_table<P, E>::rows, pool_state_names, owner_event_names};
+inline constexpr machine_info<typename pool_owner<P, E>::row> pool_owner_info{
+    "pool_owner", "unused", detail::owner_table<P, E>::rows};
 template <std::size_t P, std::size_t E>
-inline constexpr machine_info<typename pool_user<P, E>::row, 5, 7> pool_user_info{
-    "pool_user", "unused", detail::user_table<P, E>::rows, pool_state_names, user_event_names};
+inline constexpr machine_info<typename pool_user<P, E>::row> pool_user_info{
+    "pool_user", "unused", detail::user_table<P, E>::rows};
 
 }  // namespace pushwire::flow

@@ -34,8 +34,18 @@ namespace pushwire::flow {
 
 /// Work request operations. dc_connect / dc_disconnect are DC only (opcode 0x55).
 enum class wr_op : std::uint8_t { send, send_imm, write, write_imm, read, compare_swap, fetch_add, dc_connect, dc_disconnect };
-inline constexpr std::array<std::string_view, 9> wr_op_names{"SEND", "SEND_WITH_IMM", "RDMA_WRITE", "RDMA_WRITE_WITH_IMM",
-                                                             "RDMA_READ", "COMPARE_SWAP", "FETCH_ADD", "DC_CONNECT", "DC_DISCONNECT"};
+inline constexpr std::array<wire::named_value, 9> wr_op_names{{
+    {wr_op::send, "SEND"},
+    {wr_op::send_imm, "SEND_WITH_IMM"},
+    {wr_op::write, "RDMA_WRITE"},
+    {wr_op::write_imm, "RDMA_WRITE_WITH_IMM"},
+    {wr_op::read, "RDMA_READ"},
+    {wr_op::compare_swap, "COMPARE_SWAP"},
+    {wr_op::fetch_add, "FETCH_ADD"},
+    {wr_op::dc_connect, "DC_CONNECT"},
+    {wr_op::dc_disconnect, "DC_DISCONNECT"},
+}};
+constexpr std::span<const wire::named_value> wire_enum_names(wr_op) { return wr_op_names; }
 
 struct work_request {
   std::uint64_t id = 0;
@@ -62,9 +72,16 @@ enum class wc_status : std::uint8_t {
   remote_operational_error,
   flushed,  ///< the QP went to the error state before this request completed
 };
-inline constexpr std::array<std::string_view, 7> wc_status_names{"success", "retry_exceeded", "rnr_retry_exceeded",
-                                                                 "remote_invalid_request", "remote_access_error",
-                                                                 "remote_operational_error", "flushed"};
+inline constexpr std::array<wire::named_value, 7> wc_status_names{{
+    {wc_status::success, "success"},
+    {wc_status::retry_exceeded, "retry_exceeded"},
+    {wc_status::rnr_retry_exceeded, "rnr_retry_exceeded"},
+    {wc_status::remote_invalid_request, "remote_invalid_request"},
+    {wc_status::remote_access_error, "remote_access_error"},
+    {wc_status::remote_operational_error, "remote_operational_error"},
+    {wc_status::flushed, "flushed"},
+}};
+constexpr std::span<const wire::named_value> wire_enum_names(wc_status) { return wc_status_names; }
 
 enum class timer_kind : std::uint8_t {
   retransmit,  ///< local ACK timeout
@@ -177,11 +194,27 @@ struct requester_config {
 };
 
 enum class req_state : std::uint8_t { idle, active, rnr_wait, paused, error };
-inline constexpr std::array<std::string_view, 5> req_state_names{"idle", "active", "rnr_wait", "paused", "error"};
+inline constexpr std::array<wire::named_value, 5> req_state_names{{
+    {req_state::idle, "idle"},
+    {req_state::active, "active"},
+    {req_state::rnr_wait, "rnr_wait"},
+    {req_state::paused, "paused"},
+    {req_state::error, "error"},
+}};
+constexpr std::span<const wire::named_value> wire_enum_names(req_state) { return req_state_names; }
 enum class req_event : std::uint8_t { post, ack, nak_seq, nak_fatal, rnr_nak, page_fault, timeout, wait_over, resolved };
-inline constexpr std::array<std::string_view, 9> req_event_names{"post", "ACK/response", "NAK PSN sequence error", "NAK other",
-                                                                 "RNR NAK", "page-fault ACK", "retransmit timeout",
-                                                                 "wait timer", "fault resolved"};
+inline constexpr std::array<wire::named_value, 9> req_event_names{{
+    {req_event::post, "post"},
+    {req_event::ack, "ACK/response"},
+    {req_event::nak_seq, "NAK PSN sequence error"},
+    {req_event::nak_fatal, "NAK other"},
+    {req_event::rnr_nak, "RNR NAK"},
+    {req_event::page_fault, "page-fault ACK"},
+    {req_event::timeout, "retransmit timeout"},
+    {req_event::wait_over, "wait timer"},
+    {req_event::resolved, "fault resolved"},
+}};
+constexpr std::span<const wire::named_value> wire_enum_names(req_event) { return req_event_names; }
 
 struct req_input {
   work_request wr{};
@@ -682,8 +715,8 @@ constexpr step_result requester<SQ>::resolved(time_ns now, qp_sink& out) {
 }
 
 template <std::size_t SQ>
-inline constexpr machine_info<typename requester<SQ>::row, 5, 9> requester_info{
-    "requester", "idle", requester<SQ>::table(), req_state_names, req_event_names};
+inline constexpr machine_info<typename requester<SQ>::row> requester_info{
+    "requester", "idle", requester<SQ>::table()};
 
 // ==== responder ==============================================================================
 
@@ -723,13 +756,26 @@ struct responder_config {
 };
 
 enum class resp_state : std::uint8_t { ready, nak_sent, faulted, error };
-inline constexpr std::array<std::string_view, 4> resp_state_names{"ready", "nak_sent", "faulted", "error"};
+inline constexpr std::array<wire::named_value, 4> resp_state_names{{
+    {resp_state::ready, "ready"},
+    {resp_state::nak_sent, "nak_sent"},
+    {resp_state::faulted, "faulted"},
+    {resp_state::error, "error"},
+}};
+constexpr std::span<const wire::named_value> wire_enum_names(resp_state) { return resp_state_names; }
 /// The responder classifies each request packet before the table sees it.
 enum class resp_event : std::uint8_t { execute, no_receive, fault_ack, fault_drop, access_error, invalid, duplicate, ahead };
-inline constexpr std::array<std::string_view, 8> resp_event_names{
-    "in-sequence request", "in-sequence SEND, no receive posted", "in-sequence, page not resident (ACK policy)",
-    "in-sequence, page not resident (drop policy)", "in-sequence, access violation", "in-sequence, invalid opcode sequence",
-    "duplicate (PSN before expected)", "ahead (PSN after expected)"};
+inline constexpr std::array<wire::named_value, 8> resp_event_names{{
+    {resp_event::execute, "in-sequence request"},
+    {resp_event::no_receive, "in-sequence SEND, no receive posted"},
+    {resp_event::fault_ack, "in-sequence, page not resident (ACK policy)"},
+    {resp_event::fault_drop, "in-sequence, page not resident (drop policy)"},
+    {resp_event::access_error, "in-sequence, access violation"},
+    {resp_event::invalid, "in-sequence, invalid opcode sequence"},
+    {resp_event::duplicate, "duplicate (PSN before expected)"},
+    {resp_event::ahead, "ahead (PSN after expected)"},
+}};
+constexpr std::span<const wire::named_value> wire_enum_names(resp_event) { return resp_event_names; }
 
 struct resp_input {
   packet pkt{};
@@ -1131,7 +1177,7 @@ constexpr step_result responder<RD>::on_packet(const packet& p, qp_sink& out) {
 }
 
 template <std::size_t RD>
-inline constexpr machine_info<typename responder<RD>::row, 4, 8> responder_info{
-    "responder", "ready", responder<RD>::table(), resp_state_names, resp_event_names};
+inline constexpr machine_info<typename responder<RD>::row> responder_info{
+    "responder", "ready", responder<RD>::table()};
 
 }  // namespace pushwire::flow

@@ -96,7 +96,12 @@ class session_table {
 };
 
 enum class pick_policy : std::uint8_t { round_robin, flow_hash, least_outstanding };
-inline constexpr std::array<std::string_view, 3> pick_policy_names{"round_robin", "flow_hash", "least_outstanding"};
+inline constexpr std::array<wire::named_value, 3> pick_policy_names{{
+    {pick_policy::round_robin, "round_robin"},
+    {pick_policy::flow_hash, "flow_hash"},
+    {pick_policy::least_outstanding, "least_outstanding"},
+}};
+constexpr std::span<const wire::named_value> wire_enum_names(pick_policy) { return pick_policy_names; }
 
 /// The application's side: a read-only view of one group of a table, and the sender's choice
 /// of session per message. It holds no way to change the table.
@@ -167,11 +172,21 @@ class session_group {
 // ---- receiving --------------------------------------------------------------------------------
 
 enum class reseq_state : std::uint8_t { in_order, holding };
-inline constexpr std::array<std::string_view, 2> reseq_state_names{"in_order", "holding"};
+inline constexpr std::array<wire::named_value, 2> reseq_state_names{{
+    {reseq_state::in_order, "in_order"},
+    {reseq_state::holding, "holding"},
+}};
+constexpr std::span<const wire::named_value> wire_enum_names(reseq_state) { return reseq_state_names; }
 enum class reseq_event : std::uint8_t { next, early, too_early, duplicate, unknown_tuple, foreign_group };
-inline constexpr std::array<std::string_view, 6> reseq_event_names{
-    "message with the expected sequence", "message ahead, inside the window", "message beyond the window",
-    "message already delivered or held", "packet from an unknown 5-tuple", "packet from a session outside the group"};
+inline constexpr std::array<wire::named_value, 6> reseq_event_names{{
+    {reseq_event::next, "message with the expected sequence"},
+    {reseq_event::early, "message ahead, inside the window"},
+    {reseq_event::too_early, "message beyond the window"},
+    {reseq_event::duplicate, "message already delivered or held"},
+    {reseq_event::unknown_tuple, "packet from an unknown 5-tuple"},
+    {reseq_event::foreign_group, "packet from a session outside the group"},
+}};
+constexpr std::span<const wire::named_value> wire_enum_names(reseq_event) { return reseq_event_names; }
 
 /// One arriving message: its 5-tuple, the connection it names (BTH destination QP), its
 /// sequence number and the caller's handle for its bytes.
@@ -201,11 +216,15 @@ class session_receiver {
     std::uint64_t delivered = 0, unknown_tuple = 0, foreign_group = 0, duplicate = 0, window_full = 0;
   };
 
+  /// The least sink room on_message() needs: the message and every held one it releases in
+  /// order (at most Window), so Window + 1.
+  static constexpr std::size_t min_room = Window + 1;
+
   constexpr session_receiver(const session_table<N>& t, std::uint32_t connection, std::uint32_t group)
       : t_(&t), conn_(connection), group_(group) {}
 
   constexpr step_result on_message(const session_message& m, session_sink& out) {
-    if (out.room() < Window + 1) return {-1, errc::actions_full};
+    if (out.room() < min_room) return {-1, errc::actions_full};
     return step<row>(table(), st_, *this, classify(m), m, out);
   }
 
@@ -319,7 +338,7 @@ constexpr std::span<const typename session_receiver<N, Window>::row> session_rec
 }
 
 template <std::size_t N, std::size_t W>
-inline constexpr machine_info<typename session_receiver<N, W>::row, 2, 6> session_receiver_info{
-    "session_receiver", "in_order", session_receiver<N, W>::table(), reseq_state_names, reseq_event_names};
+inline constexpr machine_info<typename session_receiver<N, W>::row> session_receiver_info{
+    "session_receiver", "in_order", session_receiver<N, W>::table()};
 
 }  // namespace pushwire::flow

@@ -318,6 +318,9 @@ inline constexpr op_def ops[] = {
 static_assert(std::size(ops) == static_cast<std::size_t>(operation::cnp) + 1);
 
 constexpr const op_def& def(operation o) { return ops[static_cast<std::size_t>(o)]; }
+inline constexpr auto operation_names = []<std::size_t... I>(std::index_sequence<I...>) {
+  return std::array<wire::named_value, sizeof...(I)>{wire::named_value{ops[I].op, ops[I].name}...};
+}(std::make_index_sequence<std::size(ops)>{});
 
 constexpr transport transport_of(std::uint16_t value) {
   if (value == 0x81) return transport::cnp;
@@ -397,6 +400,9 @@ constexpr std::array<opcode_info, table_size> make_table() {
 }
 
 }  // namespace detail
+
+/// "SEND_FIRST", ... (IBTA's operation names).
+constexpr std::span<const wire::named_value> wire_enum_names(operation) { return detail::operation_names; }
 
 /// Every opcode the library knows, in PUSHWIRE_IB_OPCODES order.
 inline constexpr auto opcodes = detail::make_table();

@@ -26,6 +26,8 @@
 #include <string_view>
 #include <type_traits>
 
+#include <pushwire/wire/names.hpp>
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define PUSHWIRE_CRC_X86 1
 #include <cpuid.h>
@@ -44,14 +46,13 @@ enum class crc_check : std::uint8_t {
 };
 /// The outcome, printed as "unchecked", "good", "bad".
 enum class crc_status : std::uint8_t { unchecked, good, bad };
-constexpr std::string_view to_string(crc_status s) {
-  switch (s) {
-    case crc_status::unchecked: return "unchecked";
-    case crc_status::good: return "good";
-    case crc_status::bad: return "bad";
-  }
-  return "?";
-}
+inline constexpr std::array<named_value, 3> crc_status_names{{
+    {crc_status::unchecked, "unchecked"}, {crc_status::good, "good"}, {crc_status::bad, "bad"}}};
+constexpr std::span<const named_value> wire_enum_names(crc_status) { return crc_status_names; }
+constexpr std::string_view to_string(crc_status s) { return enum_name(s); }
+inline constexpr std::array<named_value, 3> crc_check_names{{
+    {crc_check::skip, "skip"}, {crc_check::report, "report"}, {crc_check::require, "require"}}};
+constexpr std::span<const named_value> wire_enum_names(crc_check) { return crc_check_names; }
 
 }  // namespace pushwire::wire
 
@@ -69,15 +70,10 @@ enum class path : std::uint8_t {
   vpclmul,   ///< VPCLMULQDQ + AVX-512 folding, 4 x 512-bit lanes
 };
 
-constexpr std::string_view to_string(path p) {
-  switch (p) {
-    case path::portable: return "portable";
-    case path::sse42: return "sse42";
-    case path::pclmul: return "pclmul";
-    case path::vpclmul: return "vpclmul";
-  }
-  return "?";
-}
+inline constexpr std::array<named_value, 4> path_names{{
+    {path::portable, "portable"}, {path::sse42, "sse42"}, {path::pclmul, "pclmul"}, {path::vpclmul, "vpclmul"}}};
+constexpr std::span<const named_value> wire_enum_names(path) { return path_names; }
+constexpr std::string_view to_string(path p) { return enum_name(p); }
 
 namespace detail {
 

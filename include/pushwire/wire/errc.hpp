@@ -7,6 +7,9 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
+
+#include <pushwire/wire/names.hpp>
 
 namespace pushwire::wire {
 
@@ -89,12 +92,24 @@ inline constexpr auto all_errc = [] {
   return a;
 }();
 
-/// The snake_case name of `e` (as printed by pushwire-dump), or "ok" for 0, or "unknown".
-constexpr std::string_view to_string(errc e) noexcept {
-  const auto i = static_cast<std::size_t>(e);
-  if (i == 0) return "ok";
-  return i <= errc_table.size() ? errc_table[i - 1].name : std::string_view{"unknown"};
+namespace detail {
+/// The named_value table of an error table indexed by value - 1.
+template <auto& Table>
+inline constexpr auto error_names = []<std::size_t... I>(std::index_sequence<I...>) {
+  return std::array<named_value, sizeof...(I)>{named_value{I + 1, Table[I].name}...};
+}(std::make_index_sequence<std::size(Table)>{});
+}  // namespace detail
+
+constexpr std::span<const named_value> wire_enum_names(errc) { return detail::error_names<errc_table>; }
+
+/// The snake_case name of an error code (as pushwire-dump prints it), "ok" for 0, or "unknown".
+template <named_enum E>
+constexpr std::string_view error_name(E e) noexcept {
+  if (e == E{}) return "ok";
+  const std::string_view n = enum_name(e);
+  return n.empty() ? std::string_view{"unknown"} : n;
 }
+constexpr std::string_view to_string(errc e) noexcept { return error_name(e); }
 
 /// Where a decode failed: the code, the byte offset of the offending field in the input, and its
 /// name ("" when no single field is to blame). Offsets are absolute within the buffer decoded.
@@ -105,22 +120,23 @@ struct error {
   friend constexpr bool operator==(const error&, const error&) = default;
 };
 
-class error_category_impl final : public std::error_category {
+/// The std::error_category of an error enum E (wire::errc, flow::errc): name() is
+/// `error_domain(E{})`, found by ADL; message(v) is error_name(E(v)).
+template <named_enum E>
+class enum_error_category final : public std::error_category {
  public:
-  const char* name() const noexcept override { return "pushwire"; }
-  std::string message(int v) const override {
-    return std::string{to_string(static_cast<errc>(v))};
-  }
+  const char* name() const noexcept override { return error_domain(E{}); }
+  std::string message(int v) const override { return std::string{error_name(static_cast<E>(v))}; }
 };
-
-inline const std::error_category& error_category() noexcept {
-  static const error_category_impl c;
+template <named_enum E>
+const std::error_category& error_category_of() noexcept {
+  static const enum_error_category<E> c;
   return c;
 }
 
-inline std::error_code make_error_code(errc e) noexcept {
-  return {static_cast<int>(e), error_category()};
-}
+constexpr const char* error_domain(errc) { return "pushwire"; }
+inline const std::error_category& error_category() noexcept { return error_category_of<errc>(); }
+inline std::error_code make_error_code(errc e) noexcept { return {static_cast<int>(e), error_category()}; }
 
 }  // namespace pushwire::wire
 

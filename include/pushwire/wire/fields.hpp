@@ -29,6 +29,7 @@
 
 #include <pushwire/wire/array_view.hpp>
 #include <pushwire/wire/errc.hpp>
+#include <pushwire/wire/names.hpp>
 
 namespace pushwire::wire {
 
@@ -141,41 +142,5 @@ struct rest : detail::view_member<Elem> {
   using detail::view_member<Elem>::view_member;
   static constexpr std::size_t min_count = MinCount;
 };
-
-/// One value name of an enumeration, for printing, specs and dissector value strings.
-struct named_value {
-  std::uint64_t value;
-  std::string_view name;
-  constexpr named_value(std::uint64_t v, std::string_view n) : value(v), name(n) {}
-  /// From an enumerator, so a code is written only in its enum.
-  template <class E>
-    requires std::is_enum_v<E>
-  constexpr named_value(E e, std::string_view n)
-      : value(static_cast<std::uint64_t>(static_cast<std::underlying_type_t<E>>(e))), name(n) {}
-};
-
-/// An enum whose value names are published by an ADL-found `wire_enum_names(E)` returning
-/// something convertible to std::span<const named_value>.
-template <class E>
-concept named_enum = std::is_enum_v<E> && requires(E e) {
-  { wire_enum_names(e) } -> std::convertible_to<std::span<const named_value>>;
-};
-
-/// The value names of E (empty when E publishes none).
-template <class E>
-constexpr std::span<const named_value> enum_names() {
-  if constexpr (named_enum<E>)
-    return wire_enum_names(E{});
-  else
-    return {};
-}
-
-/// The name of v, or "" when it has none.
-template <class E>
-constexpr std::string_view enum_name(E v) {
-  for (const auto& n : enum_names<E>())
-    if (n.value == static_cast<std::uint64_t>(v)) return n.name;
-  return {};
-}
 
 }  // namespace pushwire::wire
