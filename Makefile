@@ -1,10 +1,10 @@
 # The README's two commands:
 #   make demo   install missing Debian packages, build into build/, run the demo, then show its
 #               captures in tshark with the Wireshark plugin
-#   make test   install missing Debian packages, then build and ctest three times:
-#               g++-12 (build/), clang++-14 (build-clang/), g++-12 with ASan+UBSan (build-asan/;
-#               the plugin's tshark tests run in the first two), then run every libFuzzer target
-#               for 20 s (clang++-14, ASan+UBSan, build-fuzz/)
+#   make test   install missing Debian packages, then build (warnings as errors) and ctest three
+#               times: g++-12 Release (build/), clang++-14 (build-clang/), g++-12 with ASan+UBSan
+#               (build-asan/; the plugin's tshark tests run in the first two), then run every
+#               libFuzzer target for 20 s (clang++-14, ASan+UBSan, build-fuzz/)
 # Both are idempotent and work as root on a fresh Debian 12 clone (or with sudo).
 
 SHELL := /bin/bash
@@ -13,19 +13,29 @@ JOBS ?= $(shell nproc)
 # Debian packages the build, tests and benchmarks need (tshark and python3-scapy are the
 # independent oracles of the conformance tests; libisal-dev and zlib1g-dev are benchmark peers;
 # libwireshark-dev and wireshark-dev build the Wireshark plugin, which the tests run in tshark
-# as an unprivileged user through setpriv, from util-linux).
+# as an unprivileged user through setpriv, from util-linux; ccache speeds up rebuilds).
 PACKAGES := cmake make pkg-config gcc-12 g++-12 clang-14 libclang-rt-14-dev libboost-dev catch2 libbenchmark-dev \
-            zlib1g-dev libisal-dev tshark python3-scapy libwireshark-dev wireshark-dev util-linux
+            zlib1g-dev libisal-dev tshark python3-scapy libwireshark-dev wireshark-dev util-linux ccache
 
-CMAKE_COMMON := -DCMAKE_BUILD_TYPE=RelWithDebInfo
+# ccache is the compiler launcher when it is on PATH (evaluated when a recipe runs, after deps).
+CCACHE = $(shell command -v ccache 2>/dev/null)
+LAUNCHER = -DCMAKE_CXX_COMPILER_LAUNCHER=$(CCACHE) -DCMAKE_C_COMPILER_LAUNCHER=$(CCACHE)
+
+# Every configuration make builds treats warnings as errors (a user's own cmake build does not:
+# PUSHWIRE_WERROR is off by default). make demo shares build/ with the g++ test configuration;
+# its compiler is pinned, so a warning there is ours to fix.
+WERROR := -DPUSHWIRE_WERROR=ON
+CMAKE_COMMON := -DCMAKE_BUILD_TYPE=RelWithDebInfo $(WERROR)
 # The fuzz replays run in the ASan+UBSan build, where they find the most; the other two skip
 # them to keep `make test` inside CI's 30 minutes on 2 cores.
-# The C compiler builds the Wireshark plugin's dissector (dissectors/wireshark/).
-CONFIG_gcc   := -DCMAKE_CXX_COMPILER=g++-12 -DCMAKE_C_COMPILER=gcc-12 $(CMAKE_COMMON) -DPUSHWIRE_BUILD_FUZZ_REPLAYS=OFF
+# The C compiler builds the Wireshark plugin's dissector (dissectors/wireshark/). The g++ build
+# is Release (-O3), where g++-12 warns most (-Wrestrict, -Warray-bounds, -Wmaybe-uninitialized).
+CONFIG_gcc   := -DCMAKE_CXX_COMPILER=g++-12 -DCMAKE_C_COMPILER=gcc-12 -DCMAKE_BUILD_TYPE=Release $(WERROR) \
+                -DPUSHWIRE_BUILD_FUZZ_REPLAYS=OFF
 # The 240 corrupted captures run once, in the g++ build (PUSHWIRE_WS_CORRUPT=0 skips them).
 CONFIG_clang := -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_C_COMPILER=clang-14 $(CMAKE_COMMON) -DPUSHWIRE_BUILD_FUZZ_REPLAYS=OFF \
                 -DPUSHWIRE_WS_CORRUPT=0
-CONFIG_asan  := -DCMAKE_CXX_COMPILER=g++-12 -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" \
+CONFIG_asan  := -DCMAKE_CXX_COMPILER=g++-12 -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" $(WERROR) \
                 -DPUSHWIRE_SANITIZE=ON -DPUSHWIRE_BUILD_BENCH=OFF -DPUSHWIRE_BUILD_WIRESHARK=OFF
 CONFIG_fuzz  := -DCMAKE_CXX_COMPILER=clang++-14 $(CMAKE_COMMON) -DPUSHWIRE_BUILD_FUZZERS=ON \
                 -DPUSHWIRE_BUILD_BENCH=OFF -DPUSHWIRE_BUILD_EXAMPLES=OFF -DPUSHWIRE_BUILD_FUZZ_REPLAYS=OFF \
@@ -38,7 +48,7 @@ DIR_fuzz  := build-fuzz
 .PHONY: demo test deps test-gcc test-clang test-asan test-fuzz bench bench-wireshark spec clean
 
 demo: deps
-	cmake -S . -B $(DIR_gcc) $(CONFIG_gcc)
+	cmake -S . -B $(DIR_gcc) $(CONFIG_gcc) $(LAUNCHER)
 	cmake --build $(DIR_gcc) -j $(JOBS)
 	./$(DIR_gcc)/examples/pushwire-demo ./$(DIR_gcc)/tools/pushwire-dump
 	@echo; echo "=== A RoCEv2 capture of the exchange: $(DIR_gcc)/demo-roce.pcap"
@@ -65,14 +75,14 @@ test: deps
 	$(MAKE) --no-print-directory test-fuzz
 
 test-gcc test-clang test-asan: test-%:
-	cmake -S . -B $(DIR_$*) $(CONFIG_$*)
+	cmake -S . -B $(DIR_$*) $(CONFIG_$*) $(LAUNCHER)
 	cmake --build $(DIR_$*) -j $(JOBS)
 	ctest --test-dir $(DIR_$*) -j $(JOBS) --output-on-failure
 
 # Every libFuzzer target for PUSHWIRE_FUZZ_SECONDS (20 s) under ASan+UBSan with clang++-14; a
 # crash fails (fuzz/README.md). Prints each target's exec/s and coverage.
 test-fuzz:
-	cmake -S . -B $(DIR_fuzz) $(CONFIG_fuzz)
+	cmake -S . -B $(DIR_fuzz) $(CONFIG_fuzz) $(LAUNCHER)
 	cmake --build $(DIR_fuzz) -j $(JOBS) --target fuzzers
 	ctest --test-dir $(DIR_fuzz) -L fuzz-run -j $(JOBS) --output-on-failure -V | grep -E ': -- [a-z_]+: |tests passed|Failed|\*\*\*' ; \
 	  exit $${PIPESTATUS[0]}
@@ -91,13 +101,13 @@ deps:
 	$$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$${missing[@]}"
 
 bench: deps
-	cmake -S . -B $(DIR_gcc) $(CONFIG_gcc) -DCMAKE_BUILD_TYPE=Release
+	cmake -S . -B $(DIR_gcc) $(CONFIG_gcc) $(LAUNCHER)
 	cmake --build $(DIR_gcc) -j $(JOBS) --target pushwire-bench
 	./$(DIR_gcc)/bench/pushwire-bench
 
 # tshark on 100,000 RoCEv2 frames with and without the plugin (bench/tshark_plugin.sh).
 bench-wireshark: deps
-	cmake -S . -B $(DIR_gcc) $(CONFIG_gcc)
+	cmake -S . -B $(DIR_gcc) $(CONFIG_gcc) $(LAUNCHER)
 	cmake --build $(DIR_gcc) -j $(JOBS) --target pushwire-wireshark pushwire-gen
 	bench/tshark_plugin.sh $(DIR_gcc)
 

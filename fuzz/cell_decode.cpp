@@ -5,6 +5,7 @@
 #include <vector>
 
 #include <pushwire/cell/format.hpp>
+#include <pushwire/cell/testing.hpp>
 
 #include "provider.hpp"
 
@@ -23,7 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     PUSHWIRE_FUZZ_CHECK(c->at.end() <= size);
     PUSHWIRE_FUZZ_CHECK(c->crc_state != wire::crc_status::unchecked);
     std::vector<std::byte> copy(frame.begin(), frame.end());
-    PUSHWIRE_FUZZ_CHECK(cell::reseal(copy).code == wire::errc{});
+    PUSHWIRE_FUZZ_CHECK(cell::testing::reseal(copy).code == wire::errc{});
     if (c->crc_state == wire::crc_status::good && !c->packet_crc)
       PUSHWIRE_FUZZ_CHECK(std::equal(copy.begin(), copy.end(), frame.begin()));
     const auto strict = cell::decode(frame, {.crc = wire::crc_check::require, .max_cell_payload = max_payload});

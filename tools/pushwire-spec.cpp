@@ -144,10 +144,16 @@ std::string render_opcodes(ib::rd_class rd) {
     const ib::opcode_info* o = ib::find_opcode(static_cast<std::uint8_t>(c), rd);
     if (!o) continue;
     std::string chain, cls;
-    for (ib::ext e : o->headers()) chain += (chain.empty() ? "" : ", ") + std::string{ib::name(e)};
+    // Appends one piece at a time: g++-12 -O3 warns falsely (-Wrestrict) on "literal" + string.
+    for (ib::ext e : o->headers()) {
+      if (!chain.empty()) chain += ", ";
+      chain += ib::name(e);
+    }
     for (const wire::named_value& f : wire_enum_names(op_class{}))
-      if (const auto flag = static_cast<op_class>(f.value); o->is(flag) && (flag & shown_elsewhere) == op_class::none)
-        cls += (cls.empty() ? "" : " ") + std::string{f.name};
+      if (const auto flag = static_cast<op_class>(f.value); o->is(flag) && (flag & shown_elsewhere) == op_class::none) {
+        if (!cls.empty()) cls += ' ';
+        cls += f.name;
+      }
     s += "| " + specgen::hex(o->code, 2) + " | " + std::string{o->name} + " | " + cls + " | " + (chain.empty() ? "—" : chain) +
          " | " + (o->payload ? (o->fixed_payload ? std::to_string(o->fixed_payload) + " bytes" : std::string{"yes"}) : std::string{"no"}) +
          " | " + std::string{ib::name(o->pos)} + " | " + std::to_string(o->header_len) + " |\n";
@@ -170,8 +176,15 @@ std::string render_rnr() {
 template <class H>
 std::string json_keys() {
   std::string s;
-  for (const field_info& f : wire::fields<H>)
-    s += (s.empty() ? "`" : ", `") + std::string{H::wireshark} + (f.name == "value" ? "" : "." + std::string{f.name}) + "`";
+  for (const field_info& f : wire::fields<H>) {  // piecewise: see render_opcodes
+    s += s.empty() ? "`" : ", `";
+    s += H::wireshark;
+    if (f.name != "value") {
+      s += '.';
+      s += f.name;
+    }
+    s += '`';
+  }
   return s;
 }
 
@@ -243,7 +256,10 @@ std::string render_cell_example(std::string_view which) {
     std::vector<std::byte> f(seg.next_size());
     (void)seg.next(f);
     for (std::size_t i = 0; i < f.size(); i += 16) {
-      for (std::size_t j = i; j < f.size() && j < i + 16; ++j) s += (j > i ? " " : "") + specgen::hex(static_cast<unsigned>(f[j]), 2).substr(2);
+      for (std::size_t j = i; j < f.size() && j < i + 16; ++j) {  // piecewise: see render_opcodes
+        if (j > i) s += ' ';
+        s += specgen::hex(static_cast<unsigned>(f[j]), 2).substr(2);
+      }
       s += "\n";
     }
     s += seg.done() ? "" : "\n";

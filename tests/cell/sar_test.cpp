@@ -3,6 +3,8 @@
 // flip): the outcome is always the exact packet or a named error, never wrong or repeated data.
 #include "vectors.hpp"
 
+#include <pushwire/cell/testing.hpp>
+
 #include <algorithm>
 #include <map>
 #include <random>
@@ -174,7 +176,7 @@ TEST_CASE("the reassembler's named errors", "[cells][sar]") {
     auto last = c[3];
     const auto v = cell::decode(std::span<const std::byte>(last)).value();
     last[v.at.packet_crc] ^= std::byte{1};
-    REQUIRE(cell::reseal(last).code == errc{});
+    REQUIRE(cell::testing::reseal(last).code == errc{});
     for (int i = 0; i < 3; ++i) CHECK(r.push(c[i], 0).status == cell::push_status::accepted);
     auto res = r.push(last, 0);
     CHECK(res.error == wire::error{errc::packet_crc_mismatch, v.at.packet_crc, "packet_crc"});
@@ -196,7 +198,7 @@ TEST_CASE("the reassembler's named errors", "[cells][sar]") {
     CHECK(r.push(c[0], 0).status == cell::push_status::accepted);
     auto m = c[1];
     m[14 + 3] ^= std::byte{1};  // dst_wqp
-    REQUIRE(cell::reseal(m).code == errc{});
+    REQUIRE(cell::testing::reseal(m).code == errc{});
     auto res = r.push(m, 0);
     CHECK(res.error == wire::error{errc::invalid_field, 14 + 2, "dst_wqp"});
     CHECK(res.dropped);

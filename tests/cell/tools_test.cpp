@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <pushwire/cell/cell.hpp>
+#include <pushwire/cell/testing.hpp>
 #include <pushwire/wire/pcap.hpp>
 
 #include "../support/process.hpp"
@@ -107,7 +108,7 @@ TEST_CASE("pushwire-dump reports bad cell and packet CRCs, and cells it cannot p
   (void)seg2.next(c1);
   const auto v1 = cell::decode(std::span<const std::byte>(c1)).value();
   c1[v1.at.packet_crc] ^= std::byte{1};  // the packet CRC is wrong, the cell resealed
-  REQUIRE(cell::reseal(c1).code == wire::errc{});
+  REQUIRE(cell::testing::reseal(c1).code == wire::errc{});
   w.add(5, c0);
   w.add(6, c1);
   w.add(7, not_cell);

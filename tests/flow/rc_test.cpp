@@ -3,6 +3,8 @@
 
 #include <vector>
 
+#include <pushwire/flow/testing.hpp>
+
 #include "harness.hpp"
 
 using namespace pwtest;
@@ -29,6 +31,31 @@ std::vector<packet> sent(const std::vector<qp_action_t>& acts) {
 }
 
 }  // namespace
+
+// set_state is a test hook (flow/testing.hpp), not a member of the machines' API.
+template <class M, class S>
+concept has_set_state_member = requires(M& m, S s) { m.set_state(s); };
+static_assert(!has_set_state_member<requester<4>, req_state>);
+static_assert(!has_set_state_member<responder<>, resp_state>);
+static_assert(!has_set_state_member<dc_initiator<4, 2>, dci_state>);
+static_assert(!has_set_state_member<dc_target<4>, dct_state>);
+
+TEST_CASE("testing::set_state puts a machine in a state without a transition") {
+  requester<4> rq(rc_cfg());
+  testing::set_state(rq, req_state::error);
+  CHECK(rq.state() == req_state::error);
+  CHECK(rq.enqueue({.id = 1, .op = wr_op::send, .length = 8}).error == errc::qp_in_error);
+  CHECK(rq.stats().sent == 0);
+  responder<> rs;
+  testing::set_state(rs, resp_state::faulted);
+  CHECK(rs.state() == resp_state::faulted);
+  dc_initiator<4, 2> dci;
+  testing::set_state(dci, dci_state::disconnecting);
+  CHECK(dci.state() == dci_state::disconnecting);
+  dc_target<4> dct;
+  testing::set_state(dct, dct_state::connected);
+  CHECK(dct.state() == dct_state::connected);
+}
 
 TEST_CASE("requester: segmentation follows FIRST/MIDDLE/LAST/ONLY, AckReq on last and periodically") {
   requester<8> rq(rc_cfg());

@@ -1,6 +1,8 @@
 cmake_minimum_required(VERSION 3.21)
 # ctest package.find_package: install pushwire from BUILD_DIR into a fresh prefix, then configure,
-# build and run tests/package/consumer against it with find_package(pushwire).
+# build and run tests/package/consumer against it with find_package(pushwire); then move the
+# prefix and build the same consumer with `pkg-config --cflags pushwire` (pushwire.pc is
+# relocatable).
 foreach(v BUILD_DIR SOURCE_DIR WORK_DIR CXX_COMPILER)
   if(NOT DEFINED ${v})
     message(FATAL_ERROR "check.cmake needs -D${v}=...")
@@ -54,3 +56,32 @@ if(rc OR NOT out MATCHES "\"pushwire.txn\":7")
   message(FATAL_ERROR "the consumer did not round-trip: ${rc} ${out}")
 endif()
 message(STATUS "consumer: ${out}")
+
+# pkg-config, after moving the installed tree: the flags must point into the new place.
+find_program(PKG_CONFIG NAMES pkg-config pkgconf)
+if(NOT PKG_CONFIG)
+  message(FATAL_ERROR "pkg-config not found (Debian: pkg-config), needed to check pushwire.pc")
+endif()
+set(moved "${WORK_DIR}/moved")
+file(RENAME "${prefix}" "${moved}")
+set(ENV{PKG_CONFIG_PATH} "${moved}/share/pkgconfig")
+execute_process(COMMAND "${PKG_CONFIG}" --cflags pushwire RESULT_VARIABLE rc OUTPUT_VARIABLE cflags
+                ERROR_VARIABLE err OUTPUT_STRIP_TRAILING_WHITESPACE)
+if(rc)
+  message(FATAL_ERROR "pkg-config --cflags pushwire failed: ${err}")
+endif()
+if(NOT cflags MATCHES "^-I${moved}/")
+  message(FATAL_ERROR "pushwire.pc is not relocatable: --cflags gives '${cflags}' after the prefix moved to ${moved}")
+endif()
+separate_arguments(cflags UNIX_COMMAND "${cflags}")
+execute_process(COMMAND "${CXX_COMPILER}" -std=c++20 ${cflags} "${SOURCE_DIR}/tests/package/consumer/main.cpp"
+                        -o "${WORK_DIR}/consumer-pc"
+                RESULT_VARIABLE rc ERROR_VARIABLE err)
+if(rc)
+  message(FATAL_ERROR "building the consumer with pkg-config's flags failed: ${err}")
+endif()
+execute_process(COMMAND "${WORK_DIR}/consumer-pc" RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+if(rc OR NOT out MATCHES "\"pushwire.txn\":7")
+  message(FATAL_ERROR "the pkg-config consumer did not round-trip: ${rc} ${out}")
+endif()
+message(STATUS "pkg-config consumer (${cflags}): ${out}")

@@ -9,7 +9,7 @@
 
 #include <catch2/catch.hpp>
 
-#include <pushwire/msg/message.hpp>
+#include <pushwire/msg/print.hpp>
 #include <pushwire/wire/fields.hpp>
 #include <pushwire/wire/print.hpp>
 

@@ -24,6 +24,11 @@ namespace pushwire::flow {
 /// Nanoseconds on the caller's clock (any epoch; only differences matter).
 using time_ns = std::uint64_t;
 
+/// The machines' door for tests (flow/testing.hpp): not part of the API.
+namespace testing {
+struct access;
+}  // namespace testing
+
 /// A vector with inline capacity N: never allocates; push_back on a full vector returns false.
 template <class T, std::size_t N>
 class static_vector {

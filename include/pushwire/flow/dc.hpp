@@ -97,7 +97,6 @@ class dc_initiator {
   constexpr bool wants_to_send() const { return rq_.wants_to_send() || settle_pending(); }
 
   constexpr dci_state state() const { return st_; }
-  constexpr void set_state(dci_state s) { st_ = s; }
   constexpr const dc_address& target() const { return cur_; }
   constexpr const requester<SQ>& transport() const { return rq_; }
   constexpr std::size_t pending() const { return pending_.size(); }
@@ -165,6 +164,7 @@ class dc_initiator {
   static constexpr std::span<const row> table();
 
  private:
+  friend struct testing::access;  // flow/testing.hpp
   struct waiting {
     work_request wr;
     dc_address to;
@@ -318,7 +318,6 @@ class dc_target {
   constexpr bool wants_to_send() const { return rs_.wants_to_send(); }
 
   constexpr dct_state state() const { return st_; }
-  constexpr void set_state(dct_state s) { st_ = s; }
   constexpr std::uint32_t connected_dci() const { return dci_; }
   constexpr const responder<RD>& transport() const { return rs_; }
   constexpr const counters& stats() const { return stats_; }
@@ -379,6 +378,7 @@ class dc_target {
   static constexpr std::span<const row> table();
 
  private:
+  friend struct testing::access;  // flow/testing.hpp
   static constexpr responder_config with_dc(responder_config r) {
     r.svc = service::dc;
     return r;

@@ -275,7 +275,6 @@ class requester {
   constexpr void pump(time_ns now, qp_sink& out);
 
   constexpr req_state state() const { return st_; }
-  constexpr void set_state(req_state s) { st_ = s; }  ///< tests put a machine in a state
   /// pump() has work: packets the window allows, or completions held back by a full sink.
   constexpr bool wants_to_send() const {
     if (!q_.empty() && q_.front().done) return true;
@@ -392,6 +391,7 @@ class requester {
   }
 
  private:
+  friend struct testing::access;  // flow/testing.hpp
   constexpr bool window_open() const {
     const std::int32_t d = ib::psn_diff(nxt_, una_);  // negative while re-issuing a READ
     return d < 0 || static_cast<std::uint32_t>(d) < cfg_.window;
@@ -831,7 +831,6 @@ class responder {
   constexpr void set_memory(memory_port m) { mem_ = m; }
 
   constexpr resp_state state() const { return st_; }
-  constexpr void set_state(resp_state s) { st_ = s; }
   constexpr std::uint32_t expected_psn() const { return epsn_; }
   constexpr std::uint32_t msn() const { return msn_; }
   constexpr std::uint32_t receives() const { return recv_; }
@@ -919,6 +918,7 @@ class responder {
   static constexpr std::span<const row> table();
 
  private:
+  friend struct testing::access;  // flow/testing.hpp
   struct pending {
     bool stream = false;  ///< READ / atomic responses of r; else one ACK / NAK
     rd_resource r{};

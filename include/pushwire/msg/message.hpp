@@ -1,9 +1,8 @@
-// Every push-push message type, decoding any frame by its function code, and printing.
+// Every push-push message type, and decoding any frame by its function code (printing: print.hpp).
 #pragma once
 
 #include <cstddef>
 #include <span>
-#include <string>
 #include <tuple>
 #include <type_traits>
 #include <variant>
@@ -12,8 +11,6 @@
 #include <pushwire/msg/cfg_util.hpp>
 #include <pushwire/msg/data.hpp>
 #include <pushwire/msg/header.hpp>
-#include <pushwire/wire/json.hpp>
-#include <pushwire/wire/print.hpp>
 
 namespace pushwire::msg {
 
@@ -91,46 +88,6 @@ constexpr result<std::size_t> encode(const message& v, std::span<std::byte> out,
 
 constexpr function function_of(const message& v) {
   return std::visit([](const auto& m) { return code_of<std::remove_cvref_t<decltype(m)>>; }, v);
-}
-
-/// Writes m's keys into the open JSON object: "pushwire.function" (its name),
-/// "pushwire.version", "pushwire.txn", then the body fields under their snake_case names.
-template <message_type M>
-void write_json_fields(wire::json_writer& w, const M& m) {
-  w.key("pushwire.function");
-  w.string(name(code_of<M>));
-  w.key("pushwire.version");
-  w.uint(protocol_version);
-  w.key("pushwire.txn");
-  w.uint(m.header.transaction_context);
-  wire::for_each_member_index<M>([&](auto i) {
-    if constexpr (i.value > 0) wire::write_json_member<i.value>(w, m);
-  });
-}
-
-/// m as one JSON object (see write_json_fields).
-template <message_type M>
-std::string to_json(const M& m) {
-  std::string s;
-  wire::json_writer w{s};
-  w.begin_object();
-  write_json_fields(w, m);
-  w.end_object();
-  return s;
-}
-
-inline std::string to_json(const message& v) {
-  return std::visit([](const auto& m) { return msg::to_json(m); }, v);
-}
-
-/// m as text: a title line ("BufferRecvPool (0x0101)") and one indented line per field.
-template <message_type M>
-std::string to_text(const M& m) {
-  return wire::detail::enum_text(code_of<M>) + "\n" + wire::to_text(m, 2);
-}
-
-inline std::string to_text(const message& v) {
-  return std::visit([](const auto& m) { return msg::to_text(m); }, v);
 }
 
 }  // namespace pushwire::msg

@@ -1,4 +1,5 @@
-// Push-push messaging protocol v1: every message, idata, CfgUtil data, dispatch, owning frames.
+// Push-push messaging protocol v1: every message, idata, CfgUtil data, dispatch, owning frames,
+// printing.
 #pragma once
 
 #include <pushwire/msg/buffer.hpp>
@@ -8,3 +9,4 @@
 #include <pushwire/msg/header.hpp>
 #include <pushwire/msg/idata.hpp>
 #include <pushwire/msg/message.hpp>
+#include <pushwire/msg/print.hpp>

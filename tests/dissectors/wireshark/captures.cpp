@@ -27,6 +27,7 @@
 #include <vector>
 
 #include <pushwire/cell/segmenter.hpp>
+#include <pushwire/cell/testing.hpp>
 #include <pushwire/ib/aeth.hpp>
 #include <pushwire/ib/roce.hpp>
 #include <pushwire/msg/idata.hpp>
@@ -261,7 +262,7 @@ void add_cells(capture& c, const cell::packet_spec& p, std::span<const std::byte
     (void)seg->next(f);
     if (spoil == i) {
       f[f.size() / 2] ^= std::byte{0x40};
-      if (reseal) (void)cell::reseal(f);
+      if (reseal) (void)cell::testing::reseal(f);
     }
     if (drop != i) c.add(f);
   }
@@ -317,7 +318,7 @@ void write_cells(const std::string& path) {
   bytes g(cell::frame_size(cell::cell_spec{.dst = mac_b, .src = mac_a, .hdr = {.first = true, .last = true, .cell_count = 1}}));
   (void)cell::encode(cell::cell_spec{.dst = mac_b, .src = mac_a, .hdr = {.first = true, .last = true, .cell_count = 1}}, g);
   g[14] = std::byte{0x20};
-  (void)cell::reseal(g);
+  (void)cell::testing::reseal(g);
   c.add(g);  // 16
   save(path, c.file);
 }
@@ -705,7 +706,7 @@ int corrupt(const std::string& in, int n, const std::string& dir, unsigned seed)
           if (ib::inspect(f, v).code == wire::errc{}) {
             for (int i = 0; i < 4; ++i) f[v.icrc_offset + static_cast<std::size_t>(i)] = static_cast<std::byte>(v.icrc_computed >> (8 * i));
           } else {
-            (void)cell::reseal(f);
+            (void)cell::testing::reseal(f);
           }
         }
       }

@@ -1,0 +1,50 @@
+// pushwire's embeddable core: the codecs (wire/ without pcap, hex, JSON and printing; msg/ ib/
+// cell/ without printing) and the flow/ machines. It builds with -fno-exceptions -fno-rtti and
+// includes none of <iostream>, <ostream>, <sstream>, <fstream> (ctest -L core checks both).
+// Printing, JSON, hex text and pcap are in wire/print.hpp, wire/json.hpp, wire/hex.hpp,
+// wire/pcap.hpp, msg/print.hpp, ib/print.hpp and cell/print.hpp; pushwire.hpp includes everything.
+#pragma once
+
+#include <pushwire/version.hpp>
+
+#include <pushwire/wire/array_view.hpp>
+#include <pushwire/wire/codec.hpp>
+#include <pushwire/wire/crc.hpp>
+#include <pushwire/wire/cursor.hpp>
+#include <pushwire/wire/endian.hpp>
+#include <pushwire/wire/errc.hpp>
+#include <pushwire/wire/ethernet.hpp>
+#include <pushwire/wire/fields.hpp>
+#include <pushwire/wire/options.hpp>
+#include <pushwire/wire/result.hpp>
+#include <pushwire/wire/struct.hpp>
+#include <pushwire/wire/table.hpp>
+
+#include <pushwire/msg/buffer.hpp>
+#include <pushwire/msg/cfg_util.hpp>
+#include <pushwire/msg/data.hpp>
+#include <pushwire/msg/frame.hpp>
+#include <pushwire/msg/header.hpp>
+#include <pushwire/msg/idata.hpp>
+#include <pushwire/msg/message.hpp>
+
+#include <pushwire/ib/aeth.hpp>
+#include <pushwire/ib/encap.hpp>
+#include <pushwire/ib/entropy.hpp>
+#include <pushwire/ib/headers.hpp>
+#include <pushwire/ib/lan.hpp>
+#include <pushwire/ib/opcode.hpp>
+#include <pushwire/ib/psn.hpp>
+#include <pushwire/ib/roce.hpp>
+
+#include <pushwire/cell/format.hpp>
+#include <pushwire/cell/reassembler.hpp>
+#include <pushwire/cell/segmenter.hpp>
+
+#include <pushwire/flow/core.hpp>
+#include <pushwire/flow/dc.hpp>
+#include <pushwire/flow/frame.hpp>
+#include <pushwire/flow/packet.hpp>
+#include <pushwire/flow/pool.hpp>
+#include <pushwire/flow/rc.hpp>
+#include <pushwire/flow/session.hpp>
