@@ -391,6 +391,9 @@ TEST_CASE("pcapng: limits on interfaces and on the list of skipped block types",
   CHECK(a.reader->skipped()[0].count == 2);
   CHECK(a.reader->skipped_other() == 6);
   CHECK(pcap::to_text(a.reader->skipped()[0]) == "skipped 2 blocks of type 0x00000100 (unknown)");
+  const auto lines = pcap::skipped_text(*a.reader);
+  REQUIRE(lines.size() == pcap::ng::max_skipped_types + 1);
+  CHECK(lines.back() == "skipped 6 more blocks of types beyond the first 16");
   const std::size_t at = w.out.size();
   w.idb(1, 0);  // one interface too many
   CHECK(first_error(w.out) == wire::error{errc::bad_pcap, at, "interface_count"});

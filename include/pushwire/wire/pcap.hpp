@@ -427,8 +427,8 @@ inline std::vector<std::string> skipped_text(const reader& r) {
   std::vector<std::string> lines;
   for (const auto& s : r.skipped()) lines.push_back(to_text(s));
   if (r.skipped_other() != 0)
-    lines.push_back("skipped " + std::to_string(r.skipped_other()) + " blocks of " + std::to_string(ng::max_skipped_types) +
-                    "+ other types");
+    lines.push_back("skipped " + std::to_string(r.skipped_other()) + " more blocks of types beyond the first " +
+                    std::to_string(ng::max_skipped_types));
   return lines;
 }
 
