@@ -3,7 +3,8 @@
 // builds (RoCEv2 packets of every operation the flow requester emits, with DC connect, and
 // ACKs / NAKs), and from the frames of captures (pushwire-gen's, as the tests write them):
 // RoCEv2 frames seed roce_frame and bth_chain, cells seed cell_decode, the push-push messages
-// inside them msg_dispatch.
+// inside them msg_dispatch; the captures themselves, the same frames as pcapng (both byte orders)
+// and the tests' pcapng vectors seed pcap_reader.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -23,6 +24,7 @@
 
 #include "cell/vectors.hpp"
 #include "msg/vectors.hpp"
+#include "support/pcapng.hpp"
 
 using namespace pushwire;
 namespace fs = std::filesystem;
@@ -139,6 +141,15 @@ int main(int argc, char** argv) {
     seed(t, "zeros", zeros);
     seed(t, "ramp", ramp);
   }
+  // capture files: the tests' pcapng vectors, alone and as two sections; a big-endian classic pcap
+  namespace ng = test::pcapng;
+  seed("pcap_reader", "vector_le.pcapng", ng::little);
+  seed("pcap_reader", "vector_be.pcapng", ng::big);
+  std::vector<std::byte> two(ng::big.begin(), ng::big.end());
+  two.insert(two.end(), ng::little.begin(), ng::little.end());
+  seed("pcap_reader", "vector_two_sections.pcapng", two);
+  seed("pcap_reader", "big_endian.pcap",
+       test::hex<"a1b2c3d4 0002 0004 00000000 00000000 0000ffff 00000001 00000001 00000002 00000002 00000002 abcd">());
   // captures
   for (int a = 2; a < argc; ++a) {
     std::ifstream in(argv[a], std::ios::binary);
@@ -149,10 +160,16 @@ int main(int argc, char** argv) {
       return 1;
     }
     const std::string stem = fs::path(argv[a]).stem().string();
+    seed("pcap_reader", stem + ".pcap", std::as_bytes(std::span(raw)));
+    // the same frames as pcapng: two interfaces (the second unused), an interface statistics
+    // block, nanosecond timestamps, the last frame as a simple packet block
+    test::pcapng::writer le(false), be(true);
+    for (auto* w : {&le, &be}) w->shb().idb(1, 0, 9).idb(101, 128).other(5, std::vector<std::byte>(12));
     for (int k = 0;; ++k) {
       const auto rec = r->next();
       if (!rec || !*rec) break;
       const auto frame = (*rec)->data;
+      for (auto* w : {&le, &be}) (k % 5 == 4 ? w->spb(static_cast<std::uint32_t>(frame.size()), frame) : w->epb(0, (*rec)->ts_ns, frame));
       const std::string name = stem + "_" + std::to_string(k);
       if (const auto v = ib::decode(frame)) {
         seed("roce_frame", name, frame);
@@ -162,6 +179,8 @@ int main(int argc, char** argv) {
         seed("cell_decode", name, frame);
       }
     }
+    seed("pcap_reader", stem + "_le.pcapng", le.end_section().out);
+    seed("pcap_reader", stem + "_be.pcapng", be.out);
   }
   std::printf("%d seeds written under %s\n", written, argv[1]);
   return 0;

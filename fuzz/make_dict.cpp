@@ -1,6 +1,7 @@
 // pushwire-fuzz-dict: writes (--write DIR) or verifies (--check DIR) the libFuzzer dictionaries
 // of fuzz/dict/, generated from the library's tables: push-push function codes and CfgUtil
-// request codes, every BTH opcode, the cell types, and the constants that mark each framing.
+// request codes, every BTH opcode, the cell types, the constants that mark each framing, and the
+// magic numbers, block types and options of capture files.
 #include <cctype>
 #include <cstdint>
 #include <cstdio>
@@ -11,12 +12,14 @@
 #include <utility>
 #include <string>
 #include <string_view>
+#include <tuple>
 
 #include <pushwire/cell/format.hpp>
 #include <pushwire/ib/encap.hpp>
 #include <pushwire/ib/opcode.hpp>
 #include <pushwire/msg/cfg_util.hpp>
 #include <pushwire/msg/header.hpp>
+#include <pushwire/wire/pcap.hpp>
 
 using namespace pushwire;
 
@@ -33,6 +36,7 @@ std::string token(std::string_view name, std::initializer_list<std::uint64_t> by
 }
 std::string be16(std::string_view name, std::uint64_t v) { return token(name, {v >> 8, v}); }
 std::string be32(std::string_view name, std::uint64_t v) { return token(name, {v >> 24, v >> 16, v >> 8, v}); }
+std::string le32(std::string_view name, std::uint64_t v) { return token(name, {v, v >> 8, v >> 16, v >> 24}); }
 std::string clean(std::string_view n) {
   std::string s{n};
   for (char& c : s)
@@ -64,11 +68,27 @@ std::map<std::string, std::string> dictionaries() {
     h.type = static_cast<cell::cell_type>(t.value);
     cell += token("version_type_" + clean(t.name), {static_cast<std::uint64_t>(wire::to_bytes(h)[0])});
   }
+  // capture files: every 32-bit constant in both byte orders
+  namespace ng = wire::pcap::ng;
+  std::string capture = head;
+  for (const auto& [name, v] : {std::pair{"magic_micro", wire::pcap::magic_micro}, std::pair{"magic_nano", wire::pcap::magic_nano},
+                                std::pair{"byte_order_magic", ng::byte_order_magic}, std::pair{"block_shb", ng::block_shb},
+                                std::pair{"block_idb", ng::block_idb}, std::pair{"block_opb", ng::block_opb},
+                                std::pair{"block_spb", ng::block_spb}, std::pair{"block_nrb", ng::block_nrb},
+                                std::pair{"block_isb", ng::block_isb}, std::pair{"block_epb", ng::block_epb}})
+    capture += v == ng::block_shb ? le32(name, v)  // the same in both orders
+                                  : le32(std::string{name} + "_le", v) + be32(std::string{name} + "_be", v);
+  for (const auto& [name, code, len] : {std::tuple{"if_tsresol", ng::opt_if_tsresol, 1}, std::tuple{"if_tsoffset", ng::opt_if_tsoffset, 8}}) {
+    capture += token(std::string{name} + "_le", {code, 0, static_cast<std::uint64_t>(len), 0});
+    capture += token(std::string{name} + "_be", {0, code, 0, static_cast<std::uint64_t>(len)});
+  }
+  capture += token("tsresol_2_pow_minus_10", {0x8A}) + token("section_length_unspecified", {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF});
   // one file per target that has a dictionary, named after the target (fuzz/CMakeLists.txt and
   // fuzz/oss-fuzz/build.sh pick dict/<target>.dict when it exists)
   for (const char* t : {"msg_dispatch", "roundtrip"}) d[std::string{t} + ".dict"] = msg;
   for (const char* t : {"roce_frame", "bth_chain"}) d[std::string{t} + ".dict"] = roce;
   for (const char* t : {"cell_decode", "cell_reassembler"}) d[std::string{t} + ".dict"] = cell;
+  d["pcap_reader.dict"] = capture;
   return d;
 }
 

@@ -44,7 +44,7 @@ int usage(const char* why) {
   std::cerr << "usage: pushwire-dump [--json] [--max-frame N] --hex HEX|-\n"
                "       pushwire-dump [--json] [--max-frame N] [--udp-port P] [--ibta-rd] [--no-icrc] FILE.pcap\n"
                "  --hex HEX       decode one push-push message given in hex ('-' reads stdin)\n"
-               "  FILE.pcap       decode every frame of a classic pcap capture (Ethernet)\n"
+               "  FILE.pcap       decode every frame of a pcap or pcapng capture (Ethernet)\n"
                "  --json          JSON: one object (per frame)\n"
                "  --max-frame N   largest push-push frame accepted, bytes (default 4096)\n"
                "  --udp-port P    RoCEv2 UDP destination port (default 4791)\n"
@@ -204,24 +204,29 @@ int dump_pcap(const std::string& path, bool json, const wire::codec_options& opt
     std::cerr << "pushwire-dump: error: " << describe(r.error()) << "\n";
     return exit_malformed;
   }
-  const bool ethernet = r->linktype() == wire::pcap::linktype_ethernet;
+  const auto warn_skipped = [&] {  // pcapng blocks that are not packets
+    for (const auto& s : wire::pcap::skipped_text(*r)) std::cerr << "pushwire-dump: warning: " << s << "\n";
+  };
   cell_state cells;
   for (std::size_t n = 1;; ++n) {
     auto rec = r->next();
     if (!rec) {
       std::cout.flush();
+      warn_skipped();
       std::cerr << "pushwire-dump: error: " << describe(rec.error()) << "\n";
       return exit_malformed;
     }
     if (!*rec) break;
-    if (!ethernet) {
+    if ((*rec)->linktype != wire::pcap::linktype_ethernet) {  // per record: pcapng interfaces differ
       std::cout << (json ? "{\"frame\":" + std::to_string(n) + ",\"error\":\"not_roce (pcap link type " +
-                               std::to_string(r->linktype()) + ")\"}\n"
+                               std::to_string((*rec)->linktype) + ")\"}\n"
                          : "frame " + std::to_string(n) + ": error: not_roce (link type)\n");
       continue;
     }
     std::cout << dump_frame(n, (*rec)->data, (*rec)->ts_ns, json, opt, cells);
   }
+  std::cout.flush();
+  warn_skipped();
   return 0;
 }
 

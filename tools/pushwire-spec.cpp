@@ -21,6 +21,7 @@
 #include <pushwire/ib/lan.hpp>
 #include <pushwire/ib/opcode.hpp>
 #include <pushwire/msg/msg.hpp>
+#include <pushwire/wire/pcap.hpp>
 
 #include "specgen.hpp"
 #include "model.hpp"
@@ -158,6 +159,31 @@ std::string render_opcodes(ib::rd_class rd) {
          " | " + (o->payload ? (o->fixed_payload ? std::to_string(o->fixed_payload) + " bytes" : std::string{"yes"}) : std::string{"no"}) +
          " | " + std::string{ib::name(o->pos)} + " | " + std::to_string(o->header_len) + " |\n";
   }
+  return s;
+}
+
+// spec/roce.md §13: the pcapng block types the capture reader knows, and its limits.
+std::string render_capture() {
+  namespace pcap = wire::pcap;
+  std::string s = "| Block type | Name | Read as |\n|---|---|---|\n";
+  for (const std::uint32_t t : {pcap::ng::block_shb, pcap::ng::block_idb, pcap::ng::block_opb, pcap::ng::block_spb,
+                                pcap::ng::block_nrb, pcap::ng::block_isb, pcap::ng::block_epb, 0x00000007u, 0x00000008u,
+                                0x00000009u, 0x0000000Au, 0x00000BADu, 0x40000BADu}) {
+    char hex[16];
+    std::snprintf(hex, sizeof hex, "0x%08X", t);
+    const bool packet = t == pcap::ng::block_epb || t == pcap::ng::block_opb || t == pcap::ng::block_spb;
+    s += std::string{"| `"} + hex + "` | " + std::string{pcap::ng::block_type_name(t)} + " | " +
+         (t == pcap::ng::block_shb   ? "a new section (byte order, version, length)"
+          : t == pcap::ng::block_idb ? "the section's next interface (link type, snaplen, `if_tsresol`, `if_tsoffset`)"
+          : packet                   ? "a record"
+                                     : "skipped, counted") +
+         " |\n";
+  }
+  s += "| any other | unknown | skipped, counted |\n\n| Limit | Value |\n|---|---:|\n";
+  s += "| captured bytes per record (`max_record`) | " + std::to_string(pcap::max_record) + " |\n";
+  s += "| bytes per block (`ng::max_block`) | " + std::to_string(pcap::ng::max_block) + " |\n";
+  s += "| interfaces per section (`ng::max_interfaces`) | " + std::to_string(pcap::ng::max_interfaces) + " |\n";
+  s += "| skipped block types listed one by one (`ng::max_skipped_types`) | " + std::to_string(pcap::ng::max_skipped_types) + " |\n";
   return s;
 }
 
@@ -382,6 +408,8 @@ std::optional<std::string> render(std::string_view key) {
     if (arg == "status") out = specgen::value_table(msg::cfg::status_names, 4);
   } else if (kind == "opcodes") {
     out = render_opcodes(arg == "rd" ? ib::rd_class::ibta_rd : ib::rd_class::dc);
+  } else if (kind == "capture") {
+    out = render_capture();
   } else if (kind == "rnr_timers") {
     out = render_rnr();
   } else if (kind == "json_keys") {

@@ -2,10 +2,14 @@
 // malformed input.
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
+#include <span>
 #include <string>
+#include <vector>
 
 #include <pushwire/wire/pcap.hpp>
 
+#include "../support/pcapng.hpp"
 #include "../support/process.hpp"
 
 #include "../msg/vectors.hpp"
@@ -131,4 +135,54 @@ TEST_CASE("pushwire-dump FILE.pcap: a frame that is not RoCE gets an error key; 
   CHECK(cut.err.find("truncated") != std::string::npos);
   auto missing = run("'" PUSHWIRE_WORKDIR "/no-such.pcap'");
   CHECK(missing.status == 2);
+}
+
+TEST_CASE("pushwire-dump FILE.pcapng: the same frames as the pcap, per-interface link types, skipped blocks warned", "[tools][dump][pcap][pcapng]") {
+  const std::string dir = PUSHWIRE_WORKDIR, pcap_path = dir + "/dump-ng-gen.pcap";
+  std::system(("mkdir -p '" + dir + "'").c_str());
+  REQUIRE(std::system(("'" PUSHWIRE_GEN "' --framing roce --out '" + pcap_path + "'").c_str()) == 0);
+  auto want = run("--json '" + pcap_path + "'");
+  REQUIRE(want.status == 0);
+  const auto want_lines = lines_of(want.out);
+  REQUIRE(want_lines.size() == 15);
+  std::ifstream in(pcap_path, std::ios::binary);
+  const std::vector<char> raw{std::istreambuf_iterator<char>(in), {}};
+  const auto ip = test::copy(test::hex<"45000014 00000000 40110000 0a000001 0a000002">());
+  for (const bool big : {false, true}) {
+    INFO((big ? "big-endian" : "little-endian"));
+    test::pcapng::writer w(big);
+    w.shb().idb(1, 0, 9).other(5, std::vector<std::byte>(12)).idb(101, 0);  // interface 1: raw IP
+    auto r = pcap::reader::open(std::as_bytes(std::span(raw)));
+    REQUIRE(r.has_value());
+    for (auto rec = r->next(); rec && *rec; rec = r->next()) w.epb(0, (*rec)->ts_ns, (*rec)->data);
+    w.epb(1, 0, ip).other(5, std::vector<std::byte>(12)).end_section();
+    const std::string path = dir + (big ? "/dump-be.pcapng" : "/dump-le.pcapng");
+    test::write_file(path, w.out);
+    auto got = run("--json '" + path + "'");
+    CHECK(got.status == 0);
+    CHECK(got.err == "pushwire-dump: warning: skipped 2 blocks of type 0x00000005 (interface statistics)\n");
+    const auto l = lines_of(got.out);
+    REQUIRE(l.size() == 16);
+    for (std::size_t i = 0; i < 15; ++i) CHECK(l[i] == want_lines[i]);
+    CHECK(l[15] == R"j({"frame":16,"error":"not_roce (pcap link type 101)"})j");
+    auto text = run("'" + path + "'");
+    CHECK(text.status == 0);
+    CHECK(text.out.find("frame 16: error: not_roce (link type)") != std::string::npos);
+    // An EPB naming an interface the section does not have; a file cut inside a block.
+    auto bad = w.out;
+    bad[28 + 32 + 24 + 20 + (big ? 11 : 8)] = std::byte{7};  // the first EPB's interface id
+    test::write_file(path, bad);
+    auto b = run("--json '" + path + "'");
+    CHECK(b.status == 2);
+    CHECK(b.out.empty());
+    CHECK(b.err == "pushwire-dump: warning: skipped 1 block of type 0x00000005 (interface statistics)\n"
+                   "pushwire-dump: error: bad_pcap at byte " + std::to_string(28 + 32 + 24 + 20 + 8) + " (interface_id)\n");
+    bad = w.out;
+    bad.resize(bad.size() - 30);
+    test::write_file(path, bad);
+    auto cut = run("--json '" + path + "'");
+    CHECK(cut.status == 2);
+    CHECK(lines_of(cut.out).size() == 15);
+    CHECK(cut.err.find("pushwire-dump: error: truncated") != std::string::npos);
+  }
 }

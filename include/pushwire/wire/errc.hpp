@@ -72,7 +72,7 @@ inline constexpr std::array<errc_info, 29> errc_table{{
     {"pad_overrun", "The BTH PadCnt is larger than the payload it pads."},
     {"reserved_opcode", "A BTH opcode that is reserved, vendor-specific, or unknown to the opcode table."},
     {"icrc_mismatch", "The RoCEv2 invariant CRC does not match (only when the caller requires a good ICRC)."},
-    {"bad_pcap", "A capture file whose magic number, version, link type or record lengths are not valid classic pcap."},
+    {"bad_pcap", "A capture file that is not valid classic pcap or pcapng, or exceeds the reader's limits: the field names what (magic, version, incl_len; byte_order_magic, section_length, block_total_length, interface_count, option_length, if_tsresol, if_tsoffset, interface_id, captured_length, original_length, timestamp; spec/roce.md §13)."},
     {"not_cell", "An Ethernet frame whose EtherType (after at most one 802.1Q tag) is not 0x88B5, the cell EtherType."},
     {"cell_crc_mismatch", "A cell's CRC-32C does not match its bytes (the reassembler requires a good one)."},
     {"packet_crc_mismatch", "The packet CRC in a last cell does not match the packet's cells (each one's bytes before its CRC fields, in order)."},
