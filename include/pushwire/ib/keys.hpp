@@ -139,7 +139,8 @@ class frame_builder {
       if (!named) return {key_errc::invalid, what + "not an opcode name (as RC_SEND_ONLY)"};
       if (find_opcode(named->code, p_.rd) != named)
         return {key_errc::invalid, what + "opcode " + wire::detail::hex_number(named->code, 2) + " reads as " +
-                                       std::string{find_opcode(named->code, p_.rd)->name} + " here (--ibta-rd reads 0x40-0x5F as RD)"};
+                                       std::string{find_opcode(named->code, p_.rd)->name} +
+                                       " here (--ibta-rd reads 0x40-0x5F as RD)"};
       if (opcode_given_ && p_.bth.opcode != named->code)
         return {key_errc::invalid, what + "disagrees with infiniband.bth.opcode=" + std::to_string(p_.bth.opcode)};
       if (named->id == opcode::dc_connect && se_given_ && p_.bth.se != disconnect)
@@ -162,7 +163,8 @@ class frame_builder {
       }(), ...);
     }(std::make_index_sequence<ext_count>{});
     if (e) return e;
-    if (!op->payload && !payload_.empty()) return {key_errc::invalid, std::string{key::payload} + ": " + op_text + " carries no payload"};
+    if (!op->payload && !payload_.empty())
+      return {key_errc::invalid, std::string{key::payload} + ": " + op_text + " carries no payload"};
     return {};
   }
 

@@ -204,12 +204,12 @@ inline std::optional<ipv6_address> parse_ipv6(std::string_view s) {
     if (!groups(left, head, nh, false) || !groups(right, tail, nt, true) || nh + nt > 7) return std::nullopt;
   }
   ipv6_address a{};
-  for (std::size_t i = 0; i < nh; ++i) a[2 * i] = static_cast<std::uint8_t>(head[i] >> 8), a[2 * i + 1] = static_cast<std::uint8_t>(head[i]);
-  for (std::size_t i = 0; i < nt; ++i) {
-    const std::size_t at = 8 - nt + i;
-    a[2 * at] = static_cast<std::uint8_t>(tail[i] >> 8);
-    a[2 * at + 1] = static_cast<std::uint8_t>(tail[i]);
-  }
+  auto put = [&](std::size_t group, std::uint16_t v) {
+    a[2 * group] = static_cast<std::uint8_t>(v >> 8);
+    a[2 * group + 1] = static_cast<std::uint8_t>(v);
+  };
+  for (std::size_t i = 0; i < nh; ++i) put(i, head[i]);
+  for (std::size_t i = 0; i < nt; ++i) put(8 - nt + i, tail[i]);
   return a;
 }
 
@@ -247,8 +247,8 @@ key_error parse_key_value(std::string_view key, std::string_view text, M& m) {
   } else if constexpr (detail::is_octets<M>) {
     const auto b = parse_hex(text);
     if (!b || b->size() != m.size())
-      return {key_errc::malformed, detail::key_value(key, text) + "not " + std::to_string(m.size()) +
-                                       " octets in hex (as " + std::string(m.size() == 6 ? "02:00:00:00:00:01" : "00:01:02:...") + ")"};
+      return {key_errc::malformed, detail::key_value(key, text) + "not " + std::to_string(m.size()) + " octets in hex (as " +
+                                       (m.size() == 6 ? "02:00:00:00:00:01" : "00:01:02:...") + ")"};
     for (std::size_t i = 0; i < m.size(); ++i) m[i] = static_cast<std::uint8_t>((*b)[i]);
     return {};
   } else if constexpr (C::kind == field_kind::reserved || C::kind == field_kind::constant) {
@@ -263,8 +263,9 @@ key_error parse_key_value(std::string_view key, std::string_view text, M& m) {
         want = static_cast<std::uint64_t>(M::value);
     }
     if (n != want)
-      return {key_errc::invalid, detail::key_value(key, text) + (C::kind == field_kind::reserved ? "a reserved field, always 0"
-                                                                                                 : "a constant field, always " + std::to_string(want))};
+      return {key_errc::invalid, detail::key_value(key, text) + (C::kind == field_kind::reserved
+                                                                     ? std::string{"a reserved field, always 0"}
+                                                                     : "a constant field, always " + std::to_string(want))};
     return {};
   } else {
     using V = typename detail::value_of<M>::type;
