@@ -12,12 +12,15 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <pushwire/cell/cell.hpp>
 #include <pushwire/flow/flow.hpp>
 #include <pushwire/ib/aeth.hpp>
 #include <pushwire/ib/encap.hpp>
+#include <pushwire/ib/keys.hpp>
 #include <pushwire/ib/lan.hpp>
 #include <pushwire/ib/opcode.hpp>
 #include <pushwire/msg/msg.hpp>
@@ -166,12 +169,45 @@ std::string render_rnr() {
   return s;
 }
 
-// JSON keys pushwire-dump prints for a header: "<prefix>.<field>", or the prefix for `value`.
+// JSON keys pushwire-dump prints for a header (wire::field_key: "<prefix>.<field>", the prefix
+// for `value`, Wireshark's spelling where the header gives one).
 template <class H>
 std::string json_keys() {
   std::string s;
-  for (const field_info& f : wire::fields<H>)
-    s += (s.empty() ? "`" : ", `") + std::string{H::wireshark} + (f.name == "value" ? "" : "." + std::string{f.name}) + "`";
+  for (const field_info& f : wire::fields<H>) s += (s.empty() ? "`" : ", `") + wire::field_key<H>(f.name) + "`";
+  return s;
+}
+
+// The keys of a RoCEv2 frame (spec/roce.md §12): each header's, the frame's other parts, and the
+// keys whose value build() computes unless given (ib::given_flag).
+std::string render_frame_keys() {
+  std::string s = "| Header | Keys |\n|---|---|\n";
+  std::string computed;
+  auto row = [&]<class H>(std::string_view title, std::type_identity<H>) {
+    s += "| " + std::string{title} + " | " + json_keys<H>() + " |\n";
+    for (const field_info& f : wire::fields<H>)
+      if (ib::given_flag<H>(f.name)) computed += (computed.empty() ? "`" : ", `") + wire::field_key<H>(f.name) + "`";
+  };
+  row("Ethernet", std::type_identity<ib::eth_header>{});
+  row("802.1Q", std::type_identity<ib::vlan_tag>{});
+  row("IPv4", std::type_identity<ib::ipv4_header>{});
+  row("IPv6", std::type_identity<ib::ipv6_header>{});
+  row("UDP", std::type_identity<ib::udp_header>{});
+  row("BTH", std::type_identity<ib::bth>{});
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (row(ib::name(static_cast<ib::ext>(I)), std::type_identity<ib::ext_type<static_cast<ib::ext>(I)>>{}), ...);
+  }(std::make_index_sequence<ib::ext_count>{});
+  s += "\n| Key | Value |\n|---|---|\n";
+  for (const auto& [k, what] : {std::pair{ib::key::ip_options, "IPv4 options, hex (printed when IHL > 5)"},
+                                {ib::key::payload, "the IB payload without the pad, hex"},
+                                {ib::key::pad, "the pad, hex (0-3 bytes)"},
+                                {ib::key::icrc, "the ICRC as Wireshark shows it: its 4 wire bytes read big-endian"},
+                                {ib::key::trailer, "bytes after the IP packet, hex (printed when there are any)"},
+                                {ib::key::opcode, "the packet's name (`DC_DISCONNECT`: 0x55 with SE set)"},
+                                {ib::key::icrc_status, "printed only: `good`, `bad` or `unchecked`"}})
+    s += "| `" + std::string{k} + "` | " + what + " |\n";
+  computed += ", `" + std::string{ib::key::pad} + "`, `" + std::string{ib::key::icrc} + "`";
+  s += "\nComputed by `pushwire-gen frame` unless given: " + computed + ".\n";
   return s;
 }
 
@@ -369,13 +405,7 @@ std::optional<std::string> render(std::string_view key) {
   } else if (kind == "rnr_timers") {
     out = render_rnr();
   } else if (kind == "json_keys") {
-    std::string s = "| Header | Keys |\n|---|---|\n";
-    s += "| BTH | " + json_keys<ib::bth>() + " |\n| RDETH | " + json_keys<ib::rdeth>() + " |\n| DETH | " + json_keys<ib::deth>() +
-         " |\n| DCETH | " + json_keys<ib::dceth>() + " |\n| FETH | " + json_keys<ib::feth>() + " |\n| RETH | " + json_keys<ib::reth>() +
-         " |\n| AtomicETH | " + json_keys<ib::atomiceth>() + " |\n| AETH | " + json_keys<ib::aeth>() + " |\n| AtomicAckETH | " +
-         json_keys<ib::atomicacketh>() + " |\n| ImmDt | " + json_keys<ib::immdt>() + " |\n| IETH | " + json_keys<ib::ieth>() +
-         " |\n| DCCETH | " + json_keys<ib::dcceth>() + " |\n| CNP | " + json_keys<ib::cnp_pad>() + " |\n";
-    out = s;
+    out = render_frame_keys();
   } else if (kind == "wireshark") {
     out = render_wireshark(arg);
   } else if (kind == "cfg_data") {
