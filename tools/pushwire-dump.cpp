@@ -3,10 +3,12 @@
 //   pushwire-dump [--json] [--max-frame N] --hex HEX     one message given as hex ('-': stdin)
 //   pushwire-dump [--json] [options] FILE.pcap           every frame of a capture, in order
 //
-// With --json a capture gives one object per line: "frame" (1-based), the IB fields under
-// Wireshark's names, "pushwire.opcode", "pushwire.icrc"; a push-push message found in a
-// single-packet SEND ("pushwire.function", ...); "pushwire.idata" for RDMA WRITE with
-// immediate; or "error" for a frame that is neither RoCEv2 nor a cell. A cell frame (EtherType
+// With --json a capture gives one object per line: "frame" (1-based); for a RoCEv2 frame every
+// field of every header under Wireshark's names (eth.*, vlan.*, ip.*, ipv6.*, udp.*,
+// infiniband.*), its payload, pad, ICRC and trailer: the keys `pushwire-gen frame` builds it
+// again from (spec/roce.md §12), then "pushwire.opcode", "pushwire.icrc"; a push-push message
+// found in a single-packet SEND ("pushwire.function", ...); "pushwire.idata" for RDMA WRITE
+// with immediate; or "error" for a frame that is neither RoCEv2 nor a cell. A cell frame (EtherType
 // 0x88B5) gives "pushwire.cell.*" keys and "pushwire.cell.crc"; a last cell also
 // "pushwire.cell.packet_crc" (cells are reassembled across the capture to check it), and a
 // completed Send holding a push-push message its fields.
@@ -45,7 +47,8 @@ int usage(const char* why) {
                "       pushwire-dump [--json] [--max-frame N] [--udp-port P] [--ibta-rd] [--no-icrc] FILE.pcap\n"
                "  --hex HEX       decode one push-push message given in hex ('-' reads stdin)\n"
                "  FILE.pcap       decode every frame of a pcap or pcapng capture (Ethernet)\n"
-               "  --json          JSON: one object (per frame)\n"
+               "  --json          JSON: one object (per frame); a RoCEv2 frame's keys rebuild it\n"
+               "                  with pushwire-gen frame (spec/roce.md section 12)\n"
                "  --max-frame N   largest push-push frame accepted, bytes (default 4096)\n"
                "  --udp-port P    RoCEv2 UDP destination port (default 4791)\n"
                "  --ibta-rd       read opcodes 0x40-0x5F as IBTA RD, not DC\n"

@@ -1,8 +1,17 @@
-// pushwire-gen: writes sample captures of a scripted push-push exchange.
+// pushwire-gen: writes sample captures of a scripted push-push exchange, or one RoCEv2 frame
+// given as keys.
 //
 //   pushwire-gen --framing roce --out FILE.pcap
 //   pushwire-gen --framing cell --out FILE.pcap
 //   ... --frames N   the exchange repeated to N frames (benchmarks)
+//   pushwire-gen frame [--hex] [--out FILE.pcap] [--payload HEX] [--ibta-rd] KEY=VALUE...
+//   pushwire-gen frame --keys
+//
+// frame: one frame from the keys pushwire-dump --json prints (Wireshark's field names,
+// spec/roce.md §12), scapy-style: what is not given takes roce_packet's defaults, the
+// extended headers the opcode names are added (zero), and lengths, checksums, PadCnt, pad and
+// ICRC are computed unless given (a given value is written as it is, even when wrong). --hex
+// prints the frame as hex (the default), --out appends it to a classic pcap (created if missing).
 //
 // RoCEv2 (IPv4 unless noted): host advertises a pool (BufferRecvPool in an RC SEND_ONLY), the
 // I/O unit RDMA-writes into it with the seed's idata (pool 7, element 5, 256 bytes), the host
@@ -16,20 +25,26 @@
 // pool 7 element 5 with idata (7, 5, 600) on the data channel, which the host ACKs; the next write
 // meets a page fault and the host answers with a page-fault delay ACK (2000 us); the write is
 // sent again after the delay and ACKed.
-// Exit status: 0 written, 1 usage, 2 cannot write.
+// Exit status: 0 written, 1 usage, 2 cannot write, or (frame) a bad key or value: one line on
+// stderr naming it.
+#include <algorithm>
 #include <array>
 #include <charconv>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <pushwire/cell/segmenter.hpp>
 #include <pushwire/ib/aeth.hpp>
+#include <pushwire/ib/keys.hpp>
 #include <pushwire/ib/roce.hpp>
+#include <pushwire/wire/hex.hpp>
 #include <pushwire/msg/idata.hpp>
 #include <pushwire/msg/msg.hpp>
 #include <pushwire/wire/pcap.hpp>
@@ -251,13 +266,130 @@ std::vector<std::byte> repeat(const std::vector<std::byte>& once, std::size_t fr
 
 int usage(const char* why) {
   if (why) std::cerr << "pushwire-gen: " << why << "\n";
-  std::cerr << "usage: pushwire-gen --framing roce|cell --out FILE.pcap [--frames N]\n";
+  std::cerr << "usage: pushwire-gen --framing roce|cell --out FILE.pcap [--frames N]\n"
+               "       pushwire-gen frame [--hex] [--out FILE.pcap] [--payload HEX] [--ibta-rd] KEY=VALUE...\n"
+               "       pushwire-gen frame --keys\n"
+               "  --framing roce|cell  write the scripted push-push exchange over RoCEv2 or cells\n"
+               "  --frames N           repeat the exchange to N frames\n"
+               "  frame                build one RoCEv2 frame from the keys pushwire-dump --json prints\n"
+               "                       (Wireshark's names: eth.dst=02:00:00:00:00:02 ip.src=10.0.0.1\n"
+               "                       infiniband.bth.opcode=10 or pushwire.opcode=RC_RDMA_WRITE_ONLY\n"
+               "                       infiniband.reth.dmalen=4 ...; numbers decimal or 0x hex, bytes hex).\n"
+               "                       Not given: roce_packet's defaults (IPv4, DF, TTL 64, UDP 49152 > 4791,\n"
+               "                       P_Key 0xFFFF), the opcode's extended headers zero; lengths, checksums,\n"
+               "                       PadCnt, pad and ICRC computed. Given, even wrong: written as given.\n"
+               "                       Any ipv6.* key makes the frame IPv6, any vlan.* key adds a tag.\n"
+               "    --hex              print the frame as hex (the default without --out)\n"
+               "    --out FILE.pcap    append the frame to a classic pcap, creating it if missing\n"
+               "    --payload HEX      the payload (the same as pushwire.payload=HEX)\n"
+               "    --ibta-rd          read opcodes 0x40-0x5F as IBTA RD, not DC\n"
+               "    --keys             list every key\n"
+               "  spec/roce.md section 12 lists the keys and their values.\n"
+               "exit status: 0 written, 1 usage, 2 a bad key or value, or cannot write\n";
   return 1;
+}
+
+constexpr int exit_bad = 2;
+
+int fail(const std::string& why) {
+  std::cerr << "pushwire-gen: " << why << "\n";
+  return exit_bad;
+}
+
+// Appends `frame` to the classic pcap at `path` (Ethernet), creating it if missing or empty,
+// in the file's byte order and timestamp resolution, timestamped now (after its last record).
+int append_pcap(const std::string& path, std::span<const std::byte> frame) {
+  std::vector<std::byte> file;
+  if (std::ifstream in(path, std::ios::binary); in) {
+    const std::vector<char> raw{std::istreambuf_iterator<char>(in), {}};
+    const auto b = std::as_bytes(std::span(raw));
+    file.assign(b.begin(), b.end());
+  }
+  std::uint64_t ts = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+  auto res = wire::pcap::resolution::micro;
+  bool swap = false;
+  if (!file.empty()) {
+    auto r = wire::pcap::reader::open(file);
+    if (!r) return fail(path + ": not a classic pcap file (" + std::string{wire::to_string(r.code())} + ")");
+    if (r->linktype() != wire::pcap::linktype_ethernet) return fail(path + ": not an Ethernet capture");
+    for (;;) {
+      auto rec = r->next();
+      if (!rec)
+        return fail(path + ": " + std::string{wire::to_string(rec.code())} + " at byte " + std::to_string(rec.error().offset));
+      if (!*rec) break;
+      ts = std::max(ts, (*rec)->ts_ns + 1000);
+    }
+    res = r->timestamps();
+    swap = r->byte_swapped();
+  }
+  std::vector<std::byte> out;
+  wire::pcap::writer w{out, res};
+  if (!file.empty()) out.clear();  // only the record: the file has its header
+  w.add(ts, frame);
+  if (swap)
+    for (auto at = out.begin(); at != out.begin() + wire::pcap::record_header_size; at += 4) std::reverse(at, at + 4);
+  std::ofstream f(path, std::ios::binary | std::ios::app);
+  f.write(reinterpret_cast<const char*>(out.data()), static_cast<std::streamsize>(out.size()));
+  return f ? 0 : fail("cannot write " + path);
+}
+
+// pushwire-gen frame ...
+int frame_command(int argc, char** argv) {
+  bool hex = false, keys = false;
+  std::string out;
+  std::vector<std::pair<std::string, std::string>> kv;
+  ib::rd_class rd = ib::rd_class::dc;
+  for (int i = 2; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--hex") hex = true;
+    else if (a == "--keys") keys = true;
+    else if (a == "--ibta-rd") rd = ib::rd_class::ibta_rd;
+    else if (a == "--out" && i + 1 < argc) out = argv[++i];
+    else if (a == "--payload" && i + 1 < argc) kv.emplace_back(ib::key::payload, argv[++i]);
+    else if (a == "--help" || a == "-h") return usage(nullptr), 0;
+    else if (a.starts_with("-")) return usage(("unknown argument: " + std::string{a}).c_str());
+    else if (const auto eq = a.find('='); eq == std::string_view::npos || eq == 0)
+      return fail(std::string{a} + ": not KEY=VALUE");
+    else kv.emplace_back(a.substr(0, eq), a.substr(eq + 1));
+  }
+  if (keys) {
+    for (const auto& k : ib::frame_keys()) std::cout << k << "\n";
+    return 0;
+  }
+  ib::frame_builder b{rd};
+  for (const auto& [k, v] : kv) {
+    if (auto e = b.set(k, v)) {
+      std::string why = e.message;
+      if (e.code == wire::key_errc::unknown_key) {
+        // The keys of the same header, when there are any.
+        std::string near;
+        const std::string head = k.substr(0, k.rfind('.') + 1);
+        for (const auto& known : ib::frame_keys())
+          if (!head.empty() && known.starts_with(head)) near += (near.empty() ? "" : ", ") + known;
+        why += near.empty() ? " (pushwire-gen frame --keys lists the keys)" : "; this header has " + near;
+      }
+      return fail(why);
+    }
+  }
+  ib::roce_packet p;
+  if (auto e = b.packet(p)) return fail(e.message);
+  const auto size = ib::frame_size(p);
+  std::vector<std::byte> f(size ? *size : 0);
+  auto n = size ? ib::build(p, f) : wire::result<std::size_t>{size.error()};
+  if (!n) {
+    const auto& err = n.error();
+    return fail("cannot build the frame: " + std::string{wire::to_string(err.code)} +
+                (err.field.empty() ? "" : " (" + std::string{err.field} + ")"));
+  }
+  if (hex || out.empty()) std::cout << wire::to_hex(f) << "\n";
+  return out.empty() ? 0 : append_pcap(out, f);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string_view{argv[1]} == "frame") return frame_command(argc, argv);
   std::string framing, out;
   std::size_t frames = 0;
   for (int i = 1; i < argc; ++i) {

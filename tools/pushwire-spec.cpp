@@ -12,12 +12,15 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <pushwire/cell/cell.hpp>
 #include <pushwire/flow/flow.hpp>
 #include <pushwire/ib/aeth.hpp>
 #include <pushwire/ib/encap.hpp>
+#include <pushwire/ib/keys.hpp>
 #include <pushwire/ib/lan.hpp>
 #include <pushwire/ib/opcode.hpp>
 #include <pushwire/msg/msg.hpp>
@@ -198,19 +201,68 @@ std::string render_rnr() {
   return s;
 }
 
-// JSON keys pushwire-dump prints for a header: "<prefix>.<field>", or the prefix for `value`.
+// JSON keys pushwire-dump prints for a header (wire::field_key: "<prefix>.<field>", the prefix
+// for `value`, Wireshark's spelling where the header gives one).
 template <class H>
 std::string json_keys() {
   std::string s;
   for (const field_info& f : wire::fields<H>) {  // piecewise: see render_opcodes
     s += s.empty() ? "`" : ", `";
-    s += H::wireshark;
-    if (f.name != "value") {
-      s += '.';
-      s += f.name;
-    }
+    s += wire::field_key<H>(f.name);
     s += '`';
   }
+  return s;
+}
+
+// Appends "`k`" to a comma-separated list (piecewise: see render_opcodes).
+void append_key(std::string& list, std::string_view k) {
+  list += list.empty() ? "`" : ", `";
+  list += k;
+  list += '`';
+}
+
+// The keys of a RoCEv2 frame (spec/roce.md §12): each header's, the frame's other parts, and the
+// keys whose value build() computes unless given (ib::given_flag).
+std::string render_frame_keys() {
+  std::string s = "| Header | Keys |\n|---|---|\n";
+  std::string computed;
+  auto row = [&]<class H>(std::string_view title, std::type_identity<H>) {
+    s += "| ";
+    s += title;
+    s += " | ";
+    s += json_keys<H>();
+    s += " |\n";
+    for (const field_info& f : wire::fields<H>)
+      if (ib::given_flag<H>(f.name)) append_key(computed, wire::field_key<H>(f.name));
+  };
+  row("Ethernet", std::type_identity<ib::eth_header>{});
+  row("802.1Q", std::type_identity<ib::vlan_tag>{});
+  row("IPv4", std::type_identity<ib::ipv4_header>{});
+  row("IPv6", std::type_identity<ib::ipv6_header>{});
+  row("UDP", std::type_identity<ib::udp_header>{});
+  row("BTH", std::type_identity<ib::bth>{});
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (row(ib::name(static_cast<ib::ext>(I)), std::type_identity<ib::ext_type<static_cast<ib::ext>(I)>>{}), ...);
+  }(std::make_index_sequence<ib::ext_count>{});
+  s += "\n| Key | Value |\n|---|---|\n";
+  for (const auto& [k, what] : {std::pair{ib::key::ip_options, "IPv4 options, hex (printed when IHL > 5)"},
+                                {ib::key::payload, "the IB payload without the pad, hex"},
+                                {ib::key::pad, "the pad, hex (0-3 bytes)"},
+                                {ib::key::icrc, "the ICRC as Wireshark shows it: its 4 wire bytes read big-endian"},
+                                {ib::key::trailer, "bytes after the IP packet, hex (printed when there are any)"},
+                                {ib::key::opcode, "the packet's name (`DC_DISCONNECT`: 0x55 with SE set)"},
+                                {ib::key::icrc_status, "printed only: `good`, `bad` or `unchecked`"}}) {
+    s += "| `";
+    s += k;
+    s += "` | ";
+    s += what;
+    s += " |\n";
+  }
+  append_key(computed, ib::key::pad);
+  append_key(computed, ib::key::icrc);
+  s += "\nComputed by `pushwire-gen frame` unless given: ";
+  s += computed;
+  s += ".\n";
   return s;
 }
 
@@ -413,13 +465,7 @@ std::optional<std::string> render(std::string_view key) {
   } else if (kind == "rnr_timers") {
     out = render_rnr();
   } else if (kind == "json_keys") {
-    std::string s = "| Header | Keys |\n|---|---|\n";
-    s += "| BTH | " + json_keys<ib::bth>() + " |\n| RDETH | " + json_keys<ib::rdeth>() + " |\n| DETH | " + json_keys<ib::deth>() +
-         " |\n| DCETH | " + json_keys<ib::dceth>() + " |\n| FETH | " + json_keys<ib::feth>() + " |\n| RETH | " + json_keys<ib::reth>() +
-         " |\n| AtomicETH | " + json_keys<ib::atomiceth>() + " |\n| AETH | " + json_keys<ib::aeth>() + " |\n| AtomicAckETH | " +
-         json_keys<ib::atomicacketh>() + " |\n| ImmDt | " + json_keys<ib::immdt>() + " |\n| IETH | " + json_keys<ib::ieth>() +
-         " |\n| DCCETH | " + json_keys<ib::dcceth>() + " |\n| CNP | " + json_keys<ib::cnp_pad>() + " |\n";
-    out = s;
+    out = render_frame_keys();
   } else if (kind == "wireshark") {
     out = render_wireshark(arg);
   } else if (kind == "cfg_data") {

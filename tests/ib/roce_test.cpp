@@ -307,11 +307,45 @@ TEST_CASE("roce: JSON uses Wireshark's field names", "[ib][print]") {
   w.begin_object();
   write_json_fields(w, *p);
   w.end_object();
-  CHECK(s == R"({"infiniband.bth.opcode":36,"infiniband.bth.se":0,"infiniband.bth.m":1,"infiniband.bth.padcnt":2,)"
+  // Every value read off scapy's bytes (roce.uts): IPv4 checksum 0xb4d5, ICRC bytes 78 f3 53 f3
+  // shown as Wireshark shows them.
+  CHECK(s == R"({"eth.dst":"24:8a:07:a8:fa:22","eth.src":"24:8a:07:a8:fa:22","eth.type":2048,)"
+             R"("ip.version":4,"ip.hdr_len":5,"ip.dsfield.dscp":0,"ip.dsfield.ecn":1,"ip.len":64,"ip.id":1144,)"
+             R"("ip.flags.rb":0,"ip.flags.df":1,"ip.flags.mf":0,"ip.frag_offset":0,"ip.ttl":64,"ip.proto":17,)"
+             R"("ip.checksum":46293,"ip.src":"192.168.0.7","ip.dst":"192.168.0.7",)"
+             R"("udp.srcport":49152,"udp.dstport":4791,"udp.length":44,"udp.checksum":0,)"
+             R"("infiniband.bth.opcode":36,"infiniband.bth.se":0,"infiniband.bth.m":1,"infiniband.bth.padcnt":2,)"
              R"("infiniband.bth.tver":0,"infiniband.bth.p_key":65535,"infiniband.bth.fecn":0,"infiniband.bth.becn":0,)"
              R"("infiniband.bth.resv6a":0,"infiniband.bth.destqp":211,"infiniband.bth.a":0,"infiniband.bth.reserved7":0,)"
-             R"("infiniband.bth.psn":13571856,"pushwire.opcode":"UC_SEND_ONLY","pushwire.icrc":"good"})");
+             R"("infiniband.bth.psn":13571856,"pushwire.payload":"4630818be28935d90e9a95505401be885e50",)"
+             R"("pushwire.pad":"0000","infiniband.invariant.crc":2029212659,)"
+             R"("pushwire.opcode":"UC_SEND_ONLY","pushwire.icrc":"good"})");
+  CHECK(s.find(R"("infiniband.invariant.crc":)" + std::to_string(0x78f353f3u)) != std::string::npos);
   CHECK(to_text(*p).find("UC_SEND_ONLY (0x24)") != std::string::npos);
+  CHECK(to_text(*p).find("ICRC 0x78f353f3 good") != std::string::npos);
+}
+
+TEST_CASE("roce: JSON of a ConnectX-4 CNP: IP fields, reserved bytes, ICRC as Wireshark shows it", "[ib][print]") {
+  auto p = decode(cx4_cnp);
+  REQUIRE(p.has_value());
+  std::string s;
+  wire::json_writer w{s};
+  w.begin_object();
+  write_json_fields(w, *p);
+  w.end_object();
+  // Read off the capture's bytes: TOS 0xc2, id 0x718c, checksum 0x9161, ICRC bytes 82 fd 00 2a.
+  const std::string icrc = R"("infiniband.invariant.crc":)" + std::to_string(0x82fd002au) + ",";
+  const std::vector<std::string> expected{
+      R"("eth.dst":"e4:1d:2d:ab:2b:c2")", R"("ip.dsfield.dscp":48,"ip.dsfield.ecn":2)", R"("ip.id":29068)",
+      R"("ip.checksum":37217,"ip.src":"10.0.17.1","ip.dst":"10.0.18.1")", R"("infiniband.bth.becn":1)",
+      R"("infiniband.cnp.resv0":0,"infiniband.cnp.resv1":0)",
+      R"("pushwire.payload":"","pushwire.pad":"",)" + icrc + R"("pushwire.opcode":"CNP")"};
+  for (const std::string& kv : expected) {
+    INFO(kv);
+    CHECK(s.find(kv) != std::string::npos);
+  }
+  CHECK(s.find("eth.trailer") == std::string::npos);
+  CHECK(to_text(*p).find("ICRC 0x82fd002a good") != std::string::npos);
 }
 
 TEST_CASE("roce: IPv4 with options (IHL > 5): parsed, and covered by the ICRC", "[ib][roce]") {

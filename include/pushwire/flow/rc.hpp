@@ -803,9 +803,13 @@ class responder {
   /// and atomic responses are queued and paced by pump() (a READ of any size runs through a sink
   /// of this room), so they need none of it.
   static constexpr std::size_t min_room = 3;
-  /// Response streams (READ / atomic, first runs and replays) and the ACKs behind them that one
-  /// responder holds until pump() sends them.
-  static constexpr std::size_t response_queue = RD + 4;
+  /// Single ACKs / NAKs one responder holds behind unsent response streams (consecutive plain
+  /// ACKs merge into one, so these are NAKs and ACKs between streams). A choice: a caller that
+  /// pumps after each packet never holds more than one.
+  static constexpr std::size_t held_acks = 4;
+  /// Entries one responder holds until pump() sends them: RD response streams (READ / atomic,
+  /// first runs and replays) and held_acks single ACKs. Beyond it on_packet() refuses queue_full.
+  static constexpr std::size_t response_queue = RD + held_acks;
 
   /// A request packet addressed to this QP. Errors: actions_full (room below min_room),
   /// queue_full (a READ, atomic or ACK would exceed response_queue; pump() first),

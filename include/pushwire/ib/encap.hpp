@@ -1,5 +1,7 @@
 // The RoCEv2 encapsulation: Ethernet II (optionally 802.1Q tagged; wire/ethernet.hpp), IPv4 or
-// IPv6, UDP. Each header is described once; member names are Wireshark's where it has them.
+// IPv6, UDP. Each header is described once; member names are Wireshark's where it has them
+// (`wireshark_keys` spells those Wireshark writes with dots). Values are the wire's: ip.hdr_len
+// counts 32-bit words where Wireshark shows bytes.
 #pragma once
 
 #include <array>
@@ -20,8 +22,8 @@ using wire::eth_header;
 using wire::ethertype_vlan;
 using wire::mac_address;
 using wire::vlan_tag;
-using ipv4_address = std::array<std::uint8_t, 4>;
-using ipv6_address = std::array<std::uint8_t, 16>;
+using wire::ipv4_address;
+using wire::ipv6_address;
 
 inline constexpr std::uint16_t ethertype_ipv4 = 0x0800;
 inline constexpr std::uint16_t ethertype_ipv6 = 0x86DD;
@@ -29,9 +31,12 @@ inline constexpr std::uint8_t ip_proto_udp = 17;
 /// IANA's RoCEv2 UDP destination port.
 inline constexpr std::uint16_t roce_port = wire::roce_udp_port;
 
-/// IPv4 header without options (IHL > 5 adds 4 * (IHL - 5) option bytes after it).
+/// IPv4 header without options (IHL > 5 adds 4 * (IHL - 5) option bytes after it). RFC 791.
 struct ipv4_header {
   static constexpr std::string_view wireshark = "ip";
+  static constexpr wire::key_name wireshark_keys[] = {{"dsfield_dscp", "dsfield.dscp"}, {"dsfield_ecn", "dsfield.ecn"},
+                                                      {"flags_rb", "flags.rb"}, {"flags_df", "flags.df"},
+                                                      {"flags_mf", "flags.mf"}};
   PUSHWIRE_STRUCT(ipv4_header,
       (wire::bits<0, 7, 4>, version),
       /// header length in 32-bit words, 5..15

@@ -1,12 +1,15 @@
 // JSON and text for parsed RoCEv2 frames, derived from the header descriptions. JSON keys are
-// "<header's Wireshark prefix>.<field>" (a field named `value` uses the prefix alone, as
-// Wireshark's infiniband.immdt), values JSON integers.
+// the frame's keys (ib/keys.hpp: "<header's Wireshark prefix>.<field>", a field named `value`
+// the prefix alone as Wireshark's infiniband.immdt); frame_builder reads them back.
 #pragma once
 
 #include <cstdio>
+#include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
+#include <pushwire/ib/keys.hpp>
 #include <pushwire/ib/roce.hpp>
 #include <pushwire/wire/json.hpp>
 #include <pushwire/wire/print.hpp>
@@ -20,19 +23,29 @@ inline std::string packet_name(const roce_packet& p) { return std::string{ib::pa
 
 using wire::write_json_header;
 
-/// The IB layer of p: BTH, every extended header present, "pushwire.opcode" (its name) and
-/// "pushwire.icrc" ("good", "bad" or "unchecked").
+/// Every part of p, enough to build it again: each header's fields (Ethernet, VLAN, IPv4 and
+/// ip.options when IHL > 5, or IPv6, UDP, BTH, each extended header present), then
+/// pushwire.payload and pushwire.pad (hex), infiniband.invariant.crc (icrc_shown), eth.trailer
+/// (hex, when the frame has bytes after the IP packet), pushwire.opcode (its name) and
+/// pushwire.icrc ("good", "bad" or "unchecked").
 inline void write_json_fields(wire::json_writer& w, const roce_packet& p) {
-  write_json_header(w, p.bth);
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
-    ([&] {
-      constexpr ext E = static_cast<ext>(I);
-      if (const auto& h = p.ext.get<E>()) write_json_header(w, *h);
-    }(), ...);
-  }(std::make_index_sequence<ext_count>{});
-  w.key("pushwire.opcode");
+  auto bytes = [&](std::string_view k, std::span<const std::byte> b) {
+    w.key(k);
+    w.string(wire::to_hex(b));
+  };
+  for_each_header(p, [&](const auto& h) {
+    write_json_header(w, h);
+    if constexpr (std::is_same_v<std::remove_cvref_t<decltype(h)>, ipv4_header>)
+      if (!p.ip_options.empty()) bytes(key::ip_options, p.ip_options);
+  });
+  bytes(key::payload, p.payload);
+  bytes(key::pad, p.pad);
+  w.key(key::icrc);
+  w.uint(icrc_shown(p.icrc));
+  if (!p.trailer.empty()) bytes(key::trailer, p.trailer);
+  w.key(key::opcode);
   w.string(packet_name(p));
-  w.key("pushwire.icrc");
+  w.key(key::icrc_status);
   w.string(to_string(p.icrc_state));
 }
 

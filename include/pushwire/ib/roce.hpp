@@ -313,7 +313,8 @@ constexpr wire::error inspect(std::span<const std::byte> frame, roce_view& v, co
 /// them as they are, even when wrong (to build bad frames on purpose). decode() marks all of
 /// them, so build(decode(f)) is f byte for byte.
 struct as_given {
-  bool eth_type = false;      ///< eth.type and vlan->etype (else from the tag and the IP version)
+  bool eth_type = false;      ///< eth.type (else 0x8100 with a tag, else from the IP version)
+  bool vlan_etype = false;    ///< vlan->etype (else from the IP version)
   bool ip_version = false;    ///< ip4.version / ip6.version (else 4 / 6)
   bool ip_hdr_len = false;    ///< ip4.hdr_len (else 5 + options / 4)
   bool ip_len = false;        ///< ip4.len / ip6.plen (else from the sizes)
@@ -325,7 +326,7 @@ struct as_given {
   bool padcnt = false;        ///< bth.padcnt (else the number of pad bytes written)
   bool pad = false;           ///< the pad is exactly `pad` (else (-payload size) mod 4 zero bytes)
   bool icrc = false;          ///< icrc (else computed)
-  static constexpr as_given all() { return {true, true, true, true, true, true, true, true, true, true, true, true}; }
+  static constexpr as_given all() { return {true, true, true, true, true, true, true, true, true, true, true, true, true}; }
   friend constexpr bool operator==(const as_given&, const as_given&) = default;
 };
 
@@ -336,7 +337,7 @@ struct as_given {
 /// the payload.
 struct roce_packet {
   eth_header eth{};
-  std::optional<vlan_tag> vlan{};  ///< its etype is computed unless given.eth_type
+  std::optional<vlan_tag> vlan{};  ///< its etype is computed unless given.vlan_etype
   bool v6 = false;
   ipv4_header ip4{.version = 4, .hdr_len = 5, .flags_df = true, .ttl = 64, .proto = ip_proto_udp};  ///< when !v6
   ipv6_header ip6{.version = 6, .nxt = ip_proto_udp, .hlim = 64};                                   ///< when v6
@@ -478,7 +479,7 @@ constexpr result<std::size_t> build(const roce_packet& p, std::span<std::byte> o
   e = put(eh);
   if (e.code == errc{} && p.vlan) {
     vlan_tag t = *p.vlan;
-    if (!g.eth_type) t.etype = ip_type;
+    if (!g.vlan_etype) t.etype = ip_type;
     e = put(t);
   }
   if (e.code == errc{} && !v6) {

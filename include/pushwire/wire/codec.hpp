@@ -156,6 +156,9 @@ struct field_codec<std::array<std::uint8_t, N>>
   }
 };
 
+template <std::size_t N>
+struct field_codec<ip_address<N>> : field_codec<std::array<std::uint8_t, N>> {};
+
 template <std::size_t Byte, unsigned Msb, unsigned Lsb, class V>
 struct field_codec<bits<Byte, Msb, Lsb, V>> {
   using F = bits<Byte, Msb, Lsb, V>;

@@ -5,6 +5,7 @@
 //   uint_n<24>, uint_n<48>        24- or 48-bit unsigned (u24, u48)
 //   an enum with such an underlying type (names via wire_enum_names, below)
 //   std::array<std::uint8_t, N>   N opaque octets (e.g. a MAC)
+//   ip_address<4>, ip_address<16> an IPv4 / IPv6 address: octets shown as 10.0.0.1 / fd00::1
 //   another described struct      its fields, inline
 //   reserved<F>, constant<F, V>   F's slot, with a fixed value
 // Located members name their bits: bits<Byte, Msb, Lsb> is bits Msb..Lsb of the big-endian
@@ -52,6 +53,15 @@ struct uint_n {
 };
 using u24 = uint_n<24>;
 using u48 = uint_n<48>;
+
+/// An IPv4 (N = 4) or IPv6 (N = 16) address: N octets in network order, like
+/// std::array<std::uint8_t, N> (which it is), but printed and read in its usual text form.
+template <std::size_t N>
+struct ip_address : std::array<std::uint8_t, N> {
+  static_assert(N == 4 || N == 16, "ip_address<N>: IPv4 (4) or IPv6 (16)");
+};
+using ipv4_address = ip_address<4>;
+using ipv6_address = ip_address<16>;
 
 /// Bits Msb..Lsb of the big-endian container at byte Byte (see the top of this header).
 /// V is the value type: an unsigned integer (default: the smallest that fits), bool, or an enum.
@@ -141,6 +151,12 @@ template <class Elem, std::size_t MinCount = 0>
 struct rest : detail::view_member<Elem> {
   using detail::view_member<Elem>::view_member;
   static constexpr std::size_t min_count = MinCount;
+};
+
+/// A member's key where its header's key namespace (Wireshark's) spells it otherwise than the
+/// C++ name, e.g. {"dsfield_dscp", "dsfield.dscp"}; a header lists them in `wireshark_keys`.
+struct key_name {
+  std::string_view member, key;
 };
 
 }  // namespace pushwire::wire

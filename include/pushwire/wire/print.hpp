@@ -3,7 +3,8 @@
 // Text: one "name: value" line per field, nested structs flattened, arrays of structs as
 // "name[i]:" blocks, byte strings as a hex dump. 64-bit integers print in hex, others in decimal,
 // enumerations as "Name (0x…)". JSON: one object; integers (flags 0/1, enumerations by value) as
-// JSON integers, octets as "aa:bb:…", byte strings as a hex string, arrays as arrays.
+// JSON integers, octets as "aa:bb:…" (IP addresses as 10.0.0.1, fd00::1), byte strings as a hex
+// string, arrays as arrays. Header keys: wire/keys.hpp.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,7 @@
 #include <pushwire/wire/codec.hpp>
 #include <pushwire/wire/hex.hpp>
 #include <pushwire/wire/json.hpp>
+#include <pushwire/wire/keys.hpp>
 
 namespace pushwire::wire {
 
@@ -80,6 +82,8 @@ std::string scalar_text(const M& m) {
     return "0";
   } else if constexpr (requires { m.value; }) {  // uint_n<>, bits<>
     return scalar_text(m.value);
+  } else if constexpr (is_ip_address<M>) {
+    return address_text(m);
   } else {  // std::array<std::uint8_t, N>
     std::string s;
     for (std::size_t i = 0; i < m.size(); ++i) {
@@ -234,14 +238,12 @@ std::ostream& print(std::ostream& os, const T& v) {
   return os << to_text(v);
 }
 
-/// Writes h's fields as "<prefix>.<field>" keys into the open object, prefix being H::wireshark
-/// (its Wireshark field prefix); a field named `value` is the header itself (Wireshark's
-/// infiniband.immdt, infiniband.ieth). Values as in to_json.
+/// Writes h's fields into the open object under their keys (field_key, wire/keys.hpp: e.g.
+/// "infiniband.bth.psn", "infiniband.immdt"). Values as in to_json; set_by_key reads them back.
 template <described H>
 void write_json_header(json_writer& w, const H& h) {
-  const std::string prefix{H::wireshark};
   visit_fields(h, [&](std::string_view field, const auto& v) {
-    w.key(field == "value" ? prefix : prefix + "." + std::string{field});
+    w.key(field_key<H>(field));
     detail::scalar_json(w, v);
   });
 }
