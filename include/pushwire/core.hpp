@@ -1,8 +1,9 @@
 // pushwire's embeddable core: the codecs (wire/ without pcap, hex, JSON and printing; msg/ ib/
 // cell/ without printing) and the flow/ machines. It builds with -fno-exceptions -fno-rtti and
 // includes none of <iostream>, <ostream>, <sstream>, <fstream> (ctest -L core checks both).
-// Printing, JSON, hex text and pcap are in wire/print.hpp, wire/json.hpp, wire/hex.hpp,
-// wire/pcap.hpp, msg/print.hpp, ib/print.hpp and cell/print.hpp; pushwire.hpp includes everything.
+// Printing, JSON, hex text, frames as keys and pcap are in wire/print.hpp, wire/json.hpp,
+// wire/hex.hpp, wire/keys.hpp, ib/keys.hpp, wire/pcap.hpp, msg/print.hpp, ib/print.hpp and
+// cell/print.hpp; pushwire.hpp includes everything.
 #pragma once
 
 #include <pushwire/version.hpp>
@@ -12,9 +13,11 @@
 #include <pushwire/wire/crc.hpp>
 #include <pushwire/wire/cursor.hpp>
 #include <pushwire/wire/endian.hpp>
+#include <pushwire/wire/enum.hpp>
 #include <pushwire/wire/errc.hpp>
 #include <pushwire/wire/ethernet.hpp>
 #include <pushwire/wire/fields.hpp>
+#include <pushwire/wire/names.hpp>
 #include <pushwire/wire/options.hpp>
 #include <pushwire/wire/result.hpp>
 #include <pushwire/wire/struct.hpp>

@@ -5,6 +5,7 @@
 #include <pushwire/ib/encap.hpp>
 #include <pushwire/ib/entropy.hpp>
 #include <pushwire/ib/headers.hpp>
+#include <pushwire/ib/keys.hpp>
 #include <pushwire/ib/lan.hpp>
 #include <pushwire/ib/opcode.hpp>
 #include <pushwire/ib/print.hpp>
