@@ -381,7 +381,8 @@ struct rc_world {
              rq.pump(now, o);
              return step_result{};
            }),
-           true);    while (rs.wants_to_send())
+           true);
+    while (rs.wants_to_send())
       take(collect<qp_action_t, 64>([&](qp_sink& o) {
              rs.pump(o);
              return step_result{};

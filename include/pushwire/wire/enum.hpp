@@ -42,14 +42,18 @@ constexpr std::string_view enumerator_id() {
   if (const auto c = s.rfind("::"); c != std::string_view::npos) s.remove_prefix(c + 2);
   return s;
 }
+/// enumerator_id<V>() as a constant of its own: each value is one constant evaluation, so a scan
+/// of many values stays within the compiler's per-evaluation step limit (clang: 1,048,576).
+template <auto V>
+inline constexpr std::string_view enumerator_id_v = enumerator_id<V>();
 template <class E, std::size_t... I>
 constexpr std::array<std::string_view, sizeof...(I)> scan_values(std::index_sequence<I...>) {
-  return {enumerator_id<static_cast<E>(I)>()...};
+  return {enumerator_id_v<static_cast<E>(I)>...};
 }
 template <class E, std::size_t... I>
 constexpr std::array<std::string_view, sizeof...(I)> scan_bits(std::index_sequence<I...>) {
   using U = std::underlying_type_t<E>;
-  return {enumerator_id<static_cast<E>(static_cast<U>(U{1} << I))>()...};
+  return {enumerator_id_v<static_cast<E>(static_cast<U>(U{1} << I))>...};
 }
 }  // namespace detail
 
