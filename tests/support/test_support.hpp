@@ -11,21 +11,17 @@
 
 #include <pushwire/msg/print.hpp>
 #include <pushwire/wire/fields.hpp>
+#include <pushwire/wire/hex.hpp>
 #include <pushwire/wire/print.hpp>
 
 namespace pushwire::test {
 
-constexpr int hex_digit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
+using wire::hex_value;
 
 template <wire::fixed_string S>
 constexpr std::size_t hex_size() {
   std::size_t n = 0;
-  for (char c : S.view()) n += hex_digit(c) >= 0;
+  for (char c : S.view()) n += hex_value(c) >= 0;
   return n / 2;
 }
 
@@ -34,14 +30,14 @@ template <wire::fixed_string S>
 consteval std::array<std::byte, hex_size<S>()> hex() {
   static_assert(hex_size<S>() * 2 == [] {
     std::size_t n = 0;
-    for (char c : S.view()) n += hex_digit(c) >= 0;
+    for (char c : S.view()) n += hex_value(c) >= 0;
     return n;
   }(), "odd number of hex digits");
   std::array<std::byte, hex_size<S>()> out{};
   std::size_t i = 0;
   int hi = -1;
   for (char c : S.view()) {
-    const int v = hex_digit(c);
+    const int v = hex_value(c);
     if (v < 0) continue;
     if (hi < 0) {
       hi = v;

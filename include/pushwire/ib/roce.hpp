@@ -26,6 +26,7 @@
 #include <pushwire/ib/headers.hpp>
 #include <pushwire/ib/opcode.hpp>
 #include <pushwire/wire/crc.hpp>
+#include <pushwire/wire/endian.hpp>
 #include <pushwire/wire/options.hpp>
 
 namespace pushwire::ib {
@@ -73,14 +74,6 @@ namespace detail {
 
 inline constexpr std::size_t max_ip_header = 60;
 inline constexpr std::size_t icrc_size = 4;
-
-constexpr std::uint32_t load_le32(const std::byte* p) {
-  return static_cast<std::uint32_t>(p[0]) | static_cast<std::uint32_t>(p[1]) << 8 |
-         static_cast<std::uint32_t>(p[2]) << 16 | static_cast<std::uint32_t>(p[3]) << 24;
-}
-constexpr void store_le32(std::byte* p, std::uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<std::byte>(v >> (8 * i));
-}
 
 template <class H>
 constexpr H header_at(std::span<const std::byte> frame, std::size_t off) {
@@ -298,7 +291,7 @@ constexpr wire::error inspect(std::span<const std::byte> frame, roce_view& v, co
   v.payload = ibp.subspan(v.op->header_len, body - padcnt);
   v.pad = ibp.subspan(v.op->header_len + body - padcnt, padcnt);
   v.icrc_offset = v.bth_offset + ibp.size() - detail::icrc_size;
-  v.icrc = detail::load_le32(f + v.icrc_offset);
+  v.icrc = wire::load_le32(f + v.icrc_offset);
   if (opt.crc != crc_check::skip) {
     const auto covered = frame.subspan(v.ip_offset, v.icrc_offset - v.ip_offset);
     v.icrc_computed = compute_icrc(covered, v.v6, v.ip_header_len);
@@ -533,7 +526,7 @@ constexpr result<std::size_t> build(const roce_packet& p, std::span<std::byte> o
     for (std::size_t i = 0; i < pad; ++i) o[at + i] = std::byte{0};
   at += pad;
   const std::size_t icrc_at = at;
-  detail::store_le32(o + icrc_at, g.icrc ? p.icrc : compute_icrc(out.subspan(ip_off, icrc_at - ip_off), v6, ip_hlen));
+  wire::store_le32(o + icrc_at, g.icrc ? p.icrc : compute_icrc(out.subspan(ip_off, icrc_at - ip_off), v6, ip_hlen));
   at += detail::icrc_size;
   if (v6 && !g.udp_checksum) {
     // Pseudo-header: both addresses, the UDP length, next header 17; then the datagram.

@@ -23,6 +23,14 @@ inline std::string to_hex(std::span<const std::byte> b) {
   return s;
 }
 
+/// The value of one hex digit (0-9, a-f, A-F), or -1 for any other character.
+constexpr int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
 /// Parses hex digits, ignoring whitespace, ':', '-', '_' and one leading "0x". Returns nullopt
 /// on any other character or an odd number of digits.
 inline std::optional<std::vector<std::byte>> parse_hex(std::string_view s) {
@@ -30,14 +38,11 @@ inline std::optional<std::vector<std::byte>> parse_hex(std::string_view s) {
   std::vector<std::byte> out;
   int hi = -1;
   for (char c : s) {
-    int v;
-    if (c >= '0' && c <= '9') v = c - '0';
-    else if (c >= 'a' && c <= 'f') v = c - 'a' + 10;
-    else if (c >= 'A' && c <= 'F') v = c - 'A' + 10;
-    else if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ':' || c == '-' || c == '_')
-      continue;
-    else
+    const int v = hex_value(c);
+    if (v < 0) {
+      if (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ':' || c == '-' || c == '_') continue;
       return std::nullopt;
+    }
     if (hi < 0) {
       hi = v;
     } else {
