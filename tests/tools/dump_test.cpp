@@ -10,26 +10,17 @@
 #include <pushwire/wire/pcap.hpp>
 
 #include "../support/pcapng.hpp"
-#include "../support/process.hpp"
+#include "tools.hpp"
 
 #include "../msg/vectors.hpp"
 
-#ifndef PUSHWIRE_DUMP
-#error "PUSHWIRE_DUMP must name the pushwire-dump executable"
-#endif
-#ifndef PUSHWIRE_GEN
-#error "PUSHWIRE_GEN must name the pushwire-gen executable"
-#endif
-#ifndef PUSHWIRE_WORKDIR
-#error "PUSHWIRE_WORKDIR must name a scratch directory"
-#endif
 
 using namespace pushwire;
 namespace pcap = wire::pcap;
 
 namespace {
 test::run_result run(const std::string& args, const std::string& stdin_text = {}) {
-  return test::run_command("'" PUSHWIRE_DUMP "' " + args, stdin_text);
+  return test::run_dump(args, stdin_text);
 }
 }  // namespace
 

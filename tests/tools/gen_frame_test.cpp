@@ -9,24 +9,15 @@
 #include <pushwire/wire/hex.hpp>
 #include <pushwire/wire/pcap.hpp>
 
-#include "../support/process.hpp"
+#include "tools.hpp"
 
-#ifndef PUSHWIRE_DUMP
-#error "PUSHWIRE_DUMP must name the pushwire-dump executable"
-#endif
-#ifndef PUSHWIRE_GEN
-#error "PUSHWIRE_GEN must name the pushwire-gen executable"
-#endif
-#ifndef PUSHWIRE_WORKDIR
-#error "PUSHWIRE_WORKDIR must name a scratch directory"
-#endif
 
 using namespace pushwire;
 
 namespace {
 
-test::run_result gen(const std::string& args) { return test::run_command("'" PUSHWIRE_GEN "' frame " + args); }
-test::run_result dump(const std::string& args) { return test::run_command("'" PUSHWIRE_DUMP "' " + args); }
+test::run_result gen(const std::string& args) { return test::run_gen("frame " + args); }
+test::run_result dump(const std::string& args) { return test::run_dump(args); }
 
 // The brief's RC RDMA WRITE ONLY: 4 bytes to VA 0x1000, R_Key 0x2b8, QP 0x11, PSN 5.
 const std::string write_keys =
