@@ -18,8 +18,11 @@ PACKAGES := cmake make pkg-config gcc-12 g++-12 clang-14 libclang-rt-14-dev libb
             zlib1g-dev libisal-dev tshark python3-scapy libwireshark-dev wireshark-dev util-linux ccache
 
 # ccache is the compiler launcher when it is on PATH (evaluated when a recipe runs, after deps).
+# Paths inside the clone are hashed relative to it, so clones in other directories share hits.
 CCACHE = $(shell command -v ccache 2>/dev/null)
 LAUNCHER = -DCMAKE_CXX_COMPILER_LAUNCHER=$(CCACHE) -DCMAKE_C_COMPILER_LAUNCHER=$(CCACHE)
+export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_NOHASHDIR := 1
 
 # Every configuration make builds treats warnings as errors (a user's own cmake build does not:
 # PUSHWIRE_WERROR is off by default). make demo shares build/ with the g++ test configuration;
