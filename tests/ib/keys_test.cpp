@@ -93,7 +93,7 @@ TEST_CASE("keys: payload, pad, PadCnt, VLAN, IPv6, options, trailer", "[ib][keys
   CHECK(wire::to_hex(p.pad) == "00");
   CHECK(p.icrc_state == crc_status::good);
   // A given pad: PadCnt follows it unless given too.
-  p = decode(from_keys(with(send, "pushwire.pad", "ff")).frame).value();
+  p = decode((b = from_keys(with(send, "pushwire.pad", "ff"))).frame).value();
   CHECK(wire::to_hex(p.pad) == "ff");
   CHECK(p.icrc_state == crc_status::good);
   b = from_keys(with(with(send, "pushwire.pad", ""), "infiniband.bth.padcnt", "3"));
@@ -110,28 +110,28 @@ TEST_CASE("keys: payload, pad, PadCnt, VLAN, IPv6, options, trailer", "[ib][keys
   b = from_keys(with(with(send, "vlan.id", "5"), "eth.type", "0x88a8"));
   CHECK(wire::to_hex(std::span(b.frame).subspan(12, 6)) == "88a800050800");
   // An ipv6.* key makes the frame IPv6 (UDP checksum computed).
-  p = decode(from_keys(with(with(send, "ipv6.src", "fd00::1"), "ipv6.flow", "0x12345")).frame).value();
+  p = decode((b = from_keys(with(with(send, "ipv6.src", "fd00::1"), "ipv6.flow", "0x12345"))).frame).value();
   CHECK(p.v6);
   CHECK(wire::address_text(p.ip6.src) == "fd00::1");
   CHECK(p.ip6.flow == 0x12345);
   CHECK(p.udp.checksum != 0);
   // IPv4 options: IHL follows; bytes after the IP packet.
-  p = decode(from_keys(with(with(send, "ip.options", "94040000"), "eth.trailer", "0000")).frame).value();
+  p = decode((b = from_keys(with(with(send, "ip.options", "94040000"), "eth.trailer", "0000"))).frame).value();
   CHECK(p.ip4.hdr_len == 6);
   CHECK(p.ip_checksum_ok);
   CHECK(wire::to_hex(p.ip_options) == "94040000");
   CHECK(wire::to_hex(p.trailer) == "0000");
   CHECK(p.icrc_state == crc_status::good);
   // The opcode's extended headers are added, zero, when no key names them.
-  p = decode(from_keys({{"pushwire.opcode", "UD_SEND_ONLY"}, {"infiniband.deth.srcqp", "7"}}).frame).value();
+  p = decode((b = from_keys({{"pushwire.opcode", "UD_SEND_ONLY"}, {"infiniband.deth.srcqp", "7"}})).frame).value();
   CHECK(p.ext.get<ext::deth>()->srcqp == 7);
-  p = decode(from_keys({{"infiniband.bth.opcode", "10"}}).frame).value();
+  p = decode((b = from_keys({{"infiniband.bth.opcode", "10"}})).frame).value();
   CHECK(p.ext.get<ext::reth>()->va == 0);
   // DC_DISCONNECT is DC_CONNECT with SE set; RD under --ibta-rd.
-  p = decode(from_keys({{"pushwire.opcode", "DC_DISCONNECT"}}).frame).value();
+  p = decode((b = from_keys({{"pushwire.opcode", "DC_DISCONNECT"}})).frame).value();
   CHECK(p.bth.opcode == 0x55);
   CHECK(p.bth.se);
-  p = decode(from_keys({{"pushwire.opcode", "RD_SEND_ONLY"}}, rd_class::ibta_rd).frame, {.rd = rd_class::ibta_rd}).value();
+  p = decode((b = from_keys({{"pushwire.opcode", "RD_SEND_ONLY"}}, rd_class::ibta_rd)).frame, {.rd = rd_class::ibta_rd}).value();
   CHECK(p.op->id == opcode::rd_send_only);
 }
 
