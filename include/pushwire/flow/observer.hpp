@@ -83,6 +83,7 @@ enum class frame_kind : std::uint8_t { other, roce, cell };
 /// next observe() or reset().
 struct frame_note {
   frame_kind kind = frame_kind::other;  ///< other: neither a valid RoCEv2 frame nor a valid cell
+  cell::cell_type cell_type = cell::cell_type::send;  ///< kind cell: the cell's type
   /// An RDMA write packet (a write's first cell) into an advertised pool.
   std::optional<write_place> write{};
   /// The RETH's DMA length runs past the element the write starts in.
@@ -336,6 +337,7 @@ class observer {
         wire::errc{})
       return;
     n.kind = frame_kind::cell;
+    n.cell_type = c.hdr.type;
     const endpoint src = make_endpoint(c.src(), 1), dst = make_endpoint(c.dst(), 1);
     const cell::header& h = c.hdr;
     const bool write = h.type == cell::cell_type::rdma_write;
