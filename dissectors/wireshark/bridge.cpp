@@ -252,20 +252,13 @@ int pw_cell_decode(const std::uint8_t* frame, std::size_t n, pw_cell* c) {
                         ? wire::crc::crc32c(bytes(frame, n).first(v.at.cell_crc))
                         : v.crc;
   c->crc_state = crc_state(v.crc_state);
-  c->part_crc = v.packet_part_crc;
-  c->part_size = v.at.packet_part();
   const std::string_view tn = wire::enum_name(v.hdr.type.value);
   c->type_name = tn.empty() ? "" : tn.data();
   return 0;
 }
 
-std::uint32_t pw_packet_crc_extend(std::uint32_t crc, std::uint32_t part_crc, std::size_t part_size) {
-  return cell::extend_packet_crc(crc, part_crc, part_size);
-}
-
 int pw_cell_is_page_fault(std::uint8_t t) { return t == static_cast<std::uint8_t>(cell::cell_type::page_fault_delay); }
 int pw_cell_is_send(std::uint8_t t) { return t == static_cast<std::uint8_t>(cell::cell_type::send); }
-int pw_cell_is_write(std::uint8_t t) { return t == static_cast<std::uint8_t>(cell::cell_type::rdma_write); }
 
 pw_observer* pw_observer_new(void) {
   try {

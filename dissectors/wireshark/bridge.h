@@ -79,17 +79,12 @@ typedef struct pw_cell {
     uint16_t csn, cell_count, length;
     int crc_state;
     uint32_t crc_computed;
-    uint32_t part_crc;   /* CRC-32C of the cell's packet part (when the CRC was checked) */
-    size_t part_size;
     const char *type_name;
 } pw_cell;
 int pw_cell_decode(const uint8_t *frame, size_t n, pw_cell *out);
-/* The packet CRC after one more cell (cell::extend_packet_crc). */
-uint32_t pw_packet_crc_extend(uint32_t crc, uint32_t part_crc, size_t part_size);
-/* Cell types that are a page-fault delay / carry data of a Send. */
+/* Cell types: a page-fault delay; a Send. */
 int pw_cell_is_page_fault(uint8_t type);
 int pw_cell_is_send(uint8_t type);
-int pw_cell_is_write(uint8_t type);
 
 /* The capture's history (flow::observer, flow/observer.hpp): fed every Ethernet frame in capture
  * order on the first pass, it says what earlier frames mean for this one. */
