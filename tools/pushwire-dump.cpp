@@ -10,8 +10,9 @@
 // found in a single-packet SEND ("pushwire.function", ...); "pushwire.idata" for RDMA WRITE
 // with immediate; or "error" for a frame that is neither RoCEv2 nor a cell. A cell frame (EtherType
 // 0x88B5) gives "pushwire.cell.*" keys and "pushwire.cell.crc"; a last cell also
-// "pushwire.cell.packet_crc" (cells are reassembled across the capture to check it), and a
-// completed Send holding a push-push message its fields.
+// "pushwire.cell.packet_crc" (cells are reassembled across the capture to check it, by
+// flow::observer as the Wireshark plugin does; spec/cells.md §8), and a completed Send holding a
+// push-push message its fields.
 // Exit status: 0 decoded (a capture's bad frames are reported per frame); 1 usage; 2 malformed
 // input (one line on stderr naming the errc).
 #include <cstdio>
@@ -26,7 +27,7 @@
 #include <vector>
 
 #include <pushwire/cell/print.hpp>
-#include <pushwire/cell/reassembler.hpp>
+#include <pushwire/flow/observer.hpp>
 #include <pushwire/ib/print.hpp>
 #include <pushwire/msg/idata.hpp>
 #include <pushwire/msg/msg.hpp>
@@ -81,18 +82,6 @@ std::string idata_text(const msg::idata& d) {
          std::to_string(d.bytes()) + " bytes\n";
 }
 
-// Cells are reassembled across the capture, so a last cell's packet CRC can be checked and a
-// completed Send's push-push message shown.
-struct cell_state {
-  std::optional<cell::reassembler> r;
-  cell::reassembler& get() {
-    if (!r) r.emplace(cell::reassembly_limits{.max_packets = 16, .max_packet_bytes = 1 << 20, .max_bytes = 16 << 20,
-                                              .max_age_ns = 60'000'000'000ull, .max_cell_payload = cell::max_cell_payload,
-                                              .history = 64});
-    return *r;
-  }
-};
-
 // One frame's output: "frame N: ..." or {"frame":N,...}.
 struct frame_out {
   std::string s;
@@ -123,24 +112,19 @@ struct frame_out {
   }
 };
 
-std::string dump_cell(std::size_t n, std::span<const std::byte> frame, std::uint64_t t_ns, bool json, const wire::codec_options& opt,
-                      cell_state& cs) {
+// A cell, with what the capture's earlier frames say of it (`note`, from flow::observer): its
+// packet CRC status and the reassembler's outcome, and a completed Send's push-push message.
+std::string dump_cell(std::size_t n, std::span<const std::byte> frame, bool json, const wire::codec_options& opt,
+                      const flow::frame_note& note) {
   frame_out o{n, json};
   auto& w = o.w;
   auto c = cell::decode(frame, {.crc = wire::crc_check::report, .max_cell_payload = cell::max_cell_payload});
   if (!c) return o.error(c.error());
-  // The packet: only cells with a good CRC are fed to the reassembler.
-  std::optional<cell::push_result> pr;
-  if (c->crc_state == wire::crc_status::good) pr = cs.get().push(*c, t_ns);
-  // A NAK or page-fault delay refuses the packet it names: its resending is not a duplicate.
-  if (pr && pr->packet && (c->hdr.type == cell::cell_type::nak || c->hdr.type == cell::cell_type::page_fault_delay))
-    cs.get().forget({c->dst(), c->hdr.dst_wqp, c->hdr.psn});
-  std::string_view packet_crc = "unverified";
-  if (pr && pr->status == cell::push_status::delivered) packet_crc = "good";
-  if (pr && pr->status == cell::push_status::rejected && pr->error.code == wire::errc::packet_crc_mismatch) packet_crc = "bad";
+  const std::string_view packet_crc = wire::enum_name(note.packet_crc);
+  const bool rejected = note.reassembly.code != wire::errc{};
   std::optional<msg::message> m;
-  if (pr && pr->packet && pr->packet->type == cell::cell_type::send)
-    if (auto r = msg::decode(pr->packet->payload, opt)) m = *r;
+  if (note.cell_type == cell::cell_type::send && !note.payload.empty())
+    if (auto r = msg::decode(note.payload, opt)) m = *r;
   std::optional<msg::idata> idata;
   if (c->idata && c->hdr.type == cell::cell_type::rdma_write) idata = msg::from_imm(*c->idata);
   if (json) {
@@ -149,9 +133,9 @@ std::string dump_cell(std::size_t n, std::span<const std::byte> frame, std::uint
       w.key("pushwire.cell.packet_crc");
       w.string(packet_crc);
     }
-    if (pr && pr->status == cell::push_status::rejected) {
+    if (rejected) {
       w.key("pushwire.cell.reassembly");
-      w.string(wire::to_string(pr->error.code));
+      w.string(wire::to_string(note.reassembly.code));
     }
     if (idata) write_idata(w, *idata);
     if (m) std::visit([&](const auto& x) { msg::write_json_fields(w, x); }, *m);
@@ -160,7 +144,7 @@ std::string dump_cell(std::size_t n, std::span<const std::byte> frame, std::uint
   std::string& out = o.s;
   out += cell::to_text(*c);
   if (c->hdr.last) out += "  packet CRC " + std::string{packet_crc} + "\n";
-  if (pr && pr->status == cell::push_status::rejected) out += "  reassembly: " + describe(pr->error) + "\n";
+  if (rejected) out += "  reassembly: " + describe(note.reassembly) + "\n";
   if (idata) out += idata_text(*idata);
   if (m) out += "  push-push " + msg::to_text(*m);
   return out;
@@ -168,8 +152,9 @@ std::string dump_cell(std::size_t n, std::span<const std::byte> frame, std::uint
 
 // One capture frame, as JSON (one line) or text.
 std::string dump_frame(std::size_t n, std::span<const std::byte> frame, std::uint64_t t_ns, bool json,
-                       const wire::codec_options& opt, cell_state& cs) {
-  if (auto l2 = wire::locate_payload(frame); l2 && l2->type == cell::ethertype) return dump_cell(n, frame, t_ns, json, opt, cs);
+                       const wire::codec_options& opt, flow::observer& obs) {
+  const flow::frame_note note = obs.observe(n, t_ns, frame);
+  if (auto l2 = wire::locate_payload(frame); l2 && l2->type == cell::ethertype) return dump_cell(n, frame, json, opt, note);
   frame_out o{n, json};
   auto& w = o.w;
   auto p = ib::decode(frame, opt);
@@ -210,7 +195,7 @@ int dump_pcap(const std::string& path, bool json, const wire::codec_options& opt
   const auto warn_skipped = [&] {  // pcapng blocks that are not packets
     for (const auto& s : wire::pcap::skipped_text(*r)) std::cerr << "pushwire-dump: warning: " << s << "\n";
   };
-  cell_state cells;
+  flow::observer obs({.codec = opt});
   for (std::size_t n = 1;; ++n) {
     auto rec = r->next();
     if (!rec) {
@@ -226,7 +211,7 @@ int dump_pcap(const std::string& path, bool json, const wire::codec_options& opt
                          : "frame " + std::to_string(n) + ": error: not_roce (link type)\n");
       continue;
     }
-    std::cout << dump_frame(n, (*rec)->data, (*rec)->ts_ns, json, opt, cells);
+    std::cout << dump_frame(n, (*rec)->data, (*rec)->ts_ns, json, opt, obs);
   }
   std::cout.flush();
   warn_skipped();

@@ -7,11 +7,13 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <new>
 #include <span>
 #include <string_view>
 #include <type_traits>
 
 #include <pushwire/cell/format.hpp>
+#include <pushwire/flow/observer.hpp>
 #include <pushwire/ib/aeth.hpp>
 #include <pushwire/ib/print.hpp>
 #include <pushwire/ib/roce.hpp>
@@ -90,6 +92,10 @@ void summarize(const M& m, line& l) {
 }
 
 }  // namespace
+
+struct pw_observer {
+  pushwire::flow::observer o;
+};
 
 extern "C" {
 
@@ -246,19 +252,65 @@ int pw_cell_decode(const std::uint8_t* frame, std::size_t n, pw_cell* c) {
                         ? wire::crc::crc32c(bytes(frame, n).first(v.at.cell_crc))
                         : v.crc;
   c->crc_state = crc_state(v.crc_state);
-  c->part_crc = v.packet_part_crc;
-  c->part_size = v.at.packet_part();
   const std::string_view tn = wire::enum_name(v.hdr.type.value);
   c->type_name = tn.empty() ? "" : tn.data();
   return 0;
 }
 
-std::uint32_t pw_packet_crc_extend(std::uint32_t crc, std::uint32_t part_crc, std::size_t part_size) {
-  return cell::extend_packet_crc(crc, part_crc, part_size);
-}
-
 int pw_cell_is_page_fault(std::uint8_t t) { return t == static_cast<std::uint8_t>(cell::cell_type::page_fault_delay); }
 int pw_cell_is_send(std::uint8_t t) { return t == static_cast<std::uint8_t>(cell::cell_type::send); }
-int pw_cell_is_write(std::uint8_t t) { return t == static_cast<std::uint8_t>(cell::cell_type::rdma_write); }
+
+pw_observer* pw_observer_new(void) {
+  try {
+    return new pw_observer{};
+  } catch (...) {
+    return nullptr;
+  }
+}
+void pw_observer_reset(pw_observer* o) { o->o.reset(); }
+void pw_observer_free(pw_observer* o) { delete o; }
+
+void pw_observer_feed(pw_observer* o, std::uint32_t frame, std::uint64_t time_ns, const std::uint8_t* p, std::size_t n,
+                      pw_note* out) {
+  *out = pw_note{};
+  const flow::frame_note f = o->o.observe(frame, time_ns, bytes(p, n));
+  if (f.write) {
+    out->has_write = 1;
+    out->pool_ref = f.write->pool.ref;
+    out->pool_frame = static_cast<std::uint32_t>(f.write->pool.frame);
+    out->element_size = f.write->pool.element_size;
+    out->element = static_cast<std::uint32_t>(f.write->element());
+    out->offset = static_cast<std::uint32_t>(f.write->offset());
+    out->start_element = static_cast<std::uint32_t>(f.write->start_element());
+  }
+  out->outside = f.outside;
+  out->idata_mismatch = f.idata_mismatch;
+  out->write_frame = static_cast<std::uint32_t>(f.write_frame);
+  if (!f.message.empty()) {
+    out->message = reinterpret_cast<const std::uint8_t*>(f.message.data());
+    out->message_len = f.message.size();
+    out->message_first_frame = static_cast<std::uint32_t>(f.message_first_frame);
+  }
+  switch (f.packet_crc) {
+    case flow::packet_crc_status::none: out->packet_crc = PW_PACKET_CRC_NONE; break;
+    case flow::packet_crc_status::good: out->packet_crc = PW_PACKET_CRC_GOOD; break;
+    case flow::packet_crc_status::bad: out->packet_crc = PW_PACKET_CRC_BAD; break;
+    case flow::packet_crc_status::unverified: out->packet_crc = PW_PACKET_CRC_UNVERIFIED; break;
+  }
+  pw_err e{};
+  set_err(&e, f.reassembly);
+  out->reassembly_code = e.code;
+  out->reassembly_name = e.name;
+  if (f.kind == flow::frame_kind::cell && f.cell_type == cell::cell_type::send && !f.payload.empty()) {
+    out->send_data = reinterpret_cast<const std::uint8_t*>(f.payload.data());
+    out->send_data_len = f.payload.size();
+  }
+  if (f.limit != flow::errc{}) {
+    out->limit = 1;
+    const std::size_t k = std::min(f.limit_field.size(), sizeof out->limit_field - 1);
+    if (k) std::memcpy(out->limit_field, f.limit_field.data(), k);
+    out->limit_field[k] = '\0';
+  }
+}
 
 }  // extern "C"

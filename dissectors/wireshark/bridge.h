@@ -1,6 +1,7 @@
 /* What the C dissector asks of the pushwire library: the C++ codecs, checks and CRCs behind a C
  * interface (bridge.cpp), so the plugin validates exactly as the library does. Offsets are from
- * the start of the buffer passed in. Nothing here allocates or keeps a pointer. */
+ * the start of the buffer passed in. Nothing here allocates or keeps a pointer, except the
+ * observer (pw_observer_new), which the caller owns. */
 #ifndef PUSHWIRE_BRIDGE_H
 #define PUSHWIRE_BRIDGE_H
 
@@ -78,17 +79,41 @@ typedef struct pw_cell {
     uint16_t csn, cell_count, length;
     int crc_state;
     uint32_t crc_computed;
-    uint32_t part_crc;   /* CRC-32C of the cell's packet part (when the CRC was checked) */
-    size_t part_size;
     const char *type_name;
 } pw_cell;
 int pw_cell_decode(const uint8_t *frame, size_t n, pw_cell *out);
-/* The packet CRC after one more cell (cell::extend_packet_crc). */
-uint32_t pw_packet_crc_extend(uint32_t crc, uint32_t part_crc, size_t part_size);
-/* Cell types that are a page-fault delay / carry data of a Send. */
+/* Cell types: a page-fault delay; a Send. */
 int pw_cell_is_page_fault(uint8_t type);
 int pw_cell_is_send(uint8_t type);
-int pw_cell_is_write(uint8_t type);
+
+/* The capture's history (flow::observer, flow/observer.hpp): fed every Ethernet frame in capture
+ * order on the first pass, it says what earlier frames mean for this one. */
+typedef struct pw_observer pw_observer;
+enum { PW_PACKET_CRC_NONE = 0, PW_PACKET_CRC_GOOD, PW_PACKET_CRC_BAD, PW_PACKET_CRC_UNVERIFIED };
+typedef struct pw_note {
+    int has_write;               /* an RDMA write packet (a write's first cell) in an advertised pool: */
+    uint32_t pool_ref, pool_frame, element_size;
+    uint32_t element, offset;    /* this packet's first byte: element, bytes from its start */
+    uint32_t start_element;      /* the element of the write's first byte */
+    int outside;                 /* the RETH's DMA length runs past that element */
+    int idata_mismatch;          /* idata names another pool or element (spec/wireshark.md section 3) */
+    uint32_t write_frame;        /* page-fault ACK or delay: frame of the write it answers, 0 none */
+    const uint8_t *message;      /* SEND_LAST: the push-push message joined from SEND_FIRST.. */
+    size_t message_len;
+    uint32_t message_first_frame;
+    int packet_crc;              /* a last cell: PW_PACKET_CRC_* (spec/cells.md section 8) */
+    int reassembly_code;         /* the reassembler's rejection of this cell (wire::errc), 0 none */
+    const char *reassembly_name; /* its name ("" when 0) */
+    const uint8_t *send_data;    /* a cell Send this cell completed: its data */
+    size_t send_data_len;
+    int limit;                   /* 1: a bound of observer_limits was hit (limit_field names it) */
+    char limit_field[24];
+} pw_note;
+/* NULL when out of memory. Pointers in a note stay valid until the next feed or reset. */
+pw_observer *pw_observer_new(void);
+void pw_observer_reset(pw_observer *o);
+void pw_observer_free(pw_observer *o);
+void pw_observer_feed(pw_observer *o, uint32_t frame, uint64_t time_ns, const uint8_t *p, size_t n, pw_note *out);
 
 #ifdef __cplusplus
 }

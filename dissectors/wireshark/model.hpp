@@ -391,7 +391,9 @@ inline model build() {
   extra("pushwire.cell.data", "Data", ft::bytes, base::none, "the cell's data bytes");
   extra("pushwire.cell.packet_crc", "Packet CRC", ft::u32, base::hex, "CRC-32C across the packet's cells");
   extra("pushwire.cell.packet_crc.status", "Packet CRC status", ft::u8, base::none,
-        "1 good, 0 bad, 2 unverified (an earlier cell is missing or bad)", cks);
+        "1 good, 0 bad, 2 unverified (the packet could not be reassembled, spec/cells.md section 8)", cks);
+  extra("pushwire.cell.reassembly", "Reassembly", ft::string, base::none,
+        "the reassembler's error for a cell it did not take (cell_duplicate, cell_missing, ...)");
   extra("pushwire.cell.crc", "Cell CRC", ft::u32, base::hex, "CRC-32C of the frame before it");
   extra("pushwire.cell.crc.status", "Cell CRC status", ft::u8, base::none, "1 good, 0 bad", cks);
   extra("pushwire.cell.packet_frame", "Packet completed in", ft::framenum, base::none,

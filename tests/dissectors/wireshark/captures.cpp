@@ -1,7 +1,9 @@
 // pushwire-ws-captures: the Wireshark plugin's test data.
 //
 //   pushwire-ws-captures write DIR          roce.pcap and cells.pcap: every message type, idata,
-//                                           pools and writes, page faults, DC, good and bad CRCs
+//                                           pools and writes, page faults, DC, good and bad CRCs;
+//                                           cells-agree.pcap (duplicated, changed, lost and
+//                                           reordered cells) and cells-agree.want, its outcomes
 //   pushwire-ws-captures expect FILE.pcap   FILE.expected: what the plugin must show
 //   pushwire-ws-captures corrupt IN N DIR SEED   N randomly corrupted copies of IN
 //   pushwire-ws-captures experts            the plugin's expert infos, one per line
@@ -9,8 +11,9 @@
 // FILE.expected has one line per value: frame, TAB, field, TAB, value (decimal; bytes and MACs
 // as lowercase hex), in the order tshark -T fields prints repeated values; and "frame TAB
 // expert TAB name" for each expert info. The values come from the library: ib::inspect,
-// msg::dispatch, cell::decode, msg::from_imm, and this file's own bookkeeping of pools, writes
-// and cell packets (written apart from the plugin's, so the two check each other).
+// msg::dispatch, cell::decode, msg::from_imm, and flow::observer for what depends on earlier
+// frames (pools, writes, joined messages, cell reassembly), the component the plugin calls too;
+// the observer's own values are checked by hand in tests/flow/observer_test.cpp.
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -19,15 +22,14 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
-#include <map>
 #include <optional>
 #include <random>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include <pushwire/cell/segmenter.hpp>
 #include <pushwire/cell/testing.hpp>
+#include <pushwire/flow/observer.hpp>
 #include <pushwire/ib/aeth.hpp>
 #include <pushwire/ib/roce.hpp>
 #include <pushwire/msg/idata.hpp>
@@ -323,6 +325,55 @@ void write_cells(const std::string& path) {
   save(path, c.file);
 }
 
+// Cells in the orders a lossy or duplicating fabric gives (spec/cells.md §8), three-cell Sends
+// of 600 bytes (cells of 256, 256 and 88 bytes), one PSN per case. `want` is the outcome per
+// frame, written out by hand from the rules: the packet CRC status of a last cell (good, bad,
+// unverified; "-" for other cells) and the reassembler's error for a cell it did not take ("-"
+// when taken). The test runs pushwire-dump --json and the plugin on the capture and requires
+// both to say exactly this.
+void write_agree(const std::string& pcap, const std::string& want) {
+  capture c;
+  bytes d(600);
+  for (std::size_t i = 0; i < d.size(); ++i) d[i] = static_cast<std::byte>(i * 5 + 1);
+  auto packet = [&](std::uint32_t psn) {
+    cell::packet_spec p{.dst = mac_b, .src = mac_a, .dst_wqp = 0x20, .src_wqp = 0x10, .psn = psn};
+    auto seg = cell::segmenter::make(p, d);
+    if (!seg) std::exit(3);
+    std::vector<bytes> out;
+    while (!seg->done()) {
+      bytes f(seg->next_size());
+      (void)seg->next(f);
+      out.push_back(std::move(f));
+    }
+    if (out.size() != 3) std::exit(3);
+    return out;
+  };
+  auto changed = [](bytes f) {  // other data bytes, the cell CRC made good again
+    f[f.size() / 2] ^= std::byte{0x40};
+    (void)cell::testing::reseal(f);
+    return f;
+  };
+  auto p1 = packet(1);
+  for (const auto* f : {&p1[0], &p1[1], &p1[1], &p1[2], &p1[2]}) c.add(*f);  // 1-5: a middle and the last cell twice
+  auto p2 = packet(2);
+  for (const auto& f : {p2[0], p2[1], changed(p2[1]), p2[2]}) c.add(f);  // 6-9: a changed copy after the cell
+  auto p3 = packet(3);
+  for (const auto& f : {p3[0], changed(p3[1]), p3[1], p3[2]}) c.add(f);  // 10-13: a changed copy before it
+  auto p4 = packet(4);
+  for (const auto& f : {p4[0], p4[2]}) c.add(f);  // 14-15: the middle cell lost
+  auto p5 = packet(5);
+  for (const auto& f : {p5[0], p5[2], p5[1]}) c.add(f);  // 16-18: the last two cells swapped
+  auto p6 = packet(6);
+  for (const auto& f : {p6[1], p6[2]}) c.add(f);  // 19-20: the first cell lost
+  save(pcap, c.file);
+  std::ofstream(want) << "1\t-\t-\n2\t-\t-\n3\t-\tcell_duplicate\n4\tgood\t-\n5\tunverified\tcell_duplicate\n"
+                         "6\t-\t-\n7\t-\t-\n8\t-\tcell_duplicate\n9\tgood\t-\n"
+                         "10\t-\t-\n11\t-\t-\n12\t-\tcell_duplicate\n13\tbad\tpacket_crc_mismatch\n"
+                         "14\t-\t-\n15\tunverified\tcell_out_of_order\n"
+                         "16\t-\t-\n17\tunverified\tcell_out_of_order\n18\t-\tcell_missing\n"
+                         "19\t-\tcell_missing\n20\tunverified\tcell_missing\n";
+}
+
 // ------------------------------------------------------------------ expectations
 
 struct expect {
@@ -401,98 +452,15 @@ struct expect {
   }
 };
 
-// The bookkeeping the plugin does across frames, written again here.
-struct pool_rec {
-  std::uint32_t ref, elements, size, frame;
-  std::uint64_t address;
-};
-using ip16 = std::array<std::uint8_t, 16>;
-
-struct world {
-  std::multimap<std::pair<ip16, std::uint32_t>, pool_rec> pools;  // (target, rkey)
-  // (target, source, QP) -> the current write's pool, first byte, and next packet's first byte
-  std::map<std::tuple<ip16, ip16, std::uint32_t>, std::tuple<std::optional<pool_rec>, std::uint64_t, std::uint64_t>> cursor;
-  std::map<std::tuple<ip16, ip16, std::uint32_t>, std::size_t> writes;  // (from, to, psn) -> frame
-  struct packet {
-    std::uint16_t next = 0;
-    bool broken = false;
-    std::uint32_t crc = 0;
-    bytes data;
-    std::optional<pool_rec> pool;
-    std::uint64_t va = 0;
-  };
-  std::map<std::string, packet> cells;
-  // SEND_FIRST ... LAST per (source, target, QP): the bytes so far, the next PSN, the first frame.
-  struct send_message {
-    bool active = false;
-    std::uint32_t next = 0;
-    std::size_t first = 0;
-    bytes data;
-  };
-  std::map<std::tuple<ip16, ip16, std::uint32_t>, send_message> sends;
-  std::map<std::string, std::size_t> cell_writes;
-
-  std::optional<pool_rec> find(const ip16& target, std::uint32_t rkey, std::uint64_t va) const {
-    auto [lo, hi] = pools.equal_range({target, rkey});
-    std::optional<pool_rec> best;
-    for (auto it = lo; it != hi; ++it)  // the latest advertisement wins
-      if (va >= it->second.address && va - it->second.address < std::uint64_t{it->second.elements} * it->second.size)
-        if (!best || it->second.frame > best->frame) best = it->second;
-    return best;
-  }
-  bool names(const ip16& target, std::uint32_t rkey, std::uint32_t ref) const {
-    auto [lo, hi] = pools.equal_range({target, rkey});
-    for (auto it = lo; it != hi; ++it)
-      if (it->second.ref == ref) return true;
-    return false;
-  }
-  void advertise(const ip16& target, std::span<const std::byte> p, std::size_t frame) {
-    auto r = msg::decode<msg::buffer_recv_pool>(p);
-    for (const msg::pool_descriptor& d : r->pools)
-      pools.insert({{target, d.memory_handle},
-                    {d.pool_ref, d.element_count, d.element_size, static_cast<std::uint32_t>(frame), d.address}});
-  }
-};
-
-ip16 ip_of(std::span<const std::uint8_t> b) {
-  ip16 a{};
-  std::copy(b.begin(), b.end(), a.begin());
-  return a;
-}
-
-void expect_roce(expect& x, world& w, std::span<const std::byte> f) {
+void expect_roce(expect& x, const flow::frame_note& n, std::span<const std::byte> f) {
   ib::roce_view v;
   if (ib::inspect(f, v).code != wire::errc{}) return;
   const ib::bth b = v.bth();
-  const ip16 src = v.v6 ? ip_of(v.ipv6().src) : ip_of(v.ipv4().src);
-  const ip16 dst = v.v6 ? ip_of(v.ipv6().dst) : ip_of(v.ipv4().dst);
   const ib::opcode_info& op = *v.op;
-  const bool send = op.is(ib::op_class::send);
-  // The heuristic's message (SEND_ONLY, _IMM, _INV), first in the frame.
-  if (send && op.pos == ib::position::only && x.message(v.payload)) {
-    if (msg::peek_function(v.payload) == msg::function::buffer_recv_pool) w.advertise(src, v.payload, x.frame);
-  }
-  // A message over SEND_FIRST, MIDDLE, LAST packets in PSN order.
-  if (send && op.pos != ib::position::only) {
-    auto& m = w.sends[{src, dst, std::uint32_t{b.destqp}}];
-    if (op.pos == ib::position::first) {
-      m = {true, 0, x.frame, {}};
-    } else if (!m.active || b.psn != m.next) {
-      m.active = false;
-    }
-    if (m.active) {
-      m.next = (b.psn + 1) & 0xFFFFFF;
-      m.data.insert(m.data.end(), v.payload.begin(), v.payload.end());
-      if (m.data.size() > wire::default_max_frame) m.active = false;
-    }
-    if (m.active && op.pos == ib::position::last) {
-      m.active = false;
-      if (x.message(m.data)) {
-        x.put("pushwire.message.first_frame", m.first);
-        if (msg::peek_function(m.data) == msg::function::buffer_recv_pool) w.advertise(src, m.data, x.frame);
-      }
-    }
-  }
+  // The heuristic's message (SEND_ONLY, _IMM, _INV), first in the frame; or one joined from
+  // SEND_FIRST ... LAST, at its LAST.
+  if (op.is(ib::op_class::send) && op.pos == ib::position::only) x.message(v.payload);
+  if (!n.message.empty() && x.message(n.message)) x.put("pushwire.message.first_frame", n.message_first_frame);
   x.put("pushwire.opcode", b.opcode);
   if (auto d = v.get<ext::dceth>()) x.put("pushwire.dc.access_key", d->access_key);
   if (auto d = v.get<ext::dcceth>()) {
@@ -504,56 +472,26 @@ void expect_roce(expect& x, world& w, std::span<const std::byte> f) {
     x.put("pushwire.dc.disconnect", v.dc_disconnect() ? 1 : 0);
     x.expert("pushwire.dc.connect");
   }
-  const bool write = op.is(ib::op_class::write);
-  if (write && v.get<ext::immdt>()) x.idata(v.get<ext::immdt>()->value);
-  if (write) {
-    w.writes[{src, dst, b.psn}] = x.frame;
-    const auto key = std::tuple{dst, src, std::uint32_t{b.destqp}};
-    bool outside = false;
-    if (auto r = v.get<ext::reth>()) {
-      auto pool = w.find(dst, r->r_key, r->va);
-      w.cursor[key] = {pool, r->va, r->va};
-      if (pool && r->dmalen) outside = (r->va - pool->address) % pool->size + r->dmalen > pool->size;
-    }
-    std::optional<pool_rec> pool;
-    std::uint64_t start = 0, va = 0;
-    if (auto it = w.cursor.find(key); it != w.cursor.end()) {
-      std::tie(pool, start, va) = it->second;
-      std::get<2>(it->second) += v.payload.size();
-    }
-    if (pool) {
-      const std::uint64_t rel = va - pool->address;
-      x.put("pushwire.write.pool", pool->ref);
-      x.put("pushwire.write.element", rel / pool->size);
-      x.put("pushwire.write.offset", rel % pool->size);
-      x.put("pushwire.write.pool_frame", pool->frame);
-      if (outside) x.expert("pushwire.write.outside");
-    }
-    if (auto i = v.get<ext::immdt>()) {
-      const msg::idata d = msg::from_imm(i->value);
-      bool mismatch = false;
-      if (pool)
-        mismatch = d.pool_ref != pool->ref || d.element_index != (start - pool->address) / pool->size;
-      else if (auto r = v.get<ext::reth>())
-        mismatch = w.names(dst, r->r_key, d.pool_ref);
-      if (mismatch) x.expert("pushwire.idata.mismatch");
-    }
+  if (op.is(ib::op_class::write) && v.get<ext::immdt>()) x.idata(v.get<ext::immdt>()->value);
+  if (n.write) {
+    x.put("pushwire.write.pool", n.write->pool.ref);
+    x.put("pushwire.write.element", n.write->element());
+    x.put("pushwire.write.offset", n.write->offset());
+    x.put("pushwire.write.pool_frame", n.write->pool.frame);
+    if (n.outside) x.expert("pushwire.write.outside");
   }
-  if (auto a = v.get<ext::aeth>(); a && !v.op->request) {
-    if (auto d = ib::page_fault_delay_us(*a)) {
-      if (auto it = w.writes.find({dst, src, b.psn}); it != w.writes.end()) {
-        x.put("pushwire.page_fault.delay_us", *d);
-        x.put("pushwire.page_fault.write_frame", it->second);
-        x.expert("pushwire.page_fault");
-      }
-    }
+  if (n.idata_mismatch) x.expert("pushwire.idata.mismatch");
+  if (n.write_frame) {
+    x.put("pushwire.page_fault.delay_us", *ib::page_fault_delay_us(*v.get<ext::aeth>()));
+    x.put("pushwire.page_fault.write_frame", n.write_frame);
+    x.expert("pushwire.page_fault");
   }
   x.put("pushwire.icrc", v.icrc);
   x.put("pushwire.icrc.status", v.icrc_state == wire::crc_status::good ? 1 : 0);
   if (v.icrc_state == wire::crc_status::bad) x.expert("pushwire.icrc.bad");
 }
 
-void expect_cell(expect& x, world& w, std::span<const std::byte> f) {
+void expect_cell(expect& x, const flow::frame_note& n, std::span<const std::byte> f) {
   cell::cell_view v;
   const auto e = cell::decode_into(f, v);
   if (e.code == wire::errc::not_cell) return;
@@ -565,17 +503,11 @@ void expect_cell(expect& x, world& w, std::span<const std::byte> f) {
   const std::size_t h0 = v.at.header;
   x.walk(f, h0, h0 + cell::header_size, x.layout("cell_header"));
   if (v.at.vamh) x.walk(f, v.at.vamh, v.at.vamh + 12, x.layout("cell_vamh"));
-  const auto key = [&](bool reverse) {
-    std::string k = wire::to_hex(f.subspan(reverse ? 0 : 6, 6)) + wire::to_hex(f.subspan(reverse ? 6 : 0, 6));
-    k += std::to_string(reverse ? v.hdr.dst_wqp : v.hdr.src_wqp) + "/" + std::to_string(reverse ? v.hdr.src_wqp : v.hdr.dst_wqp);
-    return k + "/" + std::to_string(v.hdr.psn);
-  };
   if (v.at.ack) {
     x.walk(f, v.at.ack, v.at.ack + 8, x.layout("cell_ack"));
     if (v.hdr.type == cell::cell_type::page_fault_delay) {
       x.put("pushwire.page_fault.delay_us", v.ack->delay_us);
-      if (auto it = w.cell_writes.find(key(true)); it != w.cell_writes.end())
-        x.put("pushwire.page_fault.write_frame", it->second);
+      if (n.write_frame) x.put("pushwire.page_fault.write_frame", n.write_frame);
       x.expert("pushwire.page_fault");
     }
   }
@@ -584,66 +516,32 @@ void expect_cell(expect& x, world& w, std::span<const std::byte> f) {
     x.idata(*v.idata);
   }
   if (v.hdr.length) x.put("pushwire.cell.data", wire::to_hex(v.data));
-  // Packet bookkeeping.
-  const std::string pk = key(false) + "/" + std::to_string(static_cast<int>(v.hdr.type.value));
-  auto it = w.cells.find(pk);
-  if (v.hdr.first) {
-    it = w.cells.insert_or_assign(pk, world::packet{}).first;
-    if (v.hdr.type == cell::cell_type::rdma_write) {
-      w.cell_writes[key(false)] = x.frame;
-      ip16 t{};
-      for (std::size_t i = 0; i < 6; ++i) t[i] = static_cast<std::uint8_t>(f[i]);  // the target: destination MAC
-      it->second.pool = w.find(t, v.rdma->mh, v.rdma->va);
-      it->second.va = v.rdma->va;
-      if (const auto& pool = it->second.pool) {
-        const std::uint64_t rel = v.rdma->va - pool->address;
-        x.put("pushwire.write.pool", pool->ref);
-        x.put("pushwire.write.element", rel / pool->size);
-        x.put("pushwire.write.offset", rel % pool->size);
-        x.put("pushwire.write.pool_frame", pool->frame);
-      }
-    }
+  if (n.write) {
+    x.put("pushwire.write.pool", n.write->pool.ref);
+    x.put("pushwire.write.element", n.write->element());
+    x.put("pushwire.write.offset", n.write->offset());
+    x.put("pushwire.write.pool_frame", n.write->pool.frame);
   }
-  if (v.idata && v.hdr.type == cell::cell_type::rdma_write && it != w.cells.end() && it->second.pool) {
-    const msg::idata d = msg::from_imm(*v.idata);
-    const auto& pool = *it->second.pool;
-    if (d.pool_ref != pool.ref || d.element_index != (it->second.va - pool.address) / pool.size)
-      x.expert("pushwire.idata.mismatch");
-  }
-  if (it != w.cells.end()) {
-    auto& p = it->second;
-    if (p.broken || v.hdr.csn != p.next || v.crc_state != wire::crc_status::good) {
-      p.broken = true;
-    } else {
-      p.crc = cell::extend_packet_crc(p.crc, v.packet_part_crc, v.at.packet_part());
-      ++p.next;
-      if (v.hdr.type == cell::cell_type::send && v.hdr.cell_count > 1) p.data.insert(p.data.end(), v.data.begin(), v.data.end());
-    }
-  }
-  int status = -1;
+  if (n.idata_mismatch) x.expert("pushwire.idata.mismatch");
+  // Wireshark's checksum status: 1 good, 0 bad, 2 unverified.
+  const int status = n.packet_crc == flow::packet_crc_status::good ? 1 : n.packet_crc == flow::packet_crc_status::bad ? 0 : 2;
   if (v.packet_crc) {
-    status = 2;
-    if (it != w.cells.end() && !it->second.broken) status = it->second.crc == *v.packet_crc ? 1 : 0;
     x.put("pushwire.cell.packet_crc", *v.packet_crc);
     x.put("pushwire.cell.packet_crc.status", static_cast<std::uint64_t>(status));
     if (status == 0) x.expert("pushwire.cell.packet_crc.bad");
   }
+  if (n.reassembly.code != wire::errc{}) x.put("pushwire.cell.reassembly", std::string{wire::to_string(n.reassembly.code)});
   x.put("pushwire.cell.crc", v.crc);
   x.put("pushwire.cell.crc.status", v.crc_state == wire::crc_status::good ? 1 : 0);
   if (v.crc_state == wire::crc_status::bad) x.expert("pushwire.cell.crc.bad");
   if (v.hdr.type == cell::cell_type::send && v.hdr.last && status == 1) {
     std::span<const std::byte> m = v.data;
     if (v.hdr.cell_count > 1) {
-      m = it->second.data;
+      m = n.payload;
       if (!m.empty()) x.put("pushwire.cell.reassembled", wire::to_hex(m));
     }
-    if (!m.empty() && x.message(m) && msg::peek_function(m) == msg::function::buffer_recv_pool) {
-      ip16 t{};
-      for (int i = 0; i < 6; ++i) t[static_cast<std::size_t>(i)] = static_cast<std::uint8_t>(f[6 + static_cast<std::size_t>(i)]);
-      w.advertise(t, m, x.frame);
-    }
+    if (!m.empty()) x.message(m);
   }
-  if (v.hdr.last && it != w.cells.end()) it->second.broken = true, it->second.data.clear();
 }
 
 bytes slurp(const std::string& p) {
@@ -661,14 +559,15 @@ int write_expected(const std::string& pcap) {
   const ws::model m = ws::build();
   std::ofstream out(pcap.substr(0, pcap.rfind('.')) + ".expected");
   expect x{m, out};
-  world w;
+  flow::observer obs;
   for (;;) {
     auto rec = r->next();
     if (!rec || !*rec) break;
     ++x.frame;
     const auto f = (*rec)->data;
-    if (f.size() >= 14 && wire::load_be16(f.data() + 12) == cell::ethertype) expect_cell(x, w, f);
-    else expect_roce(x, w, f);
+    const flow::frame_note n = obs.observe(x.frame, (*rec)->ts_ns, f);
+    if (f.size() >= 14 && wire::load_be16(f.data() + 12) == cell::ethertype) expect_cell(x, n, f);
+    else expect_roce(x, n, f);
   }
   return 0;
 }
@@ -725,6 +624,7 @@ int main(int argc, char** argv) {
   if (mode == "write" && argc == 3) {
     write_roce(std::string{argv[2]} + "/roce.pcap");
     write_cells(std::string{argv[2]} + "/cells.pcap");
+    write_agree(std::string{argv[2]} + "/cells-agree.pcap", std::string{argv[2]} + "/cells-agree.want");
     return 0;
   }
   if (mode == "expect" && argc == 3) return write_expected(argv[2]);

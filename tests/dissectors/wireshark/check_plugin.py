@@ -4,11 +4,13 @@
   check_plugin.py load    PLUGIN_SO
   check_plugin.py decode  PLUGIN_SO CAPTURES_TOOL FILE.pcap [FILE.pcap ...]
   check_plugin.py robust  PLUGIN_SO CAPTURES_TOOL SEED COUNT FILE.pcap [FILE.pcap ...]
+  check_plugin.py agree   PLUGIN_SO PUSHWIRE_DUMP FILE.pcap FILE.want
 
 tshark ignores personal plugin directories when run as root (CI runs as root), so the plugin is
 staged under a fresh HOME in /tmp and tshark runs as uid 65534 through setpriv. Exit 77 (ctest
 SKIP) when tshark or setpriv is missing; 1 on any failure."""
 import atexit
+import json
 import os
 import shutil
 import subprocess
@@ -161,6 +163,41 @@ def robust(plugin, tool, seed, count, pcaps):
     print(f"{n} corrupted captures decoded without a crash or dissector bug")
 
 
+def agree(plugin, dump, pcap, want_path):
+    """pushwire-dump and the plugin give every cell of FILE.pcap the packet CRC status and
+    reassembly outcome FILE.want says (frame TAB status TAB reassembly, "-" for none)."""
+    want = {}
+    with open(want_path) as f:
+        for line in f:
+            frame, status, reasm = line.rstrip("\n").split("\t")
+            want[int(frame)] = (status, reasm)
+    p = subprocess.run([dump, "--json", pcap], capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"FAIL: pushwire-dump --json {pcap}: exit {p.returncode}\n{p.stderr}")
+    dumped = {}
+    for line in p.stdout.splitlines():
+        o = json.loads(line)
+        dumped[o["frame"]] = (o.get("pushwire.cell.packet_crc", "-"), o.get("pushwire.cell.reassembly", "-"))
+    home = stage(plugin)
+    local = put(home, pcap)
+    status_name = {"1": "good", "0": "bad", "2": "unverified", "": "-"}
+    shown = {}
+    out = tshark(home, ["-r", local, "-T", "fields", "-e", "frame.number", "-e", "pushwire.cell.packet_crc.status",
+                        "-e", "pushwire.cell.reassembly"]).stdout
+    for line in out.splitlines():
+        frame, status, reasm = line.split("\t")
+        shown[int(frame)] = (status_name.get(status, status), reasm or "-")
+    failures = []
+    for frame in sorted(set(want) | set(dumped) | set(shown)):
+        w, d, t = want.get(frame), dumped.get(frame), shown.get(frame)
+        if not (w == d == t):
+            failures.append(f"frame {frame}: expected {w}, pushwire-dump {d}, plugin {t}")
+    if failures:
+        print("\n".join(failures))
+        sys.exit(f"FAIL: {len(failures)} frames differ")
+    print(f"{os.path.basename(pcap)}: {len(want)} cells; pushwire-dump and the plugin agree with the expected outcome")
+
+
 def main():
     if len(sys.argv) < 3:
         sys.exit(__doc__)
@@ -169,6 +206,8 @@ def main():
         load(plugin)
     elif mode == "decode":
         decode(plugin, sys.argv[3], sys.argv[4:])
+    elif mode == "agree":
+        agree(plugin, sys.argv[3], sys.argv[4], sys.argv[5])
     elif mode == "robust":
         robust(plugin, sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), sys.argv[6:])
     else:

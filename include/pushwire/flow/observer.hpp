@@ -1,0 +1,392 @@
+// A passive observer of captured frames (RoCEv2 and cells): fed every frame of a capture in
+// order, it keeps what one frame means for later ones and returns, per frame, the facts that
+// need that history: the pool and element an RDMA write lands in, a push-push message joined
+// from SEND_FIRST..LAST, the write a page-fault ACK answers, and for cells the packet CRC status
+// and reassembled data (through cell::reassembler, spec/cells.md §8). pushwire-dump and the
+// Wireshark plugin both use it, so they cannot disagree. Sans-IO: no clock (time is the frame's
+// capture timestamp), no output, every table bounded by observer_limits. Rules: spec/wireshark.md §3.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include <pushwire/cell/format.hpp>
+#include <pushwire/cell/reassembler.hpp>
+#include <pushwire/flow/core.hpp>
+#include <pushwire/ib/aeth.hpp>
+#include <pushwire/ib/roce.hpp>
+#include <pushwire/msg/msg.hpp>
+
+namespace pushwire::flow {
+
+/// Explicit bounds. A table that is full refuses the new entry and the frame's note says so
+/// (errc::table_full, field naming the bound); the write history forgets its oldest entry.
+struct observer_limits {
+  /// Pools advertised by BufferRecvPool messages, remembered for the capture; more: "pools".
+  std::size_t max_pools = 1024;
+  /// RoCE write cursors (target, source, QP): more: "write_cursors".
+  std::size_t max_write_cursors = 256;
+  /// RoCE SEND_FIRST..LAST messages being joined (source, target, QP): more: "send_messages".
+  std::size_t max_send_messages = 256;
+  /// Bytes of one joined message: wire::default_max_frame (a longer one is no push-push message).
+  std::size_t max_message = wire::default_max_frame;
+  /// RDMA writes remembered for page-fault links and cell idata checks (oldest forgotten).
+  std::size_t write_history = 1024;
+  /// Cell reassembly (spec/cells.md §8). The age bound is in capture time.
+  cell::reassembly_limits cells{.max_packets = 16, .max_packet_bytes = 1 << 20, .max_bytes = 16 << 20,
+                                .max_age_ns = 60'000'000'000ull, .max_cell_payload = cell::max_cell_payload,
+                                .history = 64};
+  /// How RoCEv2 frames are recognised (UDP port, 0x40-0x5F as DC or RD).
+  wire::codec_options codec{};
+};
+
+/// A pool as advertised: its descriptor's fields and the frame of the BufferRecvPool.
+struct observed_pool {
+  std::uint32_t ref = 0, elements = 0, element_size = 0;
+  std::uint64_t address = 0;
+  std::uint64_t frame = 0;
+  friend constexpr bool operator==(const observed_pool&, const observed_pool&) = default;
+};
+
+/// Where an RDMA write packet lands: in `pool`, the write's first byte at `start`, this
+/// packet's first byte at `va` (MIDDLE and LAST continue from the FIRST's RETH).
+struct write_place {
+  observed_pool pool{};
+  std::uint64_t start = 0, va = 0;
+  /// This packet's first byte: element index and bytes from the element's start.
+  constexpr std::uint64_t element() const { return (va - pool.address) / pool.element_size; }
+  constexpr std::uint64_t offset() const { return (va - pool.address) % pool.element_size; }
+  /// The element of the write's first byte.
+  constexpr std::uint64_t start_element() const { return (start - pool.address) / pool.element_size; }
+};
+
+/// A last cell's packet CRC, as the reassembler found it: none (not a last cell), good (the
+/// cell delivered its packet), bad (packet_crc_mismatch), unverified (the packet could not be
+/// reassembled: an earlier cell missing, out of order, or bad; a duplicate last cell).
+enum class packet_crc_status : std::uint8_t { none, good, bad, unverified };
+inline constexpr std::array<wire::named_value, 4> packet_crc_status_names{
+    {{packet_crc_status::none, "none"},
+     {packet_crc_status::good, "good"},
+     {packet_crc_status::bad, "bad"},
+     {packet_crc_status::unverified, "unverified"}}};
+constexpr std::span<const wire::named_value> wire_enum_names(packet_crc_status) { return packet_crc_status_names; }
+
+enum class frame_kind : std::uint8_t { other, roce, cell };
+
+/// What observe() says about one frame. Spans view the observer's storage: valid until the
+/// next observe() or reset().
+struct frame_note {
+  frame_kind kind = frame_kind::other;  ///< other: neither a valid RoCEv2 frame nor a valid cell
+  cell::cell_type cell_type = cell::cell_type::send;  ///< kind cell: the cell's type
+  /// An RDMA write packet (a write's first cell) into an advertised pool.
+  std::optional<write_place> write{};
+  /// The RETH's DMA length runs past the element the write starts in.
+  bool outside = false;
+  /// idata names another pool or element than the write's first byte lands in (or, RETH in no
+  /// pool, one of the target's pools under the same R_Key); cells: the last cell's idata.
+  bool idata_mismatch = false;
+  /// A page-fault ACK (RoCE RNR NAK, cell PageFaultDelay): the frame of the write it answers
+  /// (same PSN, directions swapped); 0 when no such write was seen.
+  std::uint64_t write_frame = 0;
+  /// RoCE SEND_LAST: the valid push-push message joined from SEND_FIRST.., and its first frame.
+  std::span<const std::byte> message{};
+  std::uint64_t message_first_frame = 0;
+  /// Cells: the packet CRC status (last cells), the reassembler's rejection of this cell (code 0
+  /// when taken or not offered: a cell with a bad cell CRC is not offered), and the data of the
+  /// Send or RDMA write packet this cell completed.
+  packet_crc_status packet_crc = packet_crc_status::none;
+  wire::error reassembly{};
+  std::span<const std::byte> payload{};
+  /// A bound of observer_limits this frame hit (table_full, field = the bound's name).
+  errc limit{};
+  std::string_view limit_field{};
+};
+
+class observer {
+ public:
+  explicit observer(const observer_limits& lim = {}) : lim_(lim) { reset(); }
+
+  const observer_limits& limits() const { return lim_; }
+
+  /// Forgets everything (a new capture).
+  void reset() {
+    pools_.clear();
+    pools_.reserve(lim_.max_pools);
+    cursors_.clear();
+    cursors_.reserve(lim_.max_write_cursors);
+    sends_.clear();
+    sends_.reserve(lim_.max_send_messages);
+    writes_.assign(lim_.write_history, write_rec{});
+    writes_next_ = 0;
+    cells_.reset();
+    last_ns_ = 0;
+  }
+
+  /// One Ethernet frame, the capture's `frame`-th (numbers only name frames in notes), captured at
+  /// `time_ns`. Frames must come in capture order; a timestamp earlier than the previous frame's
+  /// counts as the previous one.
+  frame_note observe(std::uint64_t frame, std::uint64_t time_ns, std::span<const std::byte> f) {
+    if (time_ns < last_ns_) time_ns = last_ns_;
+    last_ns_ = time_ns;
+    frame_note n{};
+    const auto l2 = wire::locate_payload(f);
+    if (l2 && l2->type == cell::ethertype)
+      observe_cell(n, frame, time_ns, f);
+    else
+      observe_roce(n, frame, f);
+    return n;
+  }
+
+ private:
+  // An IP address (IPv4 in the first 4 bytes) or a MAC (the first 6), with its kind, so that
+  // the two never compare equal.
+  struct endpoint {
+    std::array<std::uint8_t, 16> b{};
+    std::uint8_t kind = 0;  // 4, 6: IP version; 1: MAC
+    friend constexpr bool operator==(const endpoint&, const endpoint&) = default;
+  };
+  template <std::size_t N>
+  static endpoint make_endpoint(const std::array<std::uint8_t, N>& a, std::uint8_t kind) {
+    endpoint e{};
+    for (std::size_t i = 0; i < N; ++i) e.b[i] = a[i];
+    e.kind = kind;
+    return e;
+  }
+  static constexpr std::size_t no_pool = ~std::size_t{0};
+
+  struct pool_rec {
+    endpoint target{};
+    std::uint32_t rkey = 0;
+    observed_pool pool{};
+  };
+  struct cursor_rec {  // the current write on (target, source, QP)
+    endpoint target{}, source{};
+    std::uint32_t qp = 0;
+    std::size_t pool = no_pool;
+    std::uint64_t start = 0, va = 0;
+  };
+  struct send_rec {  // a message over SEND_FIRST..LAST on (source, target, QP)
+    endpoint source{}, target{};
+    std::uint32_t qp = 0;
+    bool active = false;
+    std::uint32_t next_psn = 0;
+    std::uint64_t first_frame = 0;
+    std::vector<std::byte> data{};
+  };
+  struct write_rec {  // an RDMA write (RoCE: any packet; cells: a first cell)
+    bool used = false;
+    endpoint from{}, to{};
+    std::uint32_t qa = 0, qb = 0, psn = 0;  // cells: source and destination WQP; RoCE: 0
+    std::uint64_t frame = 0;
+    std::size_t pool = no_pool;  // cells: the pool of the first cell's VA/MH
+    std::uint64_t va = 0;
+  };
+
+  // ---------------------------------------------------------------- pools
+
+  void advertise(frame_note& n, const endpoint& target, std::span<const std::byte> m, std::uint64_t frame) {
+    (void)msg::dispatch(m, [&]<class M>(const M& x) {
+      if constexpr (std::is_same_v<M, msg::buffer_recv_pool>) {
+        for (const msg::pool_descriptor& d : x.pools) {
+          if (pools_.size() == lim_.max_pools) return full(n, "pools");
+          pools_.push_back({target, d.memory_handle, {d.pool_ref, d.element_count, d.element_size, d.address, frame}});
+        }
+      }
+    });
+  }
+  // The latest advertised pool of target under rkey holding va.
+  std::size_t find_pool(const endpoint& target, std::uint32_t rkey, std::uint64_t va) const {
+    for (std::size_t i = pools_.size(); i-- > 0;) {
+      const pool_rec& p = pools_[i];
+      if (p.rkey == rkey && p.target == target && va >= p.pool.address &&
+          va - p.pool.address < std::uint64_t{p.pool.elements} * p.pool.element_size)
+        return i;
+    }
+    return no_pool;
+  }
+  bool names_pool(const endpoint& target, std::uint32_t rkey, std::uint32_t ref) const {
+    for (const pool_rec& p : pools_)
+      if (p.rkey == rkey && p.target == target && p.pool.ref == ref) return true;
+    return false;
+  }
+  static void full(frame_note& n, std::string_view bound) {
+    n.limit = errc::table_full;
+    n.limit_field = bound;
+  }
+
+  // ---------------------------------------------------------------- writes
+
+  void remember_write(const write_rec& w) {
+    if (writes_.empty()) return;
+    writes_[writes_next_] = w;
+    writes_[writes_next_].used = true;
+    writes_next_ = (writes_next_ + 1) % writes_.size();
+  }
+  // The latest remembered write with this key.
+  const write_rec* find_write(const endpoint& from, const endpoint& to, std::uint32_t qa, std::uint32_t qb,
+                              std::uint32_t psn) const {
+    for (std::size_t k = 0; k < writes_.size(); ++k) {
+      const write_rec& w = writes_[(writes_next_ + writes_.size() - 1 - k) % writes_.size()];
+      if (!w.used) break;
+      if (w.psn == psn && w.qa == qa && w.qb == qb && w.from == from && w.to == to) return &w;
+    }
+    return nullptr;
+  }
+
+  // ---------------------------------------------------------------- RoCEv2
+
+  void observe_roce(frame_note& n, std::uint64_t frame, std::span<const std::byte> f) {
+    ib::roce_view v;
+    if (ib::inspect(f, v, lim_.codec).code != wire::errc{}) return;
+    n.kind = frame_kind::roce;
+    const ib::bth b = v.bth();
+    const endpoint src = v.v6 ? make_endpoint(v.ipv6().src, 6) : make_endpoint(v.ipv4().src, 4);
+    const endpoint dst = v.v6 ? make_endpoint(v.ipv6().dst, 6) : make_endpoint(v.ipv4().dst, 4);
+    const ib::opcode_info& op = *v.op;
+    if (op.is(ib::op_class::send)) {
+      if (op.pos == ib::position::only) {
+        advertise(n, src, v.payload, frame);
+      } else {
+        join_send(n, frame, src, dst, b, op.pos, v.payload);
+      }
+    }
+    if (op.is(ib::op_class::write)) write_packet(n, frame, v, src, dst);
+    if (const auto a = v.get<ib::ext::aeth>(); a && !op.request && ib::page_fault_delay_us(*a))
+      if (const write_rec* w = find_write(dst, src, 0, 0, b.psn)) n.write_frame = w->frame;
+  }
+
+  // SEND_FIRST, MIDDLE..., LAST of one message: joined when they come in PSN order on one QP.
+  void join_send(frame_note& n, std::uint64_t frame, const endpoint& src, const endpoint& dst, const ib::bth& b,
+                 ib::position pos, std::span<const std::byte> payload) {
+    send_rec* m = nullptr;
+    for (send_rec& s : sends_)
+      if (s.qp == b.destqp && s.source == src && s.target == dst) m = &s;
+    if (!m) {
+      if (pos != ib::position::first) return;  // nothing to continue
+      if (sends_.size() == lim_.max_send_messages) return full(n, "send_messages");
+      m = &sends_.emplace_back(send_rec{src, dst, b.destqp, false, 0, 0, {}});
+      m->data.reserve(lim_.max_message);
+    }
+    if (pos == ib::position::first) {
+      m->active = true;
+      m->first_frame = frame;
+      m->data.clear();
+    } else if (!m->active || b.psn != m->next_psn) {
+      m->active = false;  // a packet is missing or out of order: the message is lost
+      return;
+    }
+    m->next_psn = (b.psn + 1) & 0xFFFFFF;
+    if (m->data.size() + payload.size() > lim_.max_message) {
+      m->active = false;
+      return;
+    }
+    m->data.insert(m->data.end(), payload.begin(), payload.end());
+    if (pos != ib::position::last) return;
+    m->active = false;
+    if (msg::dispatch(m->data, [](const auto&) {}).code != wire::errc{}) return;
+    n.message = m->data;
+    n.message_first_frame = m->first_frame;
+    advertise(n, src, m->data, frame);
+  }
+
+  void write_packet(frame_note& n, std::uint64_t frame, const ib::roce_view& v, const endpoint& src,
+                    const endpoint& dst) {
+    const ib::bth b = v.bth();
+    remember_write({true, src, dst, 0, 0, b.psn, frame, no_pool, 0});
+    cursor_rec* c = nullptr;
+    for (cursor_rec& r : cursors_)
+      if (r.qp == b.destqp && r.target == dst && r.source == src) c = &r;
+    const auto reth = v.get<ib::ext::reth>();
+    if (reth) {
+      if (!c && cursors_.size() == lim_.max_write_cursors) {
+        full(n, "write_cursors");
+      } else {
+        if (!c) c = &cursors_.emplace_back(cursor_rec{dst, src, b.destqp});
+        c->pool = find_pool(dst, reth->r_key, reth->va);
+        c->start = c->va = reth->va;
+        if (c->pool != no_pool && reth->dmalen) {
+          const observed_pool& p = pools_[c->pool].pool;
+          n.outside = (reth->va - p.address) % p.element_size + reth->dmalen > p.element_size;
+        }
+      }
+    }
+    if (c && c->pool != no_pool) {
+      n.write = write_place{pools_[c->pool].pool, c->start, c->va};
+      c->va += v.payload.size();
+    }
+    if (const auto imm = v.get<ib::ext::immdt>()) {
+      const msg::idata d = msg::from_imm(imm->value);
+      if (n.write)
+        n.idata_mismatch = d.pool_ref != n.write->pool.ref || d.element_index != n.write->start_element();
+      else if (reth)  // the RETH lands in no pool: wrong if idata names one of the target's pools
+        n.idata_mismatch = names_pool(dst, reth->r_key, d.pool_ref);
+    }
+  }
+
+  // ---------------------------------------------------------------- cells
+
+  void observe_cell(frame_note& n, std::uint64_t frame, std::uint64_t time_ns, std::span<const std::byte> f) {
+    cell::cell_view c;
+    if (cell::inspect(f, c, {.crc = wire::crc_check::report, .max_cell_payload = lim_.cells.max_cell_payload}).code !=
+        wire::errc{})
+      return;
+    n.kind = frame_kind::cell;
+    n.cell_type = c.hdr.type;
+    const endpoint src = make_endpoint(c.src(), 1), dst = make_endpoint(c.dst(), 1);
+    const cell::header& h = c.hdr;
+    const bool write = h.type == cell::cell_type::rdma_write;
+    // Writes: the pool of the first cell's VA/MH (the target is the destination MAC).
+    if (write && h.first && c.rdma) {
+      const std::size_t pool = find_pool(dst, c.rdma->mh, c.rdma->va);
+      if (pool != no_pool) n.write = write_place{pools_[pool].pool, c.rdma->va, c.rdma->va};
+      remember_write({true, src, dst, h.src_wqp, h.dst_wqp, h.psn, frame, pool, c.rdma->va});
+    }
+    if (write && c.idata) {
+      const write_rec* w = find_write(src, dst, h.src_wqp, h.dst_wqp, h.psn);
+      if (w && w->pool != no_pool) {
+        const observed_pool& p = pools_[w->pool].pool;
+        const msg::idata d = msg::from_imm(*c.idata);
+        n.idata_mismatch = d.pool_ref != p.ref || d.element_index != (w->va - p.address) / p.element_size;
+      }
+    }
+    if (h.type == cell::cell_type::page_fault_delay)
+      if (const write_rec* w = find_write(dst, src, h.dst_wqp, h.src_wqp, h.psn)) n.write_frame = w->frame;
+    // The packet: cells with a good cell CRC go to the reassembler.
+    if (h.last) n.packet_crc = packet_crc_status::unverified;
+    if (c.crc_state != wire::crc_status::good) return;
+    if (!cells_) cells_.emplace(lim_.cells);
+    const cell::push_result r = cells_->push(c, time_ns);
+    if (r.status == cell::push_status::rejected) {
+      n.reassembly = r.error;
+      if (r.error.code == wire::errc::packet_crc_mismatch) n.packet_crc = packet_crc_status::bad;
+      return;
+    }
+    if (r.status != cell::push_status::delivered || !r.packet) return;
+    n.packet_crc = packet_crc_status::good;
+    if (cell::is_control(h.type)) {
+      // A NAK or page-fault delay refuses the packet it names: its resending is not a duplicate.
+      if (h.type == cell::cell_type::nak || h.type == cell::cell_type::page_fault_delay)
+        cells_->forget({c.dst(), h.dst_wqp, h.psn});
+      return;
+    }
+    n.payload = r.packet->payload;
+    if (h.type == cell::cell_type::send) advertise(n, src, n.payload, frame);  // the advertiser: source MAC
+  }
+
+  observer_limits lim_;
+  std::vector<pool_rec> pools_;
+  std::vector<cursor_rec> cursors_;
+  std::vector<send_rec> sends_;
+  std::vector<write_rec> writes_;
+  std::size_t writes_next_ = 0;
+  std::optional<cell::reassembler> cells_;
+  std::uint64_t last_ns_ = 0;
+};
+
+}  // namespace pushwire::flow
