@@ -21,7 +21,8 @@
 #include <pushwire/flow/core.hpp>
 #include <pushwire/ib/aeth.hpp>
 #include <pushwire/ib/roce.hpp>
-#include <pushwire/msg/msg.hpp>
+#include <pushwire/msg/idata.hpp>
+#include <pushwire/msg/message.hpp>
 
 namespace pushwire::flow {
 
