@@ -1,5 +1,5 @@
 // The main job of `make demo`: one of every push-push message, each printed by pushwire-dump and
-// round-tripped, then the seed's idata example. Usage: pushwire-demo PATH/TO/pushwire-dump
+// round-tripped, then the split-model document's idata example. Usage: pushwire-demo PATH/TO/pushwire-dump
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
   const std::array<std::byte, 6> mac{std::byte{0x02}, {}, {}, {}, {}, std::byte{0x01}};
   const std::array<std::byte, 8> link{{{}, {}, {}, std::byte{1}, {}, std::byte{0x01}, std::byte{0x86}, std::byte{0xa0}}};
 
-  std::puts("pushwire demo: one of every push-push message (seed 003, IV.B)");
+  std::puts("pushwire demo: one of every push-push message (split-model driver, IV.B)");
   show(dump, buffer_recv_pool{.header = {.transaction_context = 1}, .pools = pools});
   show(dump, buffer_recv_pool_get{.header = {.transaction_context = 2}, .element_size = 2048, .element_count = 32});
   show(dump, buffer_recv_pool_update{.header = {.transaction_context = 3}, .entries = updates});
@@ -75,13 +75,13 @@ int main(int argc, char** argv) {
                             .request_code = cfg::request_code::get_link_state,
                             .status = cfg::status::success, .data = link});
 
-  std::puts("\n=== idata: the seed's example (Fig. 7): pool 7, element 5, 256 bytes");
+  std::puts("\n=== idata: the split-model document's example (Fig. 7): pool 7, element 5, 256 bytes");
   const indication seed{.pool_ref = 7, .element_index = 5, .byte_count = 256};
   const auto carrier = choose_carrier(seed);
   check(std::holds_alternative<idata>(carrier), "fits the 32-bit immediate");
   const std::uint32_t imm = to_imm(std::get<idata>(carrier));
   std::printf("  idata = 0x%08x (%s)\n", imm, wire::to_json(std::get<idata>(carrier)).c_str());
-  check(imm == 0x07050100, "0x07050100 as the seed says");
+  check(imm == 0x07050100, "0x07050100 as the split-model document says");
   check(to_indication(from_imm(imm)) == seed, "decodes back to (7, 5, 256)");
   std::printf("  pool 300, element 2, 1500 bytes does not fit: %s\n",
               std::holds_alternative<indication>(choose_carrier(big[0]))

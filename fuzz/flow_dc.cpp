@@ -15,6 +15,19 @@ using namespace pushwire;
 
 namespace {
 
+// Every DC entry of the opcode table.
+constexpr auto dc_opcodes = [] {
+  std::array<ib::opcode, [] {
+    std::size_t n = 0;
+    for (const auto& o : ib::opcodes) n += o.tp == ib::transport::dc;
+    return n;
+  }()> out{};
+  std::size_t n = 0;
+  for (const auto& o : ib::opcodes)
+    if (o.tp == ib::transport::dc) out[n++] = o.id;
+  return out;
+}();
+
 void hostile(fuzz::provider& in) {
   constexpr std::uint64_t key = 0xA;
   flow::dc_target<4> t({.dct = 0x100, .access_key = key, .resp = {.mtu = 256}});
@@ -23,7 +36,12 @@ void hostile(fuzz::provider& in) {
   for (int i = 0; i < 512 && !in.empty(); ++i) {
     flow::qp_sink out{std::span<flow::qp_action_t>(buf)};
     flow::packet p{};
-    p.opcode = in.flag() ? ib::opcode::dc_connect : static_cast<ib::opcode>(0x40 | in.pick(32));
+    // Mostly DC opcodes (the target's rules), else any table entry or raw value (its refusals).
+    const std::uint8_t k = in.pick(static_cast<std::uint8_t>(dc_opcodes.size() + 2));
+    p.opcode = in.flag()                   ? ib::opcode::dc_connect
+               : k < dc_opcodes.size()     ? dc_opcodes[k]
+               : k == dc_opcodes.size()    ? ib::opcodes[in.pick(static_cast<std::uint8_t>(ib::opcodes.size()))].id
+                                           : static_cast<ib::opcode>(in.take<std::uint16_t>());
     p.se = in.flag();
     p.dc_key = in.pick(8) == 0 ? in.take<std::uint64_t>() : key;
     p.dct = in.pick(8) == 0 ? in.take<std::uint32_t>() & 0xFFFFFF : 0x100;

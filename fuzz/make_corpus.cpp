@@ -111,6 +111,28 @@ int main(int argc, char** argv) {
     seed("bth_chain", name, std::span<const std::byte>(frame).subspan(v->bth_offset));
     seed("roundtrip", std::string{"bth_"} + name, with_prefix(1, std::span<const std::byte>(frame).subspan(v->bth_offset, 12)));
   }
+  // The encapsulations the parser accepts beyond the defaults: an 802.1Q tag, IPv6, IPv4 options,
+  // another UDP source port with an Ethernet trailer (WRITE_WITH_IMM, 300 bytes of payload).
+  {
+    const std::vector<std::byte> payload(300, std::byte{0x3C});
+    const std::array<std::byte, 8> options{std::byte{0x94}, std::byte{0x04}, std::byte{0}, std::byte{0},
+                                           std::byte{0x01}, std::byte{0x01}, std::byte{0x01}, std::byte{0x00}};
+    const std::array<std::byte, 6> trailer{};
+    flow::packet p{.opcode = ib::opcode::rc_rdma_write_only_with_immediate, .psn = 9, .ack_req = true, .dest_qp = 0x11,
+                   .va = 0x1000, .rkey = 0x2b8, .dmalen = 300, .imm = 0x07050100};
+    p.payload = payload;
+    for (int shape = 0; shape < 4; ++shape) {
+      ib::roce_packet r = flow::to_roce(p);
+      if (shape == 0) r.vlan = wire::vlan_tag{.priority = 3, .id = 100};
+      if (shape == 1) r.v6 = true;
+      if (shape == 2) r.ip_options = options;
+      if (shape == 3) r.udp.srcport = 0x1234, r.trailer = trailer;
+      std::vector<std::byte> frame(*ib::frame_size(r));
+      if (!ib::build(r, frame)) continue;
+      static constexpr const char* names[] = {"shape_vlan", "shape_ipv6", "shape_ipv4_options", "shape_sport_trailer"};
+      seed("roce_frame", names[shape], frame);
+    }
+  }
   // cells
   namespace tc = test::cells;
   for (const auto& [name, bytes] : {std::pair{"send", std::span<const std::byte>(tc::send_bytes)},

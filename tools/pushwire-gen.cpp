@@ -14,7 +14,7 @@
 // prints the frame as hex (the default), --out appends it to a classic pcap (created if missing).
 //
 // RoCEv2 (IPv4 unless noted): host advertises a pool (BufferRecvPool in an RC SEND_ONLY), the
-// I/O unit RDMA-writes into it with the seed's idata (pool 7, element 5, 256 bytes), the host
+// I/O unit RDMA-writes into it with the split-model document's idata (pool 7, element 5, 256 bytes), the host
 // ACKs; a second write meets a page fault and is answered by a page-fault ACK (RNR NAK, 2 ms);
 // an indication too large for idata goes as BufferRDMAIndicate; a bad R_Key is NAKed; DC
 // connect, data and disconnect; a CNP; a UD SEND over IPv6 in a VLAN; and one frame whose ICRC
@@ -115,7 +115,7 @@ void roce(script& sc) {
     a.ext.set<ext::aeth>({.syndrome = ib::syndrome::ack(ib::syndrome::unlimited_credits).raw, .msn = 1});
     return a;
   }());
-  // 2. The I/O unit writes 256 bytes into pool 7, element 5, with the seed's idata.
+  // 2. The I/O unit writes 256 bytes into pool 7, element 5, with the split-model document's idata.
   std::vector<std::byte> data(256);
   for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<std::byte>(i);
   auto w = from(false, ib::opcode::rc_rdma_write_only_with_immediate, 500);
@@ -296,8 +296,10 @@ int fail(const std::string& why) {
   return exit_bad;
 }
 
-// Appends `frame` to the classic pcap at `path` (Ethernet), creating it if missing or empty,
-// in the file's byte order and timestamp resolution, timestamped now (after its last record).
+// Appends `frame` to the capture at `path`, creating a classic pcap if it is missing or empty.
+// Classic pcap: a record in the file's byte order and timestamp resolution. pcapng: an Enhanced
+// Packet Block on the last section's first Ethernet interface, in that section's byte order and
+// the interface's units. Timestamped now, or after the file's last record if that is later.
 int append_pcap(const std::string& path, std::span<const std::byte> frame) {
   std::vector<std::byte> file;
   if (std::ifstream in(path, std::ios::binary); in) {
@@ -307,12 +309,13 @@ int append_pcap(const std::string& path, std::span<const std::byte> frame) {
   }
   std::uint64_t ts = static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
-  auto res = wire::pcap::resolution::micro;
-  bool swap = false;
-  if (!file.empty()) {
+  std::vector<std::byte> out;
+  if (file.empty()) {
+    wire::pcap::writer w{out};
+    w.add(ts, frame);
+  } else {
     auto r = wire::pcap::reader::open(file);
-    if (!r) return fail(path + ": not a classic pcap file (" + std::string{wire::to_string(r.code())} + ")");
-    if (r->linktype() != wire::pcap::linktype_ethernet) return fail(path + ": not an Ethernet capture");
+    if (!r) return fail(path + ": not a pcap or pcapng file (" + std::string{wire::to_string(r.code())} + ")");
     for (;;) {
       auto rec = r->next();
       if (!rec)
@@ -320,15 +323,31 @@ int append_pcap(const std::string& path, std::span<const std::byte> frame) {
       if (!*rec) break;
       ts = std::max(ts, (*rec)->ts_ns + 1000);
     }
-    res = r->timestamps();
-    swap = r->byte_swapped();
+    if (r->file_format() == wire::pcap::format::pcapng) {
+      const auto ifs = r->interfaces();
+      const auto eth = std::find_if(ifs.begin(), ifs.end(), [](const auto& i) { return i.linktype == wire::pcap::linktype_ethernet; });
+      if (eth == ifs.end()) return fail(path + ": its last section has no Ethernet interface");
+      const auto id = static_cast<std::uint32_t>(eth - ifs.begin());
+      if (auto e = wire::pcap::append_epb(out, r->byte_order(), id, *eth, ts, frame); e.code != wire::errc{})
+        return fail(path + ": " + std::string{wire::to_string(e.code)} + " (" + std::string{e.field} + ")");
+      if (r->section_length() >= 0) {  // a declared section length grows by the block: rewrite the file
+        std::byte* field = file.data() + r->section_offset() + wire::pcap::reader::section_length_field;
+        const auto length = static_cast<std::uint64_t>(r->section_length()) + out.size();
+        r->byte_order() == std::endian::big ? wire::store_be64(field, length) : wire::store_le64(field, length);
+        file.insert(file.end(), out.begin(), out.end());
+        std::ofstream f(path, std::ios::binary | std::ios::trunc);
+        f.write(reinterpret_cast<const char*>(file.data()), static_cast<std::streamsize>(file.size()));
+        return f ? 0 : fail("cannot write " + path);
+      }
+    } else {
+      if (r->linktype() != wire::pcap::linktype_ethernet) return fail(path + ": not an Ethernet capture");
+      wire::pcap::writer w{out, r->timestamps()};
+      out.clear();  // only the record: the file has its header
+      w.add(ts, frame);
+      if (r->byte_swapped())
+        for (auto at = out.begin(); at != out.begin() + wire::pcap::record_header_size; at += 4) std::reverse(at, at + 4);
+    }
   }
-  std::vector<std::byte> out;
-  wire::pcap::writer w{out, res};
-  if (!file.empty()) out.clear();  // only the record: the file has its header
-  w.add(ts, frame);
-  if (swap)
-    for (auto at = out.begin(); at != out.begin() + wire::pcap::record_header_size; at += 4) std::reverse(at, at + 4);
   std::ofstream f(path, std::ios::binary | std::ios::app);
   f.write(reinterpret_cast<const char*>(out.data()), static_cast<std::streamsize>(out.size()));
   return f ? 0 : fail("cannot write " + path);

@@ -94,7 +94,7 @@ void summarize(const M& m, line& l) {
 }  // namespace
 
 struct pw_observer {
-  pushwire::flow::observer o;
+  pushwire::flow::observer o{pushwire::flow::observer_limits{}};
 };
 
 extern "C" {
@@ -248,9 +248,7 @@ int pw_cell_decode(const std::uint8_t* frame, std::size_t n, pw_cell* c) {
   c->idata_value = v.idata.value_or(0);
   c->packet_crc = v.packet_crc.value_or(0);
   c->crc = v.crc;
-  c->crc_computed = v.crc_state == wire::crc_status::bad
-                        ? wire::crc::crc32c(bytes(frame, n).first(v.at.cell_crc))
-                        : v.crc;
+  c->crc_computed = v.crc_state == wire::crc_status::unchecked ? v.crc : v.crc_computed;
   c->crc_state = crc_state(v.crc_state);
   const std::string_view tn = wire::enum_name(v.hdr.type.value);
   c->type_name = tn.empty() ? "" : tn.data();

@@ -264,7 +264,7 @@ TEST_CASE("the reassembler's named errors", "[cells][sar]") {
 // reordered or bit-flipped. Every delivery is an original packet, exactly, at most once; every
 // packet none of whose cells was touched is delivered; every rejection has a name.
 TEST_CASE("under injected faults the result is the exact packet or a named error", "[cells][sar][faults]") {
-  std::size_t delivered_total = 0, rejected_total = 0, untouched_total = 0, runs = 0;
+  std::size_t delivered_total = 0, rejected_total = 0, untouched_total = 0;
   std::map<errc, std::size_t> seen;
   for (std::uint32_t seed = 1; seed <= 400; ++seed) {
     std::mt19937 rng(seed);
@@ -348,9 +348,7 @@ TEST_CASE("under injected faults the result is the exact packet or a named error
         ++untouched_total;
       }
     }
-    ++runs;
   }
-  CHECK(runs == 400);
   CHECK(delivered_total > 500);
   CHECK(untouched_total > 300);
   CHECK(rejected_total > 100);

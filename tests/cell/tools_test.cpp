@@ -134,7 +134,7 @@ TEST_CASE("corrupted cell captures never crash pushwire-dump", "[cells][tools][r
   REQUIRE(original.size() > 24);
   std::mt19937 rng(7);
   const std::string path = PUSHWIRE_WORKDIR "/cells-corrupt.pcap";
-  int runs = 0, with_errors = 0;
+  int with_errors = 0;
   for (int i = 0; i < 60; ++i) {
     std::vector<char> f = original;
     const int flips = 1 + static_cast<int>(rng() % 8);
@@ -146,8 +146,6 @@ TEST_CASE("corrupted cell captures never crash pushwire-dump", "[cells][tools][r
     REQUIRE((r.status == 0 || r.status == 2));  // decoded, or a malformed pcap reported
     if (r.status == 2) CHECK(!r.err.empty());
     with_errors += has(r.out, "error") || has(r.out, "bad") || r.status == 2;
-    ++runs;
   }
-  CHECK(runs == 60);
   CHECK(with_errors > 30);
 }

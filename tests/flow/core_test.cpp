@@ -124,13 +124,11 @@ TEST_CASE("step: first matching row whose guard holds; no row means event_not_al
   CHECK_FALSE(enabled<row>(table, st::b, c, ev::go, 0));
 }
 
-TEST_CASE("tables: every row's states and events have names, and every state is reachable in the table") {
+TEST_CASE("tables: every state is reachable in the table (names: enum_names_test's names_match)") {
   auto check = [](const auto& info, std::size_t states) {
     std::set<std::size_t> seen;
     seen.insert(0);
     for (const auto& r : info.table) {
-      CHECK_FALSE(info.state_name(r.from).empty());
-      CHECK_FALSE(info.event_name(r.on).empty());
       seen.insert(static_cast<std::size_t>(r.to));
     }
     CHECK(seen.size() == states);

@@ -73,7 +73,7 @@ TEST_CASE("frame adapters: the headers to_roce fills, byte by byte", "[flow][fra
   CHECK(r.ext.get<ib::ext::feth>()->sel == 1u);
   CHECK(r.ext.get<ib::ext::feth>()->plt == 2u);
   CHECK(r.bth.p_key == 0x8001);
-  CHECK(r.bth.opcode == 0x1C);
+  CHECK(r.bth.opcode == ib::code(opcode::rc_flush));
   // CNP: the 16 reserved bytes are present and zero; P_Key defaults to 0xFFFF.
   packet c{.opcode = opcode::cnp, .dest_qp = 0x118, .becn = true};
   CHECK(c.p_key == 0xFFFF);
@@ -82,7 +82,7 @@ TEST_CASE("frame adapters: the headers to_roce fills, byte by byte", "[flow][fra
   REQUIRE(ib::build(cr, frame).has_value());
   // 14 Ethernet + 20 IPv4 + 8 UDP + 12 BTH + 16 reserved + 4 ICRC.
   REQUIRE(frame.size() == 74);
-  CHECK(frame[42] == std::byte{0x81});
+  CHECK(std::to_integer<std::uint8_t>(frame[42]) == ib::code(opcode::cnp));
   CHECK(frame[44] == std::byte{0xFF});
   CHECK(frame[45] == std::byte{0xFF});
   for (std::size_t i = 54; i < 70; ++i) CHECK(frame[i] == std::byte{0});

@@ -508,7 +508,7 @@ TEST_CASE("responder: a 2 GiB READ runs through a sink of min_room actions, pace
   CHECK(out.room() == 0);  // the first responses filled the sink; the rest wait for pump()
   // an ACK for a SEND behind the READ must wait for all of its responses (PSN order)
   rs.post_receive(1);
-  std::uint64_t bytes = 0, packets = 0, calls = 1;
+  std::uint64_t bytes = 0, packets = 0;
   std::uint32_t next_psn = 0;
   bool send_acked = false;
   auto drain = [&] {
@@ -537,13 +537,11 @@ TEST_CASE("responder: a 2 GiB READ runs through a sink of min_room actions, pace
   drain();
   while (rs.wants_to_send()) {
     rs.pump(out);
-    ++calls;
     REQUIRE(out.size() <= responder<4>::min_room);
     drain();
   }
   CHECK(bytes == 0x8000'0000u);
   CHECK(packets == 524288);
   CHECK(send_acked);
-  CHECK(calls > 100'000);
   CHECK(rs.state() == resp_state::ready);
 }

@@ -1,6 +1,7 @@
 // Each IB header against bytes spelled by hand, at compile time and at run time; the opcode
 // table's invariants; AETH syndromes and the RNR timer table; PSN arithmetic.
 #include <set>
+#include <string>
 
 #include <pushwire/ib/aeth.hpp>
 #include <pushwire/ib/headers.hpp>
@@ -125,6 +126,72 @@ TEST_CASE("opcode table: every entry is consistent", "[ib][opcode]") {
   CHECK(find_opcode(0x65)->id == opcode::ud_send_only_with_immediate);
   CHECK(find_opcode(0x81)->id == opcode::cnp);
   CHECK(code(opcode::rd_send_first) == 0x40);
+}
+
+TEST_CASE("opcode class flags, hand-spelled from IBTA vol. 1 table 38 and rxe_opcode.c", "[ib][opcode]") {
+  // Per BTH byte of RC (and, by the low five bits, of every transport): the kind letters
+  // S send, W write, Rq read request, Rs read response, A atomic, K ack, I immediate,
+  // V invalidate, F flush, X atomic write; the position o/f/m/l; 'r' request or 'p' response;
+  // '$' a payload.
+  struct row {
+    std::uint8_t code;
+    const char* flags;
+  };
+  const row rc[] = {
+      {0x00, "S f r $"}, {0x01, "S m r $"}, {0x02, "S l r $"}, {0x03, "S I l r $"}, {0x04, "S o r $"},
+      {0x05, "S I o r $"}, {0x06, "W f r $"}, {0x07, "W m r $"}, {0x08, "W l r $"}, {0x09, "W I l r $"},
+      {0x0A, "W o r $"}, {0x0B, "W I o r $"}, {0x0C, "Rq o r"}, {0x0D, "Rs f p $"}, {0x0E, "Rs m p $"},
+      {0x0F, "Rs l p $"}, {0x10, "Rs o p $"}, {0x11, "K o p"}, {0x12, "K A o p"}, {0x13, "A o r"},
+      {0x14, "A o r"}, {0x16, "S V l r $"}, {0x17, "S V o r $"}, {0x1C, "F o r"}, {0x1D, "X o r $"},
+  };
+  auto flags_of = [](const std::string& f) {
+    op_class c = op_class::none;
+    std::size_t i = 0;
+    while (i < f.size()) {
+      std::size_t j = f.find(' ', i);
+      if (j == std::string::npos) j = f.size();
+      const std::string t = f.substr(i, j - i);
+      i = j + 1;
+      if (t == "S") c = c | op_class::send;
+      else if (t == "W") c = c | op_class::write;
+      else if (t == "Rq") c = c | op_class::read_request;
+      else if (t == "Rs") c = c | op_class::read_response;
+      else if (t == "A") c = c | op_class::atomic;
+      else if (t == "K") c = c | op_class::ack;
+      else if (t == "I") c = c | op_class::immediate;
+      else if (t == "V") c = c | op_class::invalidate;
+      else if (t == "F") c = c | op_class::flush;
+      else if (t == "X") c = c | op_class::atomic_write;
+      else if (t == "o") c = c | op_class::only;
+      else if (t == "f") c = c | op_class::first;
+      else if (t == "m") c = c | op_class::middle;
+      else if (t == "l") c = c | op_class::last;
+      else if (t == "r") c = c | op_class::request;
+      else if (t == "p") c = c | op_class::response;
+      else if (t == "$") c = c | op_class::payload;
+      else FAIL("unknown flag " << t);
+    }
+    return c;
+  };
+  for (const row& r : rc) {
+    const op_class want = flags_of(r.flags);
+    INFO("RC 0x" << std::hex << int{r.code});
+    const opcode_info* o = find_opcode(r.code);
+    REQUIRE(o != nullptr);
+    // RC requests may ask for an ACK.
+    const bool request = (want & op_class::request) != op_class::none;
+    CHECK(o->cls == (request ? (want | op_class::ack_req) : want));
+    // The same operation on UC, RD, DC and UD has the same flags; ack_req on reliable ones only.
+    for (transport t : {transport::uc, transport::rd, transport::dc, transport::ud}) {
+      const auto other = opcode_of(t, o->op);
+      if (!other) continue;
+      const bool reliable = t != transport::uc && t != transport::ud;
+      CHECK(info(*other).cls == (request && reliable ? (want | op_class::ack_req) : want));
+    }
+  }
+  CHECK(info(opcode::rd_resync).cls == (op_class::resync | op_class::only | op_class::request | op_class::ack_req));
+  CHECK(info(opcode::dc_connect).cls == (op_class::connect | op_class::only | op_class::request | op_class::ack_req));
+  CHECK(info(opcode::cnp).cls == (op_class::cnp | op_class::only | op_class::request));
 }
 
 TEST_CASE("AETH syndromes and the RNR timer table", "[ib][aeth]") {

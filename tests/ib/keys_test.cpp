@@ -129,7 +129,7 @@ TEST_CASE("keys: payload, pad, PadCnt, VLAN, IPv6, options, trailer", "[ib][keys
   CHECK(p.ext.get<ext::reth>()->va == 0);
   // DC_DISCONNECT is DC_CONNECT with SE set; RD under --ibta-rd.
   p = decode((b = from_keys({{"pushwire.opcode", "DC_DISCONNECT"}})).frame).value();
-  CHECK(p.bth.opcode == 0x55);
+  CHECK(p.bth.opcode == code(opcode::dc_connect));
   CHECK(p.bth.se);
   p = decode((b = from_keys({{"pushwire.opcode", "RD_SEND_ONLY"}}, rd_class::ibta_rd)).frame, {.rd = rd_class::ibta_rd}).value();
   CHECK(p.op->id == opcode::rd_send_only);

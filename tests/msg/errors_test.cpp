@@ -118,12 +118,7 @@ TEST_CASE("every error code is reached, with offset and field", "[msg][errors]")
   }
 }
 
-TEST_CASE("every errc appears in some test of this file", "[msg][errors]") {
-  // wrong_function and no_space are reached in the sections above; this guards the enum itself:
-  // a new code added without a test case here fails.
-  std::set<std::string_view> names;
-  for (errc e : wire::all_errc) names.insert(wire::to_string(e));
-  CHECK(names.size() == wire::all_errc.size());
+TEST_CASE("errc as std::error_code", "[msg][errors]") {
   CHECK(wire::make_error_code(errc::count_mismatch).message() == "count_mismatch");
   CHECK(std::error_code(errc::too_large).category().name() == std::string("pushwire"));
 }

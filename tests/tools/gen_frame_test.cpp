@@ -3,12 +3,14 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <pushwire/wire/hex.hpp>
 #include <pushwire/wire/pcap.hpp>
 
+#include "../support/pcapng.hpp"
 #include "tools.hpp"
 
 
@@ -120,8 +122,67 @@ TEST_CASE("pushwire-gen frame --out appends to a capture, creating it", "[tools]
   std::ofstream(text) << "hello";
   const auto bad = gen("--out '" + text + "'");
   CHECK(bad.status == 2);
-  CHECK(bad.err == "pushwire-gen: " + text + ": not a classic pcap file (truncated)\n");
+  CHECK(bad.err == "pushwire-gen: " + text + ": not a pcap or pcapng file (truncated)\n");
   CHECK(read_file(text).size() == 5);
+}
+
+TEST_CASE("pushwire-gen frame --out appends an Enhanced Packet Block to a pcapng file", "[tools][gen][pcapng]") {
+  std::system("mkdir -p '" PUSHWIRE_WORKDIR "'");
+  // The hand-spelled sections: interface 0 Ethernet (10^-9 s), interface 1 raw IP (2^-10 s).
+  for (const bool big : {false, true}) {
+    INFO((big ? "big-endian" : "little-endian"));
+    const std::string path = PUSHWIRE_WORKDIR "/gen-frame-append.pcapng";
+    const auto& v = big ? test::pcapng::big : test::pcapng::little;
+    test::write_file(path, std::vector<char>(reinterpret_cast<const char*>(v.data()), reinterpret_cast<const char*>(v.data()) + v.size()));
+    const auto one = gen("infiniband.bth.psn=7 --hex --out '" + path + "'");
+    REQUIRE(one.status == 0);
+    const auto file = read_file(path);
+    REQUIRE(file.size() > v.size());
+    // What was there is unchanged but the declared section length (200, at byte 16), which
+    // grows by the block; one block follows, in the section's byte order.
+    const std::size_t added = file.size() - v.size();
+    CHECK(std::equal(v.begin(), v.begin() + 16, file.begin()));
+    CHECK(std::equal(v.begin() + 24, v.end(), file.begin() + 24));
+    std::uint64_t declared = 0;
+    for (int i = 0; i < 8; ++i)
+      declared |= std::uint64_t{std::to_integer<std::uint8_t>(file[16 + static_cast<std::size_t>(big ? 7 - i : i)])} << (8 * i);
+    CHECK(declared == 200 + added);
+    CHECK(added == 32 + 60);  // EPB: 28 bytes of header, the 58-byte frame padded to 60, 4 trailing
+    const std::byte* epb = file.data() + v.size();
+    const std::uint32_t type = big ? std::to_integer<std::uint32_t>(epb[3]) : std::to_integer<std::uint32_t>(epb[0]);
+    CHECK(type == 6);
+    auto r = wire::pcap::reader::open(file);
+    REQUIRE(r.has_value());
+    std::optional<wire::pcap::record> last;
+    int n = 0;
+    for (;;) {
+      auto rec = r->next();
+      REQUIRE(rec.has_value());
+      if (!*rec) break;
+      last = **rec;
+      ++n;
+    }
+    CHECK(n == 4);
+    REQUIRE(last.has_value());
+    CHECK(last->interface_id == 0);
+    CHECK(last->linktype == wire::pcap::linktype_ethernet);
+    CHECK(wire::to_hex(last->data) + "\n" == one.out);
+    CHECK(last->ts_ns > 1700000000123456789ull);  // after the file's last timestamp
+    // The frame reads back through pushwire-dump (which reads pcapng).
+    const auto d = dump("--json '" + path + "'");
+    CHECK(d.status == 0);
+    CHECK(d.out.find("\"infiniband.bth.psn\":7") != std::string::npos);
+  }
+  // A section with no Ethernet interface: refused, the file left alone.
+  const std::string raw = PUSHWIRE_WORKDIR "/gen-frame-raw.pcapng";
+  std::vector<char> f;
+  test::pcapng::writer w;
+  w.shb().idb(101, 0);
+  test::write_file(raw, std::vector<char>(reinterpret_cast<const char*>(w.out.data()), reinterpret_cast<const char*>(w.out.data()) + w.out.size()));
+  const auto bad = gen("--out '" + raw + "'");
+  CHECK(bad.status == 2);
+  CHECK(bad.err == "pushwire-gen: " + raw + ": its last section has no Ethernet interface\n");
+  CHECK(read_file(raw).size() == w.out.size());
 }
 
 TEST_CASE("pushwire-gen frame: errors name the key, exit 2; usage exits 1", "[tools][gen]") {

@@ -43,6 +43,7 @@ static_assert(wire::names_match<flow::errc, true>());
 static_assert(wire::names_match<wire::crc_status, true>());
 static_assert(wire::names_match<wire::crc_check, true>());
 static_assert(wire::names_match<wire::crc::path, true>());
+static_assert(wire::names_match<wire::field_kind>());
 // msg/
 static_assert(wire::names_match<msg::function>());
 static_assert(wire::names_match<msg::cfg::request_code>());
@@ -73,6 +74,7 @@ static_assert(wire::names_match<flow::user_event>());
 static_assert(wire::names_match<flow::pick_policy, true>());
 static_assert(wire::names_match<flow::reseq_state, true>());
 static_assert(wire::names_match<flow::reseq_event>());
+static_assert(wire::names_match<flow::packet_crc_status, true>());
 
 TEST_CASE("enum names: the error tables agree with the enums at run time too", "[wire][enum]") {
   // The enumerators, found by reflection, not from the tables.

@@ -411,3 +411,44 @@ TEST_CASE("pcapng: every byte of the vectors changed, no crash and spans inside 
       }
   CHECK(errors > 0);
 }
+
+TEST_CASE("pcapng: append_epb writes what the reader reads, in each unit and byte order", "[wire][pcap][pcapng]") {
+  // Hand-computed units for 1700000000.123456789 s: 10^-6 -> 1700000000123456, 2^-10 ->
+  // (1700000000 << 10) + floor(0.123456789 * 1024) = 1740800000000 + 126.
+  static_assert(pcap::detail::from_ns(1700000000123456789ull, 6, 0) == 1700000000123456ull);
+  static_assert(pcap::detail::from_ns(1700000000123456789ull, 0x8A, 0) == 1740800000126ull);
+  static_assert(pcap::detail::from_ns(1700000000123456789ull, 10, 0) == 17000000001234567890ull);
+  static_assert(!pcap::detail::from_ns(1700000000123456789ull, 11, 0).has_value());  // over 64 bits
+  static_assert(!pcap::detail::from_ns(5, 9, 1).has_value());  // before the offset
+  CHECK(pcap::detail::from_ns(1700000000123456789ull, 0x8A, 0) == 1740800000126ull);
+  const auto frame = test::copy(test::hex<"0102030405060708090a">());
+  for (const bool big : {false, true})
+    for (const std::uint8_t res : {std::uint8_t{6}, std::uint8_t{9}, std::uint8_t{0x8A}, std::uint8_t{0x9E}, std::uint8_t{3}}) {
+      for (const std::int64_t off : {std::int64_t{0}, std::int64_t{-100}, std::int64_t{1000}}) {
+        INFO("big " << big << " tsresol " << int{res} << " offset " << off);
+        test::pcapng::writer w(big);
+        w.shb().idb(101, 0).idb(1, 0, res, off);
+        const pcap::interface_info itf{.linktype = 1, .snaplen = 0, .tsresol = res, .tsoffset = off};
+        const std::uint64_t ts = 1'700'000'000'987'654'321ull;
+        REQUIRE(pcap::append_epb(w.out, big ? std::endian::big : std::endian::little, 1, itf, ts, frame).code == errc{});
+        auto r = pcap::reader::open(w.out);
+        REQUIRE(r.has_value());
+        auto rec = r->next();
+        REQUIRE((rec && *rec));
+        CHECK((*rec)->interface_id == 1);
+        CHECK((*rec)->linktype == 1);
+        CHECK(std::equal((*rec)->data.begin(), (*rec)->data.end(), frame.begin(), frame.end()));
+        // Rounded down to the unit: within one unit of the original, never after it.
+        const std::uint64_t unit = (res & 0x80) ? (1'000'000'000ull >> (res & 0x7F)) + 2 : res >= 9 ? 1 : pcap::detail::pow10(9u - res);
+        CHECK((*rec)->ts_ns <= ts);
+        CHECK(ts - (*rec)->ts_ns < unit);
+        CHECK(r->next().value() == std::nullopt);
+      }
+    }
+  // Limits: a frame over max_record, a time before the offset.
+  std::vector<std::byte> out;
+  const std::vector<std::byte> huge(pcap::max_record + 1);
+  CHECK(pcap::append_epb(out, std::endian::little, 0, {.linktype = 1}, 1, huge).field == std::string_view{"captured length"});
+  CHECK(pcap::append_epb(out, std::endian::little, 0, {.linktype = 1, .tsoffset = 10}, 1, frame).field == std::string_view{"timestamp"});
+  CHECK(out.empty());
+}

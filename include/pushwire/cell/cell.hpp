@@ -1,4 +1,4 @@
-// The seed's cell framing: cell format, segmentation, reassembly (spec/cells.md).
+// The split-model driver's cell framing: cell format, segmentation, reassembly (spec/cells.md).
 #pragma once
 
 #include <pushwire/cell/format.hpp>

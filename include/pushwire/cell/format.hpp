@@ -1,7 +1,7 @@
-// Cells of the channel-based network (seed 003, III and IV.A, Fig. 8): the MAC header, the
+// Cells of the channel-based network (split-model driver, III and IV.A, Fig. 8): the MAC header, the
 // optional VA/MH, ACK and idata fields, the cell CRC and the packet CRC, each described once.
 // Cells travel in Ethernet II frames with EtherType 0x88B5 (IEEE local experimental); the
-// Ethernet destination and source MACs are the seed's destination and source MAC. Layout,
+// Ethernet destination and source MACs are the split-model document's destination and source MAC. Layout,
 // rules and error order: spec/cells.md.
 //
 //   Ethernet dst(6) src(6) [802.1Q tag(4)] type 0x88B5(2)
@@ -45,11 +45,11 @@ inline constexpr std::size_t max_cell_payload = 0xFFFF;
 inline constexpr std::size_t max_cells = 0xFFFF;
 
 enum class cell_type : std::uint8_t {
-  send = 0,              ///< Send/Receive data (seed IV.A.1)
+  send = 0,              ///< Send/Receive data (IV.A.1)
   rdma_write = 1,        ///< RDMA write; VA/MH in the first cell (Fig. 8, message 805 / 825)
   ack = 2,               ///< acknowledges every packet up to and including the header's PSN
   nak = 3,               ///< negative acknowledgement of the header's PSN, with a code
-  page_fault_delay = 4,  ///< seed 000: placement of the header's PSN waits on a page fault
+  page_fault_delay = 4,  ///< page-fault flow control: placement of the header's PSN waits on a page fault
 };
 inline constexpr std::array<wire::named_value, 5> cell_type_names{{
     {cell_type::send, "Send"},
@@ -80,7 +80,7 @@ inline constexpr std::array<wire::named_value, 4> nak_code_names{{
 }};
 constexpr std::span<const wire::named_value> wire_enum_names(nak_code) { return nak_code_names; }
 
-/// The cell's MAC header after the EtherType (the seed's fields, plus type, flags and count).
+/// The cell's MAC header after the EtherType (the split-model document's fields, plus type, flags and count).
 struct header {
   static constexpr std::string_view wireshark = "pushwire.cell";
   PUSHWIRE_STRUCT(header,
@@ -109,7 +109,7 @@ struct header {
       (std::uint16_t, csn),
       /// cells in the packet, >= 1
       (std::uint16_t, cell_count),
-      /// data bytes in this cell (the seed's cell payload length)
+      /// data bytes in this cell (the split-model document's cell payload length)
       (std::uint16_t, length));
 };
 
@@ -227,6 +227,8 @@ struct cell_view {
   std::span<const std::byte> data{};
   std::optional<std::uint32_t> packet_crc{};
   std::uint32_t crc = 0;  ///< the cell CRC as written
+  /// The cell CRC computed over the frame when it was checked (crc_state good or bad), else 0.
+  std::uint32_t crc_computed = 0;
   wire::crc_status crc_state = wire::crc_status::unchecked;
   /// When the CRC was checked: CRC-32C of the cell's packet part (at.packet_part() bytes), which
   /// extends a packet CRC without another pass (extend_packet_crc).
@@ -275,6 +277,7 @@ constexpr wire::error inspect(std::span<const std::byte> frame, cell_view& v, co
   v.frame = frame;
   v.has_vlan = l2->has_vlan;
   v.crc_state = wire::crc_status::unchecked;
+  v.crc_computed = 0;
   if (frame.size() - h0 < header_size) return error{errc::truncated, frame.size(), "header"};
   if (auto e = wire::decode_prefix_into(frame.subspan(h0), v.hdr); e.code != errc{}) return wire::detail::at(e, h0, {});
   if (!is_known(v.hdr.type)) return error{errc::invalid_field, h0, "type"};
@@ -286,6 +289,7 @@ constexpr wire::error inspect(std::span<const std::byte> frame, cell_view& v, co
   if (opt.crc != wire::crc_check::skip) {
     const auto c = detail::crcs_of(frame, v.at);
     v.packet_part_crc = c.part;
+    v.crc_computed = c.cell;
     const bool good = c.cell == v.crc;
     v.crc_state = good ? wire::crc_status::good : wire::crc_status::bad;
     if (!good && opt.crc == wire::crc_check::require) return error{errc::cell_crc_mismatch, v.at.cell_crc, "crc"};

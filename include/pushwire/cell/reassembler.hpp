@@ -1,4 +1,4 @@
-// Reassembly (seed 003, III: the channel adapter "performs reassembly of multiple received cells
+// Reassembly (split-model driver, III: the channel adapter "performs reassembly of multiple received cells
 // corresponding to the same packet"). Cells of a packet arrive in order; state is kept per
 // (source MAC, source WQP, PSN) under explicit bounds, all storage is allocated at construction,
 // and a packet is delivered only when every cell arrived with a good cell CRC and the packet CRC

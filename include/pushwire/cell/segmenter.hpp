@@ -1,4 +1,4 @@
-// Segmentation (seed 003, III: "the packet will be segmented into multiple cells"): a packet
+// Segmentation (split-model driver, III: "the packet will be segmented into multiple cells"): a packet
 // description and its payload, as one span or a scatter list, become cell frames written into
 // the caller's buffers one at a time. Nothing is allocated and the payload is read in place.
 #pragma once

@@ -1,4 +1,4 @@
-// Dynamically Connected transport (seed 002): a DC initiator (DCI) serves requests for many
+// Dynamically Connected transport: a DC initiator (DCI) serves requests for many
 // targets one target at a time over one reliable stream, and a DC target (DCT) accepts a
 // connect that carries its access key and number. Both wrap the RC machines (rc.hpp): the
 // DCI's connect and disconnect are work requests of the requester (opcode 0x55, SE clear /
@@ -116,8 +116,9 @@ class dc_initiator {
     return m.pending_.empty() && in.to == m.cur_ && !m.disconnect_posted_;
   }
   static constexpr bool g_pending_room(const dc_initiator& m, const dci_input&) { return !m.pending_.full(); }
-  /// A new target's connect and first request need two send-queue slots.
-  static constexpr bool g_two_slots(const dc_initiator& m, const dci_input&) { return m.rq_.queue_room() >= 2; }
+  /// Send-queue slots a new target needs at once: its connect and the first request.
+  static constexpr std::size_t connect_slots = 2;
+  static constexpr bool g_two_slots(const dc_initiator& m, const dci_input&) { return m.rq_.queue_room() >= connect_slots; }
   static constexpr bool g_has_pending(const dc_initiator& m, const dci_input&) { return !m.pending_.empty(); }
 
   static constexpr errc a_connect_and_send(dc_initiator& m, const dci_input& in, qp_sink&) {

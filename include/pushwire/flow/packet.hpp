@@ -16,7 +16,7 @@
 
 namespace pushwire::flow {
 
-/// Which transport a queue pair speaks (IBTA 9.8-9.9; DC: seed 002).
+/// Which transport a queue pair speaks (IBTA 9.8-9.9; DC: Dynamically Connected transport).
 enum class service : std::uint8_t { rc, uc, ud, dc };
 
 /// The opcode table's transport of svc.
@@ -58,7 +58,7 @@ struct packet {
   /// Page-fault ACK in cell framing: the exact delay in microseconds (the PageFaultDelay
   /// cell's delay_us); 0 on RoCE, where the RNR timer code in the AETH carries it.
   std::uint32_t fault_delay_us = 0;
-  // DC (seed 002).
+  // Dynamically Connected transport.
   std::uint64_t dc_key = 0;  ///< DCETH access key
   std::uint32_t dct = 0, dci = 0;  ///< DCCETH (connect / disconnect); dci also RDETH's EE context
   // UD.

@@ -1,4 +1,4 @@
-// Buffer-pool credits and flush (seed 003, IV.B.1 and IV.B.2), both sides, as transition tables
+// Buffer-pool credits and flush (the split-model driver's protocol, IV.B.1 and IV.B.2), both sides, as transition tables
 // over the life of one pool. The pool owner (the target) lends elements by advertising them
 // (BufferRecvPool) and returning them (BufferRecvPoolUpdate); the pool user (the initiator)
 // writes into an element it holds, indicates it (idata, or BufferRDMAIndicate after the write
@@ -96,7 +96,7 @@ struct rdma_write {
 struct deliver { msg::indication what; friend constexpr bool operator==(const deliver&, const deliver&) = default; };
 /// Owner: the pool's memory may be deregistered and freed.
 struct deregister { std::uint32_t pool_ref; friend constexpr bool operator==(const deregister&, const deregister&) = default; };
-/// Owner: a BufferRecvPoolGet was declined (no reply is sent, as the seed allows).
+/// Owner: a BufferRecvPoolGet was declined (no reply is sent, as the split-model document allows).
 struct declined { std::uint32_t element_size, element_count; friend constexpr bool operator==(const declined&, const declined&) = default; };
 /// A peer message or a request broke the protocol; nothing was changed by it.
 struct fault { errc code; std::uint32_t pool_ref, element; friend constexpr bool operator==(const fault&, const fault&) = default; };

@@ -734,7 +734,7 @@ struct memory_port {
                           std::uint64_t compare) = nullptr;
 };
 
-/// What the responder does when a packet meets a page that is not resident (seed 000).
+/// What the responder does when a packet meets a page that is not resident (page-fault explicit flow control).
 enum class fault_policy : std::uint8_t {
   page_fault_ack,  ///< send a page-fault ACK (RNR NAK with the delay) and wait for the retransmission
   silent_drop,     ///< drop the packet; the requester's timeout recovers (the comparison baseline)

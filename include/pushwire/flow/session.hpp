@@ -1,4 +1,4 @@
-// Session-based RDMA over UDP 5-tuples (seed 001). A connection spreads its messages over a
+// Session-based RDMA over UDP 5-tuples. A connection spreads its messages over a
 // group of sessions, each a distinct UDP 5-tuple (different source ports give different ECMP
 // paths). Only the owner of the session table (the kernel side) binds 5-tuples to sessions;
 // applications get a session_group, a read-only view of their group that picks a session per

@@ -1,5 +1,5 @@
 // The AETH syndrome as a typed view (IBTA 9.7.5.1), the RNR NAK timer table, and the page-fault
-// ACK of seed 000 on RoCE: an RNR NAK whose timer code carries the expected fault delay.
+// ACK (page-fault explicit flow control) on RoCE: an RNR NAK whose timer code carries the expected fault delay.
 #pragma once
 
 #include <array>
@@ -90,7 +90,7 @@ struct syndrome {
 
 constexpr syndrome syndrome_of(const aeth& a) { return {a.syndrome}; }
 
-/// The page-fault ACK (seed 000) on RoCE: an AETH with an RNR NAK whose timer code is the
+/// The page-fault ACK on RoCE: an AETH with an RNR NAK whose timer code is the
 /// shortest delay >= the expected fault resolution time. On the wire it is an RNR NAK; the
 /// requester that knows the convention pauses instead of counting a retry.
 constexpr aeth page_fault_ack(std::uint32_t msn, std::uint32_t delay_us) {

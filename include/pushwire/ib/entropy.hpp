@@ -1,5 +1,5 @@
 // Flow entropy for RoCEv2: the UDP source port is the only field ECMP can hash per flow
-// (Linux practice, include/rdma/ib_verbs.h), plus a per-session port assignment (seed 001:
+// (Linux practice, include/rdma/ib_verbs.h), plus a per-session port assignment (session-based RDMA over UDP:
 // sessions mapped to distinct UDP 5-tuples).
 #pragma once
 

@@ -1,4 +1,4 @@
-// LAN emulation over the fabric (seed 000): a peer's LID and QPN embedded in a locally
+// LAN emulation over the fabric: a peer's LID and QPN embedded in a locally
 // administered unicast IEEE 802.3 MAC, so an ARP table can map IP -> MAC -> (LID, QPN).
 // Layout (spec/roce.md): byte 0 = 0xA2 (I/G = 0 unicast, U/L = 1 local, bits 7..2 = 0b101000
 // marking the form), bytes 1-2 the LID, bytes 3-5 the QPN.

@@ -1,4 +1,4 @@
-// Buffer management messages (seed 003, IV.B.1): the target advertises RDMA-write receive pools,
+// Buffer management messages (split-model driver, IV.B.1): the target advertises RDMA-write receive pools,
 // the initiator asks for more, pools are replenished and flushed. Layouts: spec/push-push.md.
 #pragma once
 
@@ -66,7 +66,7 @@ struct buffer_recv_pool_update {
       (wire::counted<std::uint32_t, pool_update_entry, "entry_count", 1>, entries));
 };
 
-/// BufferPoolFlushRequest, either side: stop using these pools. The seed's figure: the pool
+/// BufferPoolFlushRequest, either side: stop using these pools. The split-model document's figure: the pool
 /// references fill the frame, N = (frame length - 12) / 4 >= 1, with no count field.
 struct buffer_pool_flush_request {
   PUSHWIRE_STRUCT(buffer_pool_flush_request,

@@ -1,4 +1,4 @@
-// CfgUtil messages (seed 003, IV.B.3): configuration and utility requests from the host to the
+// CfgUtil messages (split-model driver, IV.B.3): configuration and utility requests from the host to the
 // I/O unit's NIC, and their replies. The generic messages carry opaque data; for the request
 // codes below, request_data<C> / reply_data<C> decode and validate it and encode_request<C> /
 // encode_reply<C> build whole frames.

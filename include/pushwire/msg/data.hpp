@@ -1,4 +1,4 @@
-// Data transfer messages (seed 003, IV.B.2): SendData carries a small packet in the message
+// Data transfer messages (split-model driver, IV.B.2): SendData carries a small packet in the message
 // itself; BufferRDMAIndicate tells the target which pool elements RDMA writes consumed.
 #pragma once
 

@@ -1,4 +1,4 @@
-// Push-push messaging protocol v1 (seed 003, IV.B; spec/push-push.md): function codes, the
+// Push-push messaging protocol v1 (split-model driver, IV.B; spec/push-push.md): function codes, the
 // 12-byte header every message starts with, frame limits, and the typed encode/decode.
 #pragma once
 
@@ -21,7 +21,7 @@ using wire::result;
 /// The only protocol version this library speaks; any other is errc::unsupported_version.
 inline constexpr std::uint16_t protocol_version = 1;
 
-/// Function codes (header bytes 0-1). Names as in the seed: BufferRecvPool, ...
+/// Function codes (header bytes 0-1). Names as in the split-model document: BufferRecvPool, ...
 enum class function : std::uint16_t {
   buffer_recv_pool = 0x0101,
   buffer_recv_pool_get = 0x0102,
@@ -47,11 +47,11 @@ inline constexpr std::array<wire::named_value, 9> function_names{{
 }};
 constexpr std::span<const wire::named_value> wire_enum_names(function) { return function_names; }
 
-/// The seed's name of f ("BufferRecvPool"), or "" for an unknown code.
+/// The split-model document's name of f ("BufferRecvPool"), or "" for an unknown code.
 constexpr std::string_view name(function f) { return wire::enum_name(f); }
 constexpr bool is_known(function f) { return !name(f).empty(); }
 
-/// The header of every message (the seed's BufferPoolFlush figure): function, version,
+/// The header of every message (the split-model document's BufferPoolFlush figure): function, version,
 /// transaction context. F fixes the function: a typed decoder rejects any other.
 template <function F>
 struct header {

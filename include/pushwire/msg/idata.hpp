@@ -1,6 +1,6 @@
-// idata: a transfer indication in the 32-bit immediate data of an RDMA write (seed 003, IV.A.2
+// idata: a transfer indication in the 32-bit immediate data of an RDMA write (split-model driver, IV.A.2
 // and IV.B.2). Network order: bits 31..24 pool_ref, 23..16 element_index, 15..0 byte_count,
-// where byte_count 0 means 65536. The seed's example (pool 7, element 5, 256 bytes) is 0x07050100.
+// where byte_count 0 means 65536. The split-model document's example (pool 7, element 5, 256 bytes) is 0x07050100.
 #pragma once
 
 #include <array>

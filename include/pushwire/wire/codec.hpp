@@ -33,6 +33,7 @@
 #include <pushwire/wire/endian.hpp>
 #include <pushwire/wire/errc.hpp>
 #include <pushwire/wire/fields.hpp>
+#include <pushwire/wire/names.hpp>
 #include <pushwire/wire/result.hpp>
 #include <pushwire/wire/struct.hpp>
 
@@ -59,6 +60,14 @@ enum class field_kind : std::uint8_t {
   bytes,        ///< counted or trailing byte string
   record,       ///< a nested described struct (tables flatten it)
 };
+/// As the spec tables print them.
+inline constexpr std::array<named_value, 10> field_kind_names{{
+    {field_kind::uint, "uint"}, {field_kind::flag, "flag"}, {field_kind::enumeration, "enum"},
+    {field_kind::octets, "octets"}, {field_kind::reserved, "reserved"}, {field_kind::constant, "constant"},
+    {field_kind::count, "count"}, {field_kind::array, "array"}, {field_kind::bytes, "bytes"},
+    {field_kind::record, "record"},
+}};
+constexpr std::span<const named_value> wire_enum_names(field_kind) { return field_kind_names; }
 
 /// Codec of one member type M; specialised below for every type fields.hpp lists.
 template <class M>

@@ -1,6 +1,7 @@
 // Capture files: a reader over a whole file in memory that reads classic pcap and pcapng (told
 // apart by the first four bytes; never reads past the buffer), and a dependency-free classic
-// pcap writer (little-endian). spec/roce.md §13 "Capture files" describes what is read.
+// pcap writer (little-endian), and append_epb() for adding a record to a pcapng file. spec/roce.md
+// §13 "Capture files" describes what is read.
 //
 // Classic pcap (libpcap's pcap-savefile(5)): a 24-byte file header (magic, version 2.4, zone,
 // sigfigs, snaplen, link type), then records of a 16-byte header (seconds, fraction, captured
@@ -30,6 +31,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <span>
@@ -175,7 +177,62 @@ constexpr std::optional<std::uint64_t> to_ns(std::uint64_t ts, std::uint8_t tsre
   if (ns > u64_max - shift) return std::nullopt;
   return ns + shift;
 }
+/// The inverse of to_ns: ns (since the epoch) less `offset` seconds, in units of tsresol
+/// (rounded down); nullopt when it is before the offset or does not fit in 64 bits.
+constexpr std::optional<std::uint64_t> from_ns(std::uint64_t ns, std::uint8_t tsresol, std::int64_t offset) {
+  const std::uint64_t mag = offset < 0 ? std::uint64_t(-(offset + 1)) + 1 : std::uint64_t(offset);
+  if (mag > u64_max / ns_per_s) return std::nullopt;
+  const std::uint64_t shift = mag * ns_per_s;
+  if (offset < 0) {
+    if (ns > u64_max - shift) return std::nullopt;
+    ns += shift;
+  } else {
+    if (ns < shift) return std::nullopt;
+    ns -= shift;
+  }
+  if (tsresol & 0x80) {
+    const unsigned n = tsresol & 0x7Fu;
+    const std::uint64_t secs = ns / ns_per_s, frac = ns % ns_per_s;
+    if (n > 0 && secs > (u64_max >> n)) return std::nullopt;
+    // floor(frac * 2^n / 10^9), frac < 2^30: exact in two 32-bit steps for any n <= 63
+    const unsigned lo = n < 32 ? n : 32, hi = n - lo;
+    const std::uint64_t a = (frac << lo), q = a / ns_per_s, r = a % ns_per_s;
+    const std::uint64_t f = (q << hi) + ((r << hi) / ns_per_s);  // r < 10^9 < 2^30, hi <= 31
+    return (secs << n) + f;
+  }
+  if (tsresol <= 9) return ns / pow10(9u - tsresol);
+  const std::uint64_t m = pow10(tsresol - 9u);
+  if (ns > u64_max / m) return std::nullopt;
+  return ns * m;
+}
 }  // namespace detail
+
+/// Appends one pcapng Enhanced Packet Block for interface `interface_id` (described by `itf`) of
+/// a section in byte order `order`: what a tool adds to an existing pcapng file. Errors:
+/// bad_pcap ("timestamp") when ts_ns is not representable in the interface's units,
+/// ("captured length") when the frame exceeds max_record.
+inline wire::error append_epb(std::vector<std::byte>& out, std::endian order, std::uint32_t interface_id,
+                              const interface_info& itf, std::uint64_t ts_ns, std::span<const std::byte> frame) {
+  if (frame.size() > max_record) return {errc::bad_pcap, 0, "captured length"};
+  const auto ts = detail::from_ns(ts_ns, itf.tsresol, itf.tsoffset);
+  if (!ts) return {errc::bad_pcap, 0, "timestamp"};
+  const std::size_t padded = (frame.size() + 3) & ~std::size_t{3};
+  const auto total = static_cast<std::uint32_t>(ng::min_epb + padded);
+  const std::size_t at = out.size();
+  out.resize(at + total);
+  std::byte* p = out.data() + at;
+  auto put = [&](std::size_t off, std::uint32_t v) { order == std::endian::big ? store_be32(p + off, v) : store_le32(p + off, v); };
+  put(0, ng::block_epb);
+  put(4, total);
+  put(8, interface_id);
+  put(12, static_cast<std::uint32_t>(*ts >> 32));
+  put(16, static_cast<std::uint32_t>(*ts));
+  put(20, static_cast<std::uint32_t>(frame.size()));
+  put(24, static_cast<std::uint32_t>(frame.size()));
+  if (!frame.empty()) std::memcpy(p + 28, frame.data(), frame.size());
+  put(total - 4, total);  // the padding stays zero (resize)
+  return {};
+}
 
 /// Reads records from a whole file held in memory (the buffer must outlive the reader).
 class reader {
@@ -240,6 +297,12 @@ class reader {
   constexpr bool byte_swapped() const { return order_ == std::endian::big; }
   /// pcapng: the interfaces of the current section read so far.
   constexpr std::span<const interface_info> interfaces() const { return std::span(ifs_).first(n_ifs_); }
+  /// pcapng: where the current section's SHB starts, and the section length it declares (-1:
+  /// unspecified; the bytes after the SHB). A tool appending blocks updates a declared length.
+  constexpr std::size_t section_offset() const { return section_shb_; }
+  constexpr std::int64_t section_length() const { return section_length_; }
+  /// pcapng: the offset of the section length field in its SHB.
+  static constexpr std::size_t section_length_field = 16;
   /// pcapng: sections started so far.
   constexpr std::size_t sections() const { return sections_; }
   /// pcapng: the blocks skipped so far, one entry per type, in the order first seen.
@@ -294,6 +357,7 @@ class reader {
       order_ = previous;
       return e;
     }
+    section_shb_ = pos_;
     section_body_ = pos_ + *total;
     section_length_ = length;
     n_ifs_ = 0;
@@ -411,6 +475,7 @@ class reader {
   resolution res_ = resolution::micro;
   std::uint32_t snaplen_ = 0, linktype_ = 0;
   // pcapng
+  std::size_t section_shb_ = 0;      ///< offset of the current section's SHB
   std::size_t section_body_ = 0;     ///< offset of the current section's first block after its SHB
   std::int64_t section_length_ = -1; ///< its declared length, -1 unspecified
   std::size_t sections_ = 0;

@@ -180,20 +180,6 @@ constexpr const field_info* find_field(std::string_view name) {
 }
 
 /// The name of a field_kind, as the spec tables print it.
-constexpr std::string_view to_string(field_kind k) {
-  switch (k) {
-    case field_kind::uint: return "uint";
-    case field_kind::flag: return "flag";
-    case field_kind::enumeration: return "enum";
-    case field_kind::octets: return "octets";
-    case field_kind::reserved: return "reserved";
-    case field_kind::constant: return "constant";
-    case field_kind::count: return "count";
-    case field_kind::array: return "array";
-    case field_kind::bytes: return "bytes";
-    case field_kind::record: return "record";
-  }
-  return "?";
-}
+constexpr std::string_view to_string(field_kind k) { return enum_name(k); }
 
 }  // namespace pushwire::wire

@@ -9,7 +9,6 @@
 
 #include <pushwire/cell/format.hpp>
 #include <pushwire/cell/segmenter.hpp>
-#include <pushwire/cell/segmenter.hpp>
 #include <pushwire/ib/aeth.hpp>
 #include <pushwire/ib/roce.hpp>
 #include <pushwire/msg/cfg_util.hpp>
@@ -83,17 +82,17 @@ TEST_CASE("bridge: message check and summary") {
   CHECK(pw_msg_cfg_data(cfg.data(), cfg.size(), &code, &reply, &at, &size) == 1);
   CHECK((code == 3 && reply == 0 && at == 20 && size == 0));
   CHECK(pw_msg_cfg_data(m.data(), m.size(), &code, &reply, &at, &size) == 0);
-  CHECK(pw_opcode_send_position(0x04) == PW_POS_ONLY);
-  CHECK(pw_opcode_send_position(0x05) == PW_POS_ONLY);
-  CHECK(pw_opcode_send_position(0x17) == PW_POS_ONLY);
-  CHECK(pw_opcode_send_position(0x64) == PW_POS_ONLY);  // UD SEND_ONLY
-  CHECK(pw_opcode_send_position(0x44) == PW_POS_ONLY);  // DC SEND_ONLY
-  CHECK(pw_opcode_send_position(0x00) == PW_POS_FIRST);
-  CHECK(pw_opcode_send_position(0x21) == PW_POS_MIDDLE);  // UC SEND_MIDDLE
-  CHECK(pw_opcode_send_position(0x03) == PW_POS_LAST);
-  CHECK(pw_opcode_send_position(0x16) == PW_POS_LAST);
-  CHECK(pw_opcode_send_position(0x0A) == -1);  // RDMA_WRITE_ONLY
-  CHECK(pw_opcode_send_position(0x18) == -1);  // reserved
+  CHECK(pw_opcode_send_position(ib::code(ib::opcode::rc_send_only)) == PW_POS_ONLY);
+  CHECK(pw_opcode_send_position(ib::code(ib::opcode::rc_send_only_with_immediate)) == PW_POS_ONLY);
+  CHECK(pw_opcode_send_position(ib::code(ib::opcode::rc_send_only_with_invalidate)) == PW_POS_ONLY);
+  CHECK(pw_opcode_send_position(ib::code(ib::opcode::ud_send_only)) == PW_POS_ONLY);
+  CHECK(pw_opcode_send_position(ib::code(ib::opcode::dc_send_only)) == PW_POS_ONLY);
+  CHECK(pw_opcode_send_position(ib::code(ib::opcode::rc_send_first)) == PW_POS_FIRST);
+  CHECK(pw_opcode_send_position(ib::code(ib::opcode::uc_send_middle)) == PW_POS_MIDDLE);
+  CHECK(pw_opcode_send_position(ib::code(ib::opcode::rc_send_last_with_immediate)) == PW_POS_LAST);
+  CHECK(pw_opcode_send_position(ib::code(ib::opcode::rc_send_last_with_invalidate)) == PW_POS_LAST);
+  CHECK(pw_opcode_send_position(ib::code(ib::opcode::rc_rdma_write_only)) == -1);
+  CHECK(pw_opcode_send_position(0x18) == -1);  // a reserved BTH byte (no opcode names it)
   CHECK(pw_msg_max_frame() == 4096);
   CHECK(std::string{pw_function_name(0x0202)} == "BufferRDMAIndicate");
   CHECK(std::string{pw_function_name(0x0999)}.empty());
