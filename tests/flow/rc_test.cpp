@@ -430,7 +430,7 @@ TEST_CASE("responder: no posted receive gives an RNR NAK; bad access NAKs and en
   CHECK(ib::page_fault_delay_us(sent<void>(a)[0].aeth) == 1280u);  // 1 ms rounds up to the table's 1.28 ms
   CHECK(rs.expected_psn() == 0);
 
-  memory_port deny{nullptr, [](void*, std::uint32_t, std::uint64_t, std::uint32_t, bool) { return access_result{access_result::access_error}; }, nullptr};
+  memory_port deny{nullptr, [](void*, std::uint32_t, std::uint64_t, std::uint32_t, access_kind) { return access_result{access_result::access_error}; }, nullptr};
   responder<4> r2({.mtu = mtu}, deny);
   a = collect<qp_action_t>([&](qp_sink& o) { return r2.on_packet({.opcode = ib::opcode::rc_rdma_write_only, .psn = 0, .length = 8, .rkey = 1}, o); });
   CHECK(ib::syndrome{sent<void>(a)[0].aeth.syndrome}.nak_reason() == ib::nak_code::remote_access_error);

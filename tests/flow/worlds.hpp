@@ -327,9 +327,9 @@ struct rc_world {
     trace.clear();
   }
   void bind() {
-    rs.set_memory(memory_port{this, [](void* c, std::uint32_t, std::uint64_t, std::uint32_t, bool write) {
+    rs.set_memory(memory_port{this, [](void* c, std::uint32_t, std::uint64_t, std::uint32_t, access_kind kind) {
                                 auto* w = static_cast<rc_world*>(c);
-                                return w->faulted && write ? access_result{access_result::page_fault, 5} : access_result{};
+                                return w->faulted && kind != access_kind::read ? access_result{access_result::page_fault, 5} : access_result{};
                               },
                               nullptr});
   }

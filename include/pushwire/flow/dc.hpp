@@ -314,6 +314,8 @@ class dc_target {
     return step<row>(table(), st_, *this, e, {p}, out);
   }
   constexpr void post_receive(std::uint32_t n) { rs_.post_receive(n); }
+  /// Receives available are n (a shared receive queue's count; see responder::set_receives).
+  constexpr void set_receives(std::uint32_t n) { rs_.set_receives(n); }
   /// Sends queued READ / atomic responses and the ACKs behind them (see responder::pump).
   constexpr void pump(qp_sink& out) { rs_.pump(out); }
   constexpr bool wants_to_send() const { return rs_.wants_to_send(); }

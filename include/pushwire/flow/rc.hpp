@@ -121,10 +121,17 @@ struct receive {
 };
 /// Responder: a packet was dropped (why: errc).
 struct dropped { std::uint32_t psn; errc why; friend constexpr bool operator==(const dropped&, const dropped&) = default; };
+/// Requester: an accepted READ response's payload (its packet's) goes to bytes
+/// [offset, offset + length) of work request wr_id's local buffer.
+struct read_data {
+  std::uint64_t wr_id;
+  std::uint32_t offset, length, psn;
+  friend constexpr bool operator==(const read_data&, const read_data&) = default;
+};
 }  // namespace qp_action
 
 using qp_action_t = std::variant<qp_action::transmit, qp_action::complete, qp_action::set_timer, qp_action::cancel_timer,
-                                 qp_action::place, qp_action::receive, qp_action::dropped>;
+                                 qp_action::place, qp_action::receive, qp_action::dropped, qp_action::read_data>;
 using qp_sink = sink<qp_action_t>;
 
 /// Packets for message `wr` at path MTU `mtu` (READ: its responses).
@@ -243,9 +250,10 @@ class requester {
   /// (cancel the retransmit timer, cancel the wait timer, arm one).
   static constexpr std::size_t timer_room = 3;
   /// The least sink room post(), on_packet(), on_timer() and resolved() need; below it they
-  /// return actions_full and change nothing. Completions and packets beyond the room are held
-  /// until pump() (wants_to_send()).
-  static constexpr std::size_t min_room = timer_room + 1;
+  /// return actions_full and change nothing: the timers, a READ response's data, and one
+  /// completion or packet. Completions and packets beyond the room are held until pump()
+  /// (wants_to_send()).
+  static constexpr std::size_t min_room = timer_room + 2;
 
   constexpr explicit requester(requester_config c = {}) : cfg_(c), next_psn_(c.start_psn & ib::psn_mask), nxt_(next_psn_), una_(next_psn_), max_sent_(next_psn_),
                                                           retry_left_(c.retry_cnt), rnr_left_(c.rnr_retry) {}
@@ -456,6 +464,14 @@ class requester {
           rewind(w.first_psn);
           return;
         }
+        // Its payload must be the size its place in the READ implies; else it is not placed.
+        const std::uint32_t offset = static_cast<std::uint32_t>(ib::psn_diff(p.psn, w.first_psn)) * cfg_.mtu;
+        const std::uint32_t expect = w.wr.length - offset < cfg_.mtu ? w.wr.length - offset : cfg_.mtu;
+        if (p.length != expect) {
+          ++stats_.stale;
+          return;
+        }
+        out.push(qp_action::read_data{w.wr.id, offset, p.length, p.psn});
         const bool last = ib::psn_add(p.psn, 1) == ib::psn_add(w.first_psn, w.npkts);
         if (last) w.done = true;
         progress(ib::psn_add(p.psn, 1), now, out);
@@ -720,6 +736,12 @@ inline constexpr machine_info<typename requester<SQ>::row> requester_info{
 
 // ==== responder ==============================================================================
 
+/// What a request does to the memory it names.
+enum class access_kind : std::uint8_t { read, write, atomic };
+inline constexpr std::array<wire::named_value, 3> access_kind_names{{
+    {access_kind::read, "read"}, {access_kind::write, "write"}, {access_kind::atomic, "atomic"}}};
+constexpr std::span<const wire::named_value> wire_enum_names(access_kind) { return access_kind_names; }
+
 /// Memory as the responder sees it: the caller's registrations and page residency.
 struct access_result {
   enum kind_t : std::uint8_t { ok, access_error, page_fault } kind = ok;
@@ -727,11 +749,15 @@ struct access_result {
 };
 struct memory_port {
   void* ctx = nullptr;
-  /// May (rkey, va, len) be accessed (write: for writing)? nullptr: everything is resident.
-  access_result (*check)(void* ctx, std::uint32_t rkey, std::uint64_t va, std::uint32_t len, bool write) = nullptr;
+  /// May (rkey, va, len) be accessed so? nullptr: everything is allowed and resident.
+  access_result (*check)(void* ctx, std::uint32_t rkey, std::uint64_t va, std::uint32_t len, access_kind kind) = nullptr;
   /// Performs an atomic and returns the value before (nullptr: memory reads as 0).
   std::uint64_t (*atomic)(void* ctx, std::uint32_t rkey, std::uint64_t va, bool cmp_swap, std::uint64_t swap,
                           std::uint64_t compare) = nullptr;
+  /// Does a SEND packet of len bytes fit at byte `offset` of its message's receive buffer (the
+  /// buffer of the message in progress; at offset 0, the next receive's)? nullptr: always.
+  /// A packet that does not fit is an invalid request (NAK; a local length error there).
+  bool (*receive_fits)(void* ctx, std::uint32_t offset, std::uint32_t len) = nullptr;
 };
 
 /// What the responder does when a packet meets a page that is not resident (page-fault explicit flow control).
@@ -753,6 +779,9 @@ struct responder_config {
   /// Cell framing: page-fault ACKs carry the exact delay (packet::fault_delay_us); RoCE
   /// rounds it up to the RNR timer table.
   bool exact_fault_delay = false;
+  /// UD: drop requests whose DETH Q_Key is not q_key (IBTA 10.2.4: the QP's Q_Key).
+  bool check_q_key = false;
+  std::uint32_t q_key = 0;
 };
 
 enum class resp_state : std::uint8_t { ready, nak_sent, faulted, error };
@@ -831,6 +860,8 @@ class responder {
   constexpr bool wants_to_send() const { return !tx_.empty(); }
   /// The application posted n receive buffers.
   constexpr void post_receive(std::uint32_t n) { recv_ += n; }
+  /// Receives available are n (a shared receive queue's count, set before each packet).
+  constexpr void set_receives(std::uint32_t n) { recv_ = n; }
   /// Re-point the memory port (after copying a machine whose port's context moved with it).
   constexpr void set_memory(memory_port m) { mem_ = m; }
 
@@ -1051,13 +1082,14 @@ constexpr resp_event responder<RD>::classify(const packet& p, std::uint32_t& del
   if (is_read && !read_ok(p.dmalen)) return resp_event::invalid;
   const bool needs_receive = (is_send && first_like) || (is_write && o.is(op_class::immediate));
   if (needs_receive && recv_ == 0) return resp_event::no_receive;
+  if (is_send && mem_.receive_fits && !mem_.receive_fits(mem_.ctx, first_like ? 0 : msg_bytes_, p.length)) return resp_event::invalid;
   if (is_write || is_read || is_atomic) {
     const bool own_address = first_like || is_read || is_atomic;  // else the message's, continued
     const std::uint64_t va = own_address ? p.va : msg_va_ + msg_bytes_;
     const std::uint32_t rkey = own_address ? p.rkey : msg_rkey_;
     const std::uint32_t len = is_read ? p.dmalen : is_atomic ? ib::atomic_operand_size : p.length;
     if (mem_.check) {
-      const access_result a = mem_.check(mem_.ctx, rkey, va, len, !is_read);
+      const access_result a = mem_.check(mem_.ctx, rkey, va, len, is_read ? access_kind::read : is_atomic ? access_kind::atomic : access_kind::write);
       if (a.kind == access_result::access_error) return resp_event::access_error;
       if (a.kind == access_result::page_fault) {
         delay = a.delay_us;
@@ -1175,6 +1207,11 @@ constexpr step_result responder<RD>::on_packet(const packet& p, qp_sink& out) {
   if (!p.known() || !p.info().request) return {-1, errc::event_not_allowed};
   if (const errc e = refusal(out); e != errc{}) return {-1, e};
   if (cfg_.svc == service::ud && p.dest_qp != cfg_.qp) return {-1, errc::event_not_allowed};
+  if (cfg_.svc == service::ud && cfg_.check_q_key && p.q_key != cfg_.q_key) {
+    ++stats_.dropped;
+    out.push(qp_action::dropped{p.psn, errc::wrong_access_key});
+    return {-1, errc::wrong_access_key};
+  }
   resp_input in{.pkt = p};
   const resp_event e = st_ == resp_state::error ? resp_event::execute : classify(p, in.delay_us);
   return step<row>(table(), st_, *this, e, in, out);

@@ -424,6 +424,16 @@ constexpr result<std::size_t> frame_size(const roce_packet& p) {
          p.payload.size() + detail::pad_of(p) + detail::icrc_size + p.trailer.size();
 }
 
+/// Where build(p, ...) puts the payload: the bytes of every header before it (0 for a reserved
+/// opcode). A sender may write the payload there first and point p.payload at it: build() then
+/// leaves it in place (a gather straight into the frame, no second copy).
+constexpr std::size_t payload_offset(const roce_packet& p) {
+  const int oi = opcode_index(p.bth.opcode, p.rd);
+  if (oi < 0) return 0;
+  return wire::eth_header_size + (p.vlan ? wire::vlan_tag_size : 0) + detail::ip_header_of(p) + 8 +
+         opcodes[static_cast<std::size_t>(oi)].header_len;
+}
+
 /// Builds p into `out`: its headers, and what p.given leaves to compute (lengths, checksums,
 /// PadCnt and pad, the ICRC), then the trailer. Errors: reserved_opcode; invalid_field for a
 /// missing or extra extended header, a payload on an opcode without one, IPv4 options that are
@@ -519,7 +529,7 @@ constexpr result<std::size_t> build(const roce_packet& p, std::span<std::byte> o
   }(std::make_index_sequence<ext_count>{});
   if (e.code != errc{}) return e;
   at = udp_off + 8 + op.header_len;
-  wire::detail::copy_bytes(o + at, p.payload.data(), p.payload.size());
+  if (p.payload.data() != o + at) wire::detail::copy_bytes(o + at, p.payload.data(), p.payload.size());  // else in place
   at += p.payload.size();
   if (g.pad) wire::detail::copy_bytes(o + at, p.pad.data(), pad);
   else

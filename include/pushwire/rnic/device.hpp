@@ -1,0 +1,1420 @@
+// The reference software RNIC (spec/rnic.md): verbs-shaped objects (ports, protection domains,
+// memory regions and keys, completion queues, queue pairs, shared receive queues, address
+// handles) over the flow/ machines, which own every transport rule (PSNs, ACKs, retries, RNR,
+// page-fault pauses, DC connects). The device adds what a NIC adds around them: descriptor
+// rings and doorbells, memory translation and protection (memory.hpp), completion queues with
+// per-QP completion lists, page-fault service for on-demand keys, and the two framings on its
+// ports (RoCEv2 through ib/, cells through cell/, both via flow/frame.hpp).
+//
+// Sans-IO like the machines: the device never reads a clock or a socket. receive() takes a frame
+// that arrived on a port at a given time; take_frame() hands out what a port transmits;
+// progress(now) fetches posted descriptors, fires due timers, serves due page faults, sends what
+// the machines allow and writes completions; next_deadline() says when progress() next has
+// timed work. One thread drives a device.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <variant>
+#include <vector>
+
+#include <pushwire/cell/reassembler.hpp>
+#include <pushwire/cell/segmenter.hpp>
+#include <pushwire/flow/dc.hpp>
+#include <pushwire/flow/frame.hpp>
+#include <pushwire/flow/rc.hpp>
+#include <pushwire/ib/entropy.hpp>
+#include <pushwire/ib/roce.hpp>
+#include <pushwire/rnic/cq.hpp>
+#include <pushwire/rnic/memory.hpp>
+#include <pushwire/rnic/qp.hpp>
+#include <pushwire/rnic/queue.hpp>
+
+namespace pushwire::rnic {
+
+enum class framing : std::uint8_t { roce, cell };
+inline constexpr std::array<wire::named_value, 2> framing_names{{{framing::roce, "roce"}, {framing::cell, "cell"}}};
+constexpr std::span<const wire::named_value> wire_enum_names(framing) { return framing_names; }
+
+/// One port: its MAC, its GID (an IP address; IPv4 as ::ffff:a.b.c.d), its MTU and framing.
+struct port_config {
+  wire::mac_address mac{};
+  std::array<std::uint8_t, 16> gid{};
+  /// RoCE: the largest path MTU (payload bytes per packet), 256..4096. Cells: unused.
+  std::uint32_t mtu = 4096;
+  framing frame = framing::roce;
+  /// Cells: data bytes per cell (1..65535).
+  std::uint32_t cell_payload = 256;
+};
+
+/// Limits and behaviour of one device (spec/rnic.md §2).
+struct device_config {
+  std::vector<port_config> ports{port_config{}};
+  std::uint32_t max_keys = 1u << 16;
+  std::uint32_t max_qps = 1024;
+  std::uint32_t max_cqs = 1024;
+  std::uint32_t max_pds = 1024;
+  /// Virtual time to serve a page fault of an on-demand key (make its pages resident), ns.
+  time_ns page_fault_latency = 100'000;
+  /// What a responder does on an absent page: page-fault ACK (the default) or silent drop.
+  flow::fault_policy on_fault = flow::fault_policy::page_fault_ack;
+  /// Frames a port holds for the fabric; beyond it the device sends no new requests.
+  std::size_t tx_queue = 4096;
+  /// Cells: the largest message, one cell packet (a message never spans packets on cells).
+  std::uint32_t cell_max_message = 1u << 20;
+  /// Cells: nanoseconds a packet may stay incomplete at a receiving port.
+  time_ns cell_reassembly_timeout = 1'000'000;
+};
+
+/// An asynchronous event (ibv_event_type's meaning): the device reports what no completion can.
+enum class event_type : std::uint8_t { cq_error, qp_fatal, qp_request_error, qp_access_error, sq_drained, srq_limit };
+inline constexpr std::array<wire::named_value, 6> event_type_names{{
+    {event_type::cq_error, "cq_error"}, {event_type::qp_fatal, "qp_fatal"},
+    {event_type::qp_request_error, "qp_request_error"}, {event_type::qp_access_error, "qp_access_error"},
+    {event_type::sq_drained, "sq_drained"}, {event_type::srq_limit, "srq_limit"},
+}};
+constexpr std::span<const wire::named_value> wire_enum_names(event_type) { return event_type_names; }
+struct async_event {
+  event_type type;
+  std::uint32_t object;  ///< the CQ or QP number
+};
+
+/// A registered region as reg_mr returns it.
+struct memory_region {
+  std::uint32_t lkey = 0, rkey = 0;  ///< the same key
+  std::uint64_t addr = 0, length = 0;
+};
+
+/// What create_qp needs.
+struct qp_init_attr {
+  qp_type type = qp_type::rc;
+  std::uint32_t pd = 0;
+  std::uint32_t send_cq = 0, recv_cq = 0;
+  sq_memory* sq = nullptr;   ///< the send queue ring (not for DCT)
+  rq_memory* rq = nullptr;   ///< the receive queue ring, unless srq is given (not for DCI)
+  std::optional<std::uint32_t> srq{};
+  bool sq_sig_all = false;   ///< every send completes on the CQ, signaled or not
+  std::uint64_t dct_access_key = 0;  ///< DCT: the key a DCI's packets must carry
+};
+
+/// A send work request, as post_send writes it into a descriptor.
+struct send_wr {
+  std::uint64_t wr_id = 0;
+  wr_opcode opcode = wr_opcode::send;
+  std::uint8_t flags = send_signaled;
+  std::span<const sge> sg_list{};
+  std::span<const std::byte> inline_data{};  ///< with send_inline: up to max_inline bytes
+  std::uint32_t imm = 0;
+  std::uint64_t remote_addr = 0;
+  std::uint32_t rkey = 0;
+  std::uint64_t compare_add = 0, swap = 0;
+  std::uint32_t ah = 0, remote_qpn = 0, remote_qkey = 0;  ///< UD (DC: ah, remote_qpn = DCT number)
+  std::uint64_t dc_key = 0;                                ///< DC: the target's access key
+};
+/// A receive work request.
+struct recv_wr {
+  std::uint64_t wr_id = 0;
+  std::span<const sge> sg_list{};
+};
+
+/// Per-device counters (spec/rnic.md §9).
+struct device_counters {
+  std::uint64_t frames_out = 0, frames_in = 0, bytes_out = 0, bytes_in = 0;
+  std::uint64_t dropped_bad_frame = 0;   ///< not RoCEv2 / not a cell, or a bad ICRC / cell CRC
+  std::uint64_t dropped_not_mine = 0;    ///< another MAC or GID, another partition
+  std::uint64_t dropped_no_qp = 0;       ///< no QP of that number, or not in a state to take it
+  std::uint64_t dropped_by_qp = 0;       ///< dropped by a QP's rules (duplicates, sequence, keys)
+  std::uint64_t page_faults = 0;         ///< faults raised on on-demand keys
+  std::uint64_t faults_served = 0;
+  std::uint64_t pauses = 0;              ///< requesters paused by a page-fault ACK
+  std::uint64_t retransmits = 0;         ///< packets sent again by requesters
+  std::uint64_t retransmits_avoided = 0; ///< timeouts that fired while paused (no retransmission)
+  std::uint64_t cq_overflows = 0;
+  std::uint64_t completions = 0;
+};
+
+namespace detail {
+
+/// A work request's record in its QP's completion list (the completion unit's per-QP list).
+struct send_record {
+  std::uint64_t seq = 0;  ///< the requester's work request id
+  std::uint64_t wr_id = 0;
+  send_wqe wqe{};
+  wc_opcode op = wc_opcode::send;
+  bool signaled = true, done = false;
+  wc_status status = wc_status::success;
+  std::uint32_t vendor_err = 0;
+};
+struct recv_record {
+  recv_wqe wqe{};
+  std::uint32_t msn = 0;
+  bool bound = false, done = false;
+  wc_status status = wc_status::success;
+  wc_opcode op = wc_opcode::recv;
+  std::uint32_t byte_len = 0, imm = 0, src_qp = 0;
+  bool with_imm = false;
+};
+
+}  // namespace detail
+
+class device {
+ public:
+  /// Send-queue entries one QP's transport machine holds (the ring may hold more: the device
+  /// fetches as the machine has room).
+  static constexpr std::size_t machine_sq = 64;
+  /// DC: requests an initiator holds while it serves another target.
+  static constexpr std::size_t machine_pending = 64;
+  /// Bytes of the UD receive buffer's head reserved for the GRH (verbs' convention).
+  static constexpr std::uint32_t grh_size = 40;
+
+  explicit device(device_config cfg = {}) : cfg_(std::move(cfg)), mem_(cfg_.max_keys) {
+    for (const port_config& p : cfg_.ports) {
+      port_state s;
+      s.cfg = p;
+      if (p.frame == framing::cell)
+        s.reasm = std::make_unique<cell::reassembler>(cell::reassembly_limits{
+            .max_packets = 16, .max_packet_bytes = cfg_.cell_max_message, .max_bytes = 16 * std::size_t{cfg_.cell_max_message},
+            .max_age_ns = cfg_.cell_reassembly_timeout, .max_cell_payload = p.cell_payload, .history = 64});
+      ports_.push_back(std::move(s));
+    }
+  }
+  device(const device&) = delete;
+  device& operator=(const device&) = delete;
+
+  const device_config& config() const { return cfg_; }
+  std::size_t port_count() const { return ports_.size(); }
+  const device_counters& counters() const { return stats_; }
+  memory_table& memory() { return mem_; }
+
+  // ---- protection domains ---------------------------------------------------------------
+  result<std::uint32_t> alloc_pd() {
+    if (pds_.size() >= cfg_.max_pds) return errc::no_resources;
+    const std::uint32_t pd = next_pd_++;
+    pds_.push_back(pd);
+    return pd;
+  }
+  errc dealloc_pd(std::uint32_t pd) {
+    const auto it = std::find(pds_.begin(), pds_.end(), pd);
+    if (it == pds_.end()) return errc::not_found;
+    if (mem_.keys_of(pd) != 0) return errc::busy;
+    for (const auto& [n, q] : qps_)
+      if (q->init.pd == pd) return errc::busy;
+    pds_.erase(it);
+    return {};
+  }
+
+  // ---- memory ---------------------------------------------------------------------------
+  result<memory_region> reg_mr(std::uint32_t pd, void* addr, std::uint64_t length, access rights) {
+    return reg_mr_iova(pd, addr, length, reinterpret_cast<std::uintptr_t>(addr), rights);
+  }
+  result<memory_region> reg_mr_iova(std::uint32_t pd, void* addr, std::uint64_t length, std::uint64_t iova, access rights) {
+    if (!has_pd(pd)) return errc::not_found;
+    const auto k = mem_.reg_direct(pd, addr, length, rights, iova);
+    if (!k) return k.code();
+    return memory_region{*k, *k, iova, length};
+  }
+  /// Implicit on-demand registration of [addr, addr + length): no page resident until touched.
+  result<memory_region> reg_mr_on_demand(std::uint32_t pd, void* addr, std::uint64_t length, access rights) {
+    if (!has_pd(pd)) return errc::not_found;
+    const auto k = mem_.reg_on_demand(pd, addr, length, rights);
+    if (!k) return k.code();
+    return memory_region{*k, *k, reinterpret_cast<std::uintptr_t>(addr), length};
+  }
+  result<memory_region> reg_indirect(std::uint32_t pd, std::span<const klm_entry> entries, access rights) {
+    if (!has_pd(pd)) return errc::not_found;
+    const auto k = mem_.reg_indirect(pd, entries, rights);
+    if (!k) return k.code();
+    return memory_region{*k, *k, 0, mem_.info(*k)->length};
+  }
+  result<memory_region> reg_pattern(std::uint32_t pd, std::uint32_t repeat, std::span<const pattern_entry> entries, access rights) {
+    if (!has_pd(pd)) return errc::not_found;
+    const auto k = mem_.reg_pattern(pd, repeat, entries, rights);
+    if (!k) return k.code();
+    return memory_region{*k, *k, 0, mem_.info(*k)->length};
+  }
+  errc dereg_mr(std::uint32_t key) { return mem_.dereg(key); }
+  result<memory_region> rereg_mr(std::uint32_t key, void* addr, std::uint64_t length, access rights) {
+    const auto k = mem_.rereg(key, addr, length, rights);
+    if (!k) return k.code();
+    return memory_region{*k, *k, reinterpret_cast<std::uintptr_t>(addr), length};
+  }
+
+  // ---- completion queues ----------------------------------------------------------------
+  /// A CQ over the consumer's memory (which must outlive the CQ).
+  result<std::uint32_t> create_cq(cq_memory& m) {
+    if (cqs_.size() >= cfg_.max_cqs) return errc::no_resources;
+    if (m.ring().empty()) return errc::invalid_argument;
+    const std::uint32_t n = next_cq_++;
+    cqs_.emplace(n, cq_state{.mem = &m});
+    return n;
+  }
+  errc destroy_cq(std::uint32_t cq) {
+    if (!cqs_.count(cq)) return errc::not_found;
+    for (const auto& [n, q] : qps_)
+      if (q->init.send_cq == cq || q->init.recv_cq == cq) return errc::busy;
+    cqs_.erase(cq);
+    return {};
+  }
+  /// Calls `notify` once, after the next completion written to cq (armed notification).
+  errc arm_cq(std::uint32_t cq, std::function<void(std::uint32_t)> notify) {
+    const auto it = cqs_.find(cq);
+    if (it == cqs_.end()) return errc::not_found;
+    it->second.armed = std::move(notify);
+    return {};
+  }
+
+  // ---- address handles and shared receive queues -----------------------------------------
+  result<std::uint32_t> create_ah(std::uint32_t pd, const address_vector& av) {
+    if (!has_pd(pd)) return errc::not_found;
+    if (av.port >= ports_.size()) return errc::invalid_argument;
+    ahs_.push_back(av);
+    return static_cast<std::uint32_t>(ahs_.size() - 1);
+  }
+  result<std::uint32_t> create_srq(std::uint32_t pd, rq_memory& m) {
+    if (!has_pd(pd)) return errc::not_found;
+    if (m.depth() == 0) return errc::invalid_argument;
+    srqs_.push_back(std::make_unique<srq_state>(srq_state{.pd = pd, .mem = &m}));
+    return static_cast<std::uint32_t>(srqs_.size() - 1);
+  }
+
+  // ---- queue pairs ----------------------------------------------------------------------
+  result<std::uint32_t> create_qp(const qp_init_attr& a) {
+    if (qps_.size() >= cfg_.max_qps) return errc::no_resources;
+    if (!has_pd(a.pd)) return errc::not_found;
+    const bool sends = a.type != qp_type::dct, receives = a.type != qp_type::dci;
+    if (sends && (!a.sq || a.sq->depth() == 0 || !cqs_.count(a.send_cq))) return errc::invalid_argument;
+    if (receives) {
+      if (!cqs_.count(a.recv_cq)) return errc::invalid_argument;
+      if (a.srq ? *a.srq >= srqs_.size() || srqs_[*a.srq]->pd != a.pd : (!a.rq || a.rq->depth() == 0)) return errc::invalid_argument;
+    }
+    const std::uint32_t qpn = next_qpn_;
+    next_qpn_ = (next_qpn_ + 1) & 0xFFFFFF;
+    if (next_qpn_ < 0x10) next_qpn_ = 0x10;
+    auto q = std::make_unique<qp_state_t>();
+    q->qpn = qpn;
+    q->init = a;
+    qps_.emplace(qpn, std::move(q));
+    return qpn;
+  }
+  errc destroy_qp(std::uint32_t qpn) {
+    if (!qps_.erase(qpn)) return errc::not_found;
+    return {};
+  }
+  /// Changes a QP's state and attributes (ibv_modify_qp): errors in qp.hpp's check_modify.
+  errc modify_qp(std::uint32_t qpn, const qp_attr& a, qp_attr_mask mask) {
+    qp_state_t* q = find_qp(qpn);
+    if (!q) return errc::not_found;
+    const std::uint8_t port = any(mask & qp_attr_mask::port) ? a.port : q->attr.port;
+    const std::uint32_t port_mtu = port < ports_.size() ? port_path_mtu(port) : 0;
+    if (const errc e = check_modify(q->init.type, q->state, a, mask, ports_.size(), port_mtu); e != errc{}) return e;
+    apply_attrs(*q, a, mask);
+    const qp_state to = any(mask & qp_attr_mask::state) ? a.state : q->state;
+    enter(*q, to);
+    return {};
+  }
+  result<qp_state> query_qp(std::uint32_t qpn) const {
+    const auto it = qps_.find(qpn);
+    if (it == qps_.end()) return errc::not_found;
+    return it->second->state;
+  }
+
+  /// Writes a send descriptor into the QP's ring and rings the doorbell. Errors: not_found,
+  /// invalid_state (RESET, INIT, RTR; DCT), invalid_argument (too many SGEs, inline data over
+  /// max_inline), queue_full.
+  errc post_send(std::uint32_t qpn, const send_wr& wr) {
+    qp_state_t* q = find_qp(qpn);
+    if (!q) return errc::not_found;
+    if (q->init.type == qp_type::dct || q->state == qp_state::reset || q->state == qp_state::init || q->state == qp_state::rtr)
+      return errc::invalid_state;
+    send_wqe w;
+    w.wr_id = wr.wr_id;
+    w.opcode = static_cast<std::uint8_t>(wr.opcode);
+    w.flags = wr.flags;
+    w.imm = wr.imm;
+    w.remote_addr = wr.remote_addr;
+    w.rkey = wr.rkey;
+    w.compare_add = wr.compare_add;
+    w.swap = wr.swap;
+    w.ah = wr.ah;
+    w.remote_qpn = wr.remote_qpn;
+    w.remote_qkey = wr.remote_qkey;
+    w.dc_key = wr.dc_key;
+    if (wr.flags & send_inline) {
+      if (wr.inline_data.size() > max_inline) return errc::invalid_argument;
+      w.inline_len = static_cast<std::uint8_t>(wr.inline_data.size());
+      std::memcpy(w.inline_data.data(), wr.inline_data.data(), wr.inline_data.size());
+    } else {
+      if (wr.sg_list.size() > max_sge) return errc::invalid_argument;
+      w.num_sge = static_cast<std::uint8_t>(wr.sg_list.size());
+      std::copy(wr.sg_list.begin(), wr.sg_list.end(), w.sg.begin());
+    }
+    if (!q->init.sq->put(w)) return errc::queue_full;
+    doorbell(qpn);
+    return {};
+  }
+  /// Writes a receive descriptor into the QP's ring (or the SRQ's) and rings the doorbell.
+  errc post_recv(std::uint32_t qpn, const recv_wr& wr) {
+    qp_state_t* q = find_qp(qpn);
+    if (!q) return errc::not_found;
+    if (q->init.type == qp_type::dci || q->state == qp_state::reset) return errc::invalid_state;
+    if (q->init.srq) return errc::invalid_argument;
+    if (wr.sg_list.size() > max_sge) return errc::invalid_argument;
+    recv_wqe w;
+    w.wr_id = wr.wr_id;
+    w.num_sge = static_cast<std::uint8_t>(wr.sg_list.size());
+    std::copy(wr.sg_list.begin(), wr.sg_list.end(), w.sg.begin());
+    if (!q->init.rq->put(w)) return errc::queue_full;
+    doorbell(qpn);
+    return {};
+  }
+  errc post_srq_recv(std::uint32_t srq, const recv_wr& wr) {
+    if (srq >= srqs_.size()) return errc::not_found;
+    if (wr.sg_list.size() > max_sge) return errc::invalid_argument;
+    recv_wqe w;
+    w.wr_id = wr.wr_id;
+    w.num_sge = static_cast<std::uint8_t>(wr.sg_list.size());
+    std::copy(wr.sg_list.begin(), wr.sg_list.end(), w.sg.begin());
+    if (!srqs_[srq]->mem->put(w)) return errc::queue_full;
+    srq_doorbells_.push_back(srq);
+    return {};
+  }
+  /// The doorbell register: QP qpn has new descriptors in its rings (post_send and post_recv
+  /// ring it; a caller that writes descriptors itself rings it after publishing them).
+  void doorbell(std::uint32_t qpn) { doorbells_.push_back(qpn); }
+
+  /// Asynchronous events since the last call.
+  std::vector<async_event> take_events() { return std::exchange(events_, {}); }
+
+  // ---- the data path ----------------------------------------------------------------------
+  /// Does what is due at `now` (see the top of this header).
+  void progress(time_ns now) {
+    now_ = std::max(now_, now);
+    serve_faults();
+    fetch();
+    for (auto& [n, q] : qps_) {
+      fire_timers(*q);
+      pump(*q);
+      flush_completions(*q);
+    }
+    for (port_state& p : ports_)
+      if (p.reasm) p.reasm->expire(now_);
+  }
+  /// The earliest time progress() has timed work (a timer, a page fault served), or nullopt.
+  std::optional<time_ns> next_deadline() const {
+    std::optional<time_ns> t;
+    auto take = [&](std::optional<time_ns> d) {
+      if (d && (!t || *d < *t)) t = d;
+    };
+    for (const auto& f : faults_) take(f.ready_at);
+    for (const auto& [n, q] : qps_) {
+      if (q->req) take(q->req->deadline(flow::timer_kind::retransmit)), take(q->req->deadline(flow::timer_kind::wait));
+      if (q->dci) {
+        take(q->dci->transport().deadline(flow::timer_kind::retransmit));
+        take(q->dci->transport().deadline(flow::timer_kind::wait));
+      }
+    }
+    return t;
+  }
+  /// Whether progress() has work now (doorbells rung, packets or completions to send).
+  bool busy() const {
+    if (!doorbells_.empty() || !srq_doorbells_.empty()) return true;
+    for (const auto& [n, q] : qps_)
+      if (wants_work(*q)) return true;
+    return false;
+  }
+  /// The next frame port `port` transmits (moved out), or nullopt.
+  std::optional<std::vector<std::byte>> take_frame(std::size_t port) {
+    port_state& p = ports_[port];
+    if (p.tx.empty()) return std::nullopt;
+    std::vector<std::byte> f = std::move(p.tx.front());
+    p.tx.pop_front();
+    return f;
+  }
+  /// Frames port `port` holds for the fabric.
+  std::size_t pending_frames(std::size_t port) const { return ports_[port].tx.size(); }
+  /// Returns a frame buffer to the device's pool (after the fabric delivered it).
+  void recycle(std::vector<std::byte>&& b) {
+    if (pool_.size() < 256) pool_.push_back(std::move(b));
+  }
+  /// A frame arrived on port `port` at `now`: it is validated and handed to its QP now.
+  void receive(std::size_t port, std::span<const std::byte> frame, time_ns now) {
+    now_ = std::max(now_, now);
+    ++stats_.frames_in;
+    stats_.bytes_in += frame.size();
+    if (port >= ports_.size()) return;
+    port_state& ps = ports_[port];
+    if (ps.cfg.frame == framing::roce) receive_roce(ps, frame);
+    else receive_cell(ps, frame);
+  }
+
+  /// A QP's state, for tests and tools.
+  struct qp_view {
+    qp_state state;
+    std::uint64_t retransmits, page_faults, timeouts;
+  };
+  result<qp_view> view(std::uint32_t qpn) const {
+    const auto it = qps_.find(qpn);
+    if (it == qps_.end()) return errc::not_found;
+    const qp_state_t& q = *it->second;
+    qp_view v{q.state, 0, 0, 0};
+    if (q.req) v.retransmits = q.req->stats().retransmitted, v.page_faults = q.req->stats().page_faults, v.timeouts = q.req->stats().timeouts;
+    if (q.dci) {
+      const auto& s = q.dci->transport().stats();
+      v.retransmits = s.retransmitted, v.page_faults = s.page_faults, v.timeouts = s.timeouts;
+    }
+    return v;
+  }
+
+ private:
+  using requester_t = flow::requester<machine_sq>;
+  using responder_t = flow::responder<max_rd_atomic>;
+  using dci_t = flow::dc_initiator<machine_sq, machine_pending>;
+  using dct_t = flow::dc_target<max_rd_atomic>;
+  static constexpr std::size_t sink_size = 64;
+
+  struct port_state {
+    port_config cfg{};
+    std::deque<std::vector<std::byte>> tx{};
+    std::unique_ptr<cell::reassembler> reasm{};
+  };
+  struct cq_state {
+    cq_memory* mem = nullptr;
+    std::uint32_t producer = 0;
+    bool error = false;
+    std::function<void(std::uint32_t)> armed{};
+  };
+  struct srq_state {
+    std::uint32_t pd = 0;
+    rq_memory* mem = nullptr;
+    std::uint32_t fetched = 0;  ///< descriptors fetched from the ring
+    std::deque<recv_wqe> ready{};
+  };
+  struct pending_fault {
+    std::uint32_t key = 0;
+    std::uint64_t va = 0, length = 0;
+    time_ns ready_at = 0;
+  };
+
+  using recv_record_t = detail::recv_record;
+  struct qp_state_t {
+    std::uint32_t qpn = 0;
+    qp_init_attr init{};
+    qp_state state = qp_state::reset;
+    qp_attr attr{};
+    std::optional<requester_t> req{};
+    std::optional<responder_t> resp{};
+    std::optional<dci_t> dci{};
+    std::optional<dct_t> dct{};
+    std::uint32_t sq_fetched = 0, rq_fetched = 0;  ///< ring descriptors fetched
+    std::uint32_t sq_retired = 0;                  ///< ring slots given back
+    std::uint64_t next_seq = 1;                    ///< the next send record's requester id
+    std::deque<detail::send_record> sends{};
+    std::deque<recv_record_t> recvs{};             ///< own RQ: fetched, in order; SRQ: bound ones
+    ib::roce_packet base{};                        ///< RoCE: the addresses of RC / UC packets
+    bool base_ready = false;
+    std::uint64_t uc_ud_errors = 0;
+    bool length_failed = false;  ///< the last receive_fits() refused (a local length error)
+    bool drained_told = false;   ///< SQD: sq_drained was raised
+    std::unordered_map<std::uint32_t, std::uint32_t> dct_ah{};  ///< DCI: the AH of each DCT number
+    device* dev = nullptr;
+  };
+
+  // -- lookups -----------------------------------------------------------------------------
+  bool has_pd(std::uint32_t pd) const { return std::find(pds_.begin(), pds_.end(), pd) != pds_.end(); }
+  qp_state_t* find_qp(std::uint32_t qpn) {
+    const auto it = qps_.find(qpn);
+    return it == qps_.end() ? nullptr : it->second.get();
+  }
+  std::uint32_t port_path_mtu(std::size_t port) const {
+    const port_config& p = ports_[port].cfg;
+    return p.frame == framing::cell ? 4096 : p.mtu;
+  }
+  /// The MTU a QP's machines work with: the path MTU on RoCE; a whole message on cells.
+  std::uint32_t machine_mtu(const qp_state_t& q) const {
+    const std::uint8_t port = q.init.type == qp_type::dct || q.init.type == qp_type::dci ? q.attr.port : q.attr.av.port;
+    if (port < ports_.size() && ports_[port].cfg.frame == framing::cell) return cfg_.cell_max_message;
+    return q.attr.path_mtu;
+  }
+  bool cell_port(const qp_state_t& q) const {
+    const std::uint8_t port = q.init.type == qp_type::dct || q.init.type == qp_type::dci || q.init.type == qp_type::ud ? q.attr.port : q.attr.av.port;
+    return port < ports_.size() && ports_[port].cfg.frame == framing::cell;
+  }
+
+  // -- modify_qp ----------------------------------------------------------------------------
+  static void apply_attrs(qp_state_t& q, const qp_attr& a, qp_attr_mask mask) {
+    using M = qp_attr_mask;
+    qp_attr& t = q.attr;
+    if (any(mask & M::access_flags)) t.access_flags = a.access_flags;
+    if (any(mask & M::pkey_index)) t.pkey_index = a.pkey_index;
+    if (any(mask & M::port)) t.port = a.port;
+    if (any(mask & M::qkey)) t.qkey = a.qkey;
+    if (any(mask & M::av)) t.av = a.av, q.base_ready = false;
+    if (any(mask & M::path_mtu)) t.path_mtu = a.path_mtu;
+    if (any(mask & M::timeout)) t.timeout = a.timeout;
+    if (any(mask & M::retry_cnt)) t.retry_cnt = a.retry_cnt;
+    if (any(mask & M::rnr_retry)) t.rnr_retry = a.rnr_retry;
+    if (any(mask & M::rq_psn)) t.rq_psn = a.rq_psn;
+    if (any(mask & M::sq_psn)) t.sq_psn = a.sq_psn;
+    if (any(mask & M::max_qp_rd_atomic)) t.max_rd_atomic = a.max_rd_atomic;
+    if (any(mask & M::max_dest_rd_atomic)) t.max_dest_rd_atomic = a.max_dest_rd_atomic;
+    if (any(mask & M::min_rnr_timer)) t.min_rnr_timer = a.min_rnr_timer;
+    if (any(mask & M::dest_qpn)) t.dest_qp_num = a.dest_qp_num;
+  }
+  static flow::service service_of(qp_type t) {
+    switch (t) {
+      case qp_type::rc: return flow::service::rc;
+      case qp_type::uc: return flow::service::uc;
+      case qp_type::ud: return flow::service::ud;
+      default: return flow::service::dc;
+    }
+  }
+  /// IBTA local ACK timeout code to ns (0: none).
+  static time_ns ack_timeout_ns(std::uint8_t code) {
+    if (code == 0) return ~time_ns{0} / 4;
+    return time_ns{4096} << code;
+  }
+  flow::memory_port memory_port_of(qp_state_t& q) {
+    q.dev = this;
+    return {.ctx = &q, .check = &device::port_check, .atomic = &device::port_atomic, .receive_fits = &device::port_fits};
+  }
+  void enter(qp_state_t& q, qp_state to) {
+    const qp_state from = q.state;
+    q.state = to;
+    const flow::service svc = service_of(q.init.type);
+    const bool cells = cell_port(q);
+    if (to == qp_state::reset) {
+      q.req.reset(), q.resp.reset(), q.dci.reset(), q.dct.reset();
+      q.sends.clear(), q.recvs.clear();
+      return;
+    }
+    if (to == qp_state::err) {
+      to_error(q);
+      return;
+    }
+    if (to == qp_state::rtr && from == qp_state::init) {
+      const std::uint32_t mtu = machine_mtu(q);
+      const flow::responder_config rc{.svc = svc, .mtu = mtu, .start_psn = q.attr.rq_psn, .on_fault = cfg_.on_fault,
+                                      .qp = q.qpn, .peer_qp = q.attr.dest_qp_num,
+                                      .min_rnr_timer_us = ib::rnr_to_us(q.attr.min_rnr_timer),
+                                      .exact_fault_delay = cells, .check_q_key = svc == flow::service::ud, .q_key = q.attr.qkey};
+      if (q.init.type == qp_type::dct) {
+        q.dct.emplace(typename dct_t::config{.dct = q.qpn, .access_key = q.init.dct_access_key, .resp = rc}, memory_port_of(q));
+        q.dct->post_receive(receives_ready(q));
+      } else if (q.init.type != qp_type::dci) {
+        q.resp.emplace(rc, memory_port_of(q));
+        q.resp->post_receive(receives_ready(q));
+      }
+    }
+    if (to == qp_state::sqd) q.drained_told = false;
+    if (to == qp_state::rts && (from == qp_state::rtr || from == qp_state::sqe)) {
+      const flow::requester_config rc{.svc = svc, .mtu = machine_mtu(q), .dest_qp = q.attr.dest_qp_num,
+                                      .start_psn = q.attr.sq_psn, .timeout = ack_timeout_ns(q.attr.timeout),
+                                      .retry_cnt = q.attr.retry_cnt, .rnr_retry = q.attr.rnr_retry};
+      if (q.init.type == qp_type::dci) q.dci.emplace(typename dci_t::config{.dci = q.qpn, .req = rc});
+      else q.req.emplace(rc);
+    }
+  }
+  /// Moves a QP to ERR: every outstanding work request completes flushed, in order.
+  void to_error(qp_state_t& q) {
+    q.state = qp_state::err;
+    // The machines stop; the completion unit flushes what they held, in order.
+    q.req.reset(), q.resp.reset(), q.dci.reset(), q.dct.reset();
+    for (auto& r : q.sends)
+      if (!r.done) r.done = true, r.status = wc_status::flushed;
+    for (auto& r : q.recvs)
+      if (!r.done) r.done = true, r.status = wc_status::flushed;
+    fetch_receives(q);  // the rest of the ring flushes too
+    fetch_sends(q);
+    for (auto& r : q.recvs)
+      if (!r.done) r.done = true, r.status = wc_status::flushed;
+    flush_completions(q);
+  }
+
+  // -- doorbells and fetch ---------------------------------------------------------------------
+  void fetch() {
+    for (std::uint32_t s : std::exchange(srq_doorbells_, {})) fetch_srq(*srqs_[s]);
+    std::vector<std::uint32_t> rung = std::exchange(doorbells_, {});
+    std::sort(rung.begin(), rung.end());
+    rung.erase(std::unique(rung.begin(), rung.end()), rung.end());
+    for (std::uint32_t n : rung)
+      if (qp_state_t* q = find_qp(n)) {
+        const std::uint32_t added = fetch_receives(*q);
+        if (added && q->resp) q->resp->post_receive(added);
+        if (added && q->dct) q->dct->post_receive(added);
+        fetch_sends(*q);
+      }
+    // QPs whose machines had no room at their doorbell fetch as room frees
+    for (auto& [n, q] : qps_)
+      if (q->init.sq && q->sq_fetched != q->init.sq->doorbell().producer.load(std::memory_order_acquire)) fetch_sends(*q);
+  }
+  void fetch_srq(srq_state& s) {
+    const std::uint32_t p = s.mem->doorbell().producer.load(std::memory_order_acquire);
+    while (s.fetched != p) {
+      s.ready.push_back(s.mem->ring()[s.fetched & (s.mem->depth() - 1)]);
+      ++s.fetched;
+    }
+  }
+  /// Fetches posted receive descriptors into the QP's list; returns how many are usable.
+  std::uint32_t fetch_receives(qp_state_t& q) {
+    if (!q.init.rq || q.init.srq) return 0;
+    const std::uint32_t p = q.init.rq->doorbell().producer.load(std::memory_order_acquire);
+    std::uint32_t n = 0;
+    while (q.rq_fetched != p) {
+      recv_record_t r;
+      r.wqe = q.init.rq->ring()[q.rq_fetched & (q.init.rq->depth() - 1)];
+      ++q.rq_fetched;
+      if (!receive_sges_ok(q, r.wqe)) r.done = true, r.status = wc_status::local_protection_error;
+      else ++n;
+      q.recvs.push_back(r);
+    }
+    return n;
+  }
+  /// Receives the machines may count on now (fetched, not yet consumed).
+  std::uint32_t receives_ready(const qp_state_t& q) const {
+    if (q.init.srq) return static_cast<std::uint32_t>(srqs_[*q.init.srq]->ready.size());
+    std::uint32_t n = 0;
+    for (const auto& r : q.recvs) n += !r.bound && !r.done;
+    return n;
+  }
+  bool receive_sges_ok(const qp_state_t& q, const recv_wqe& w) const {
+    if (w.num_sge > max_sge) return false;
+    for (std::size_t i = 0; i < w.num_sge; ++i)
+      if (mem_.check(w.sg[i].lkey, w.sg[i].addr, w.sg[i].length, {q.init.pd, access::local_write}) != errc{}) return false;
+    return true;
+  }
+  static std::uint32_t sge_bytes(const recv_wqe& w) {
+    std::uint32_t n = 0;
+    for (std::size_t i = 0; i < w.num_sge && i < max_sge; ++i) n += w.sg[i].length;
+    return n;
+  }
+
+  /// Fetches send descriptors into the QP's machine while it has room.
+  void fetch_sends(qp_state_t& q) {
+    if (q.state != qp_state::rts && q.state != qp_state::err && q.state != qp_state::sqe) return;  // SQD: not now
+    sq_memory& ring = *q.init.sq;
+    const std::uint32_t p = ring.doorbell().producer.load(std::memory_order_acquire);
+    while (q.sq_fetched != p) {
+      if (q.state == qp_state::rts && !machine_room(q)) return;
+      const send_wqe& w = ring.ring()[q.sq_fetched & (ring.depth() - 1)];
+      ++q.sq_fetched;
+      accept_send(q, w);
+    }
+  }
+  bool machine_room(const qp_state_t& q) const {
+    if (q.req) return q.req->queue_room() > 0;
+    if (q.dci) return q.dci->transport().queue_room() > dci_t::connect_slots && q.dci->pending() < machine_pending;
+    return false;
+  }
+  /// Validates a fetched descriptor, records it, and gives it to the machine.
+  void accept_send(qp_state_t& q, const send_wqe& w) {
+    detail::send_record r;
+    r.seq = q.next_seq++;
+    r.wr_id = w.wr_id;
+    r.wqe = w;
+    r.signaled = (w.flags & send_signaled) || q.init.sq_sig_all;
+    const auto op = static_cast<wr_opcode>(w.opcode);
+    const bool known_op = w.opcode <= static_cast<std::uint8_t>(wr_opcode::atomic_fetch_and_add);
+    r.op = known_op ? wc_opcode_of(flow_op(op)) : wc_opcode::send;
+    q.sends.push_back(r);
+    detail::send_record& rec = q.sends.back();
+    if (q.state == qp_state::err) {
+      rec.done = true, rec.status = wc_status::flushed;
+      return;
+    }
+    const errc local = check_send(q, w);
+    if (local != errc{}) {
+      rec.done = true;
+      rec.status = local == errc::invalid_argument ? wc_status::local_qp_operation_error
+                   : local == errc::out_of_range    ? wc_status::local_length_error
+                                                    : wc_status::local_protection_error;
+      rec.vendor_err = static_cast<std::uint32_t>(local);
+      send_error(q);
+      return;
+    }
+    flow::work_request wr{.id = rec.seq, .op = flow_op(op), .length = send_length(w), .remote_va = w.remote_addr,
+                          .rkey = w.rkey, .imm = w.imm, .swap = w.swap, .compare = w.compare_add,
+                          .dest_qp = w.remote_qpn, .dc_key = w.dc_key, .q_key = w.remote_qkey};
+    if (op == wr_opcode::atomic_fetch_and_add) wr.swap = w.compare_add;  // the machines carry the addend in swap
+    if (op == wr_opcode::atomic_cmp_and_swp || op == wr_opcode::atomic_fetch_and_add) wr.length = 8;
+    flow::step_result s{};
+    const std::uint64_t seq = rec.seq;
+    run_sender(q, {}, [&](flow::qp_sink& out) {
+      if (q.dci) {
+        q.dct_ah[w.remote_qpn] = w.ah;
+        s = q.dci->post(wr, {.dct = w.remote_qpn, .access_key = w.dc_key}, now_, out);
+      } else {
+        s = q.req->post(wr, now_, out);
+      }
+    });
+    if (!s.ok() && s.error != flow::errc::qp_in_error) {
+      if (detail::send_record* r2 = send_of(q, seq); r2 && !r2->done) {
+        r2->done = true, r2->status = wc_status::local_qp_operation_error;
+        r2->vendor_err = static_cast<std::uint32_t>(s.error);
+      }
+      send_error(q);
+    }
+  }
+  static std::uint32_t send_length(const send_wqe& w) {
+    if (w.flags & send_inline) return w.inline_len;
+    std::uint64_t n = 0;
+    for (std::size_t i = 0; i < w.num_sge && i < max_sge; ++i) n += w.sg[i].length;
+    return static_cast<std::uint32_t>(std::min<std::uint64_t>(n, 0xFFFFFFFFu));
+  }
+  /// Local checks of a send descriptor: its opcode on this QP, its scatter/gather list.
+  errc check_send(const qp_state_t& q, const send_wqe& w) const {
+    if (w.opcode > static_cast<std::uint8_t>(wr_opcode::atomic_fetch_and_add)) return errc::invalid_argument;
+    const auto op = static_cast<wr_opcode>(w.opcode);
+    if (!flow::supports(service_of(q.init.type), flow_op(op))) return errc::invalid_argument;
+    if ((w.flags & send_inline) && (w.inline_len > max_inline || op == wr_opcode::rdma_read ||
+                                    op == wr_opcode::atomic_cmp_and_swp || op == wr_opcode::atomic_fetch_and_add))
+      return errc::invalid_argument;
+    if (!(w.flags & send_inline) && w.num_sge > max_sge) return errc::invalid_argument;
+    if ((q.init.type == qp_type::ud || q.init.type == qp_type::dci) && w.ah >= ahs_.size()) return errc::invalid_argument;
+    const bool atomic = op == wr_opcode::atomic_cmp_and_swp || op == wr_opcode::atomic_fetch_and_add;
+    if (atomic && (send_length(w) != 8 || w.num_sge != 1)) return errc::invalid_argument;
+    if (atomic && w.remote_addr % 8) return errc::misaligned;
+    if (cell_port(q) && send_length(w) > cfg_.cell_max_message) return errc::out_of_range;
+    if (w.flags & send_inline) return {};
+    // READ and atomics write their results locally: local write is needed
+    const access need = op == wr_opcode::rdma_read || atomic ? access::local_write : access::none;
+    for (std::size_t i = 0; i < w.num_sge; ++i)
+      if (const errc e = mem_.check(w.sg[i].lkey, w.sg[i].addr, w.sg[i].length, {q.init.pd, need}); e != errc{} && e != errc::page_fault)
+        return e;
+    return {};
+  }
+  /// A send-queue error: RC and DC go to ERR; UC and UD to SQE (the receive side goes on).
+  void send_error(qp_state_t& q) {
+    if (q.init.type == qp_type::uc || q.init.type == qp_type::ud) {
+      to_send_error(q);
+      return;
+    }
+    to_error(q);
+  }
+
+  /// UC / UD: the send queue stops (SQE); what it held completes flushed; receives go on.
+  void to_send_error(qp_state_t& q) {
+    q.state = qp_state::sqe;
+    if (q.req) q.attr.sq_psn = q.req->next_psn();
+    q.req.reset();
+    for (auto& r : q.sends)
+      if (!r.done) r.done = true, r.status = wc_status::flushed;
+  }
+
+  // -- timers, pumping -------------------------------------------------------------------------
+  /// The send-side transport machine of q (RC, UC, UD: the requester; DCI: its requester).
+  static const requester_t* sender(const qp_state_t& q) { return q.req ? &*q.req : q.dci ? &q.dci->transport() : nullptr; }
+  /// Runs f(sink) on q's send side, counts what it retransmitted and paused, then carries out
+  /// its actions (payload: the packet it answered).
+  template <class F>
+  void run_sender(qp_state_t& q, std::span<const std::byte> payload, F&& f) {
+    flow::action_list<flow::qp_action_t, sink_size> a;
+    const requester_t* r = sender(q);
+    const auto before = r ? r->stats() : typename requester_t::counters{};
+    f(a.out);
+    if (const requester_t* after = sender(q)) {
+      stats_.retransmits += after->stats().retransmitted - before.retransmitted;
+      stats_.pauses += after->stats().page_faults - before.page_faults;
+    }
+    handle(q, a.out, payload);
+  }
+  void fire_timers(qp_state_t& q) {
+    for (const auto k : {flow::timer_kind::retransmit, flow::timer_kind::wait}) {
+      const requester_t* r = sender(q);
+      if (!r) return;
+      const auto d = r->deadline(k);
+      if (!d || *d > now_) continue;
+      // A retransmit timeout while paused on a page fault is ignored: a retransmission avoided.
+      if (k == flow::timer_kind::retransmit && r->state() == flow::req_state::paused) ++stats_.retransmits_avoided;
+      run_sender(q, {}, [&](flow::qp_sink& out) {
+        if (q.req) q.req->on_timer(k, now_, out);
+        else q.dci->on_timer(k, now_, out);
+      });
+    }
+  }
+  bool wants_work(const qp_state_t& q) const {
+    if (q.req && q.req->wants_to_send()) return true;
+    if (q.resp && q.resp->wants_to_send()) return true;
+    if (q.dci && q.dci->wants_to_send()) return true;
+    if (q.dct && q.dct->wants_to_send()) return true;
+    return (!q.sends.empty() && q.sends.front().done) || (!q.recvs.empty() && q.recvs.front().done);
+  }
+  bool tx_room(const qp_state_t& q) const {
+    const std::size_t port = q.init.type == qp_type::dct || q.init.type == qp_type::dci || q.init.type == qp_type::ud ? q.attr.port : q.attr.av.port;
+    return port < ports_.size() && ports_[port].tx.size() < cfg_.tx_queue;
+  }
+  void pump(qp_state_t& q) {
+    for (int guard = 0; guard < 1024 && tx_room(q); ++guard) {
+      if ((q.resp && q.resp->wants_to_send()) || (q.dct && q.dct->wants_to_send())) {
+        flow::action_list<flow::qp_action_t, sink_size> a;
+        if (q.resp) q.resp->pump(a.out);
+        else q.dct->pump(a.out);
+        handle(q, a.out, {});
+      } else if ((q.req && q.req->wants_to_send()) || (q.dci && q.dci->wants_to_send())) {
+        run_sender(q, {}, [&](flow::qp_sink& out) {
+          if (q.req) q.req->pump(now_, out);
+          else q.dci->pump(now_, out);
+        });
+      } else {
+        break;
+      }
+    }
+    fetch_sends(q);
+    if (q.state == qp_state::sqd && !q.drained_told && (!sender(q) || sender(q)->quiescent())) {
+      q.drained_told = true;
+      events_.push_back({event_type::sq_drained, q.qpn});
+    }
+  }
+
+  // -- actions ---------------------------------------------------------------------------------
+  /// Carries out the machines' actions; `payload` is the packet they answered (its bytes).
+  void handle(qp_state_t& q, const flow::qp_sink& out, std::span<const std::byte> payload) {
+    for (const auto& act : out) {
+      if (const auto* t = std::get_if<flow::qp_action::transmit>(&act)) {
+        transmit(q, t->pkt);
+      } else if (const auto* c = std::get_if<flow::qp_action::complete>(&act)) {
+        complete_send(q, *c);
+      } else if (const auto* p = std::get_if<flow::qp_action::place>(&act)) {
+        place(q, *p, payload);
+      } else if (const auto* r = std::get_if<flow::qp_action::receive>(&act)) {
+        complete_receive(q, *r);
+      } else if (const auto* d = std::get_if<flow::qp_action::read_data>(&act)) {
+        place_read(q, *d, payload);
+      }
+    }
+  }
+  detail::send_record* send_of(qp_state_t& q, std::uint64_t seq) {
+    if (q.sends.empty() || seq < q.sends.front().seq) return nullptr;
+    const std::uint64_t i = seq - q.sends.front().seq;
+    return i < q.sends.size() ? &q.sends[i] : nullptr;
+  }
+  void complete_send(qp_state_t& q, const flow::qp_action::complete& c) {
+    if (c.wr_id >= flow::dc_internal_id) return;  // a DCI's own connect / disconnect
+    detail::send_record* r = send_of(q, c.wr_id);
+    if (!r || r->done) return;
+    r->done = true;
+    r->status = status_of(c.status);
+    if (r->status == wc_status::success && (c.op == flow::wr_op::compare_swap || c.op == flow::wr_op::fetch_add)) {
+      std::byte v[8];
+      wire::store_le64(v, c.orig);
+      std::size_t done = 0;
+      if (!gather(q, r->wqe, 0, 8, access::local_write, [&](std::byte* h, std::size_t n) {
+            std::memcpy(h, v + done, n);
+            done += n;
+          }))
+        r->status = wc_status::local_protection_error;
+    }
+    if (r->status != wc_status::success && r->status != wc_status::flushed) {
+      if (q.init.type == qp_type::uc || q.init.type == qp_type::ud) to_send_error(q);
+      else to_error(q);
+    }
+  }
+  /// Visits a local access (an SGE's piece) if its key still allows it; a page fault on a local
+  /// on-demand key is served at once (the device's own access). False when refused.
+  template <class F>
+  bool local_visit(const qp_state_t& q, const sge& s, std::uint64_t offset, std::uint32_t n, access need, F&& f) {
+    fault_info fi{};
+    errc e = mem_.check(s.lkey, s.addr + offset, n, {q.init.pd, need}, &fi);
+    if (e == errc::page_fault) {
+      ++stats_.page_faults;
+      ++stats_.faults_served;
+      mem_.make_resident(fi.key, fi.va, fi.length);
+      e = mem_.check(s.lkey, s.addr + offset, n, {q.init.pd, need});
+    }
+    if (e != errc{}) return false;
+    mem_.visit(s.lkey, s.addr + offset, n, f);
+    return true;
+  }
+  /// Visits bytes [offset, offset + length) of a scatter/gather list (or inline data) as host
+  /// segments. False when a key no longer allows it (nothing after that piece is visited).
+  template <class F>
+  bool gather(const qp_state_t& q, const send_wqe& w, std::uint32_t offset, std::uint32_t length, access need, F&& f) {
+    if (w.flags & send_inline) {
+      if (length) f(const_cast<std::byte*>(w.inline_data.data()) + offset, length);
+      return true;
+    }
+    return walk(q, std::span<const sge>(w.sg.data(), std::min<std::size_t>(w.num_sge, max_sge)), offset, length, need, f);
+  }
+  template <class F>
+  bool walk(const qp_state_t& q, std::span<const sge> list, std::uint32_t offset, std::uint32_t length, access need, F& f) {
+    for (const sge& s : list) {
+      if (length == 0) break;
+      if (offset >= s.length) {
+        offset -= s.length;
+        continue;
+      }
+      const std::uint32_t n = std::min(length, s.length - offset);
+      if (!local_visit(q, s, offset, n, need, f)) return false;
+      offset = 0;
+      length -= n;
+    }
+    return length == 0;
+  }
+  void place_read(qp_state_t& q, const flow::qp_action::read_data& d, std::span<const std::byte> payload) {
+    detail::send_record* r = send_of(q, d.wr_id);
+    if (!r || payload.size() < d.length) return;
+    std::size_t done = 0;
+    const bool ok = gather(q, r->wqe, d.offset, d.length, access::local_write, [&](std::byte* p, std::size_t n) {
+      std::memcpy(p, payload.data() + done, n);
+      done += n;
+    });
+    if (!ok) r->vendor_err = static_cast<std::uint32_t>(errc::no_access_right), r->status = wc_status::local_protection_error;
+  }
+  recv_record_t* bind_receive(qp_state_t& q, std::uint32_t msn) {
+    for (auto& r : q.recvs)
+      if (r.bound && !r.done && r.msn == msn) return &r;
+    if (q.init.srq) {
+      srq_state& s = *srqs_[*q.init.srq];
+      if (s.ready.empty()) return nullptr;
+      recv_record_t r;
+      r.wqe = s.ready.front();
+      s.ready.pop_front();
+      ++s.mem->doorbell().retired;  // an SRQ slot frees when it is consumed
+      if (!receive_sges_ok(q, r.wqe)) r.status = wc_status::local_protection_error;
+      r.bound = true;
+      r.msn = msn;
+      q.recvs.push_back(r);
+      return &q.recvs.back();
+    }
+    for (auto& r : q.recvs)
+      if (!r.bound && !r.done) {
+        r.bound = true;
+        r.msn = msn;
+        return &r;
+      }
+    return nullptr;
+  }
+  void place(qp_state_t& q, const flow::qp_action::place& p, std::span<const std::byte> payload) {
+    if (payload.size() < p.length) return;
+    const auto data = payload.first(p.length);
+    if (!p.to_receive) {
+      mem_.write(p.rkey, p.va, data);
+      return;
+    }
+    recv_record_t* r = bind_receive(q, p.msn);
+    if (!r || r->status != wc_status::success) return;
+    const std::uint32_t at = p.offset + (q.init.type == qp_type::ud ? grh_size : 0);
+    std::size_t done = 0;
+    auto copy = [&](std::byte* h, std::size_t k) {
+      std::memcpy(h, data.data() + done, k);
+      done += k;
+    };
+    if (!walk(q, std::span<const sge>(r->wqe.sg.data(), std::min<std::size_t>(r->wqe.num_sge, max_sge)), at, p.length,
+              access::local_write, copy))
+      r->status = wc_status::local_protection_error;
+  }
+  void complete_receive(qp_state_t& q, const flow::qp_action::receive& rc) {
+    recv_record_t* r = bind_receive(q, rc.msn);
+    if (!r) return;
+    r->done = true;
+    r->byte_len = rc.bytes + (q.init.type == qp_type::ud ? grh_size : 0);
+    r->with_imm = rc.with_imm;
+    r->imm = rc.imm;
+    r->op = rc.with_imm && current_is_write_ ? wc_opcode::recv_rdma_with_imm : wc_opcode::recv;
+    r->src_qp = current_src_qp_;
+  }
+
+  // -- memory port (the responder's view of memory) -------------------------------------------
+  static flow::access_result port_check(void* ctx, std::uint32_t rkey, std::uint64_t va, std::uint32_t len, flow::access_kind k) {
+    auto& q = *static_cast<qp_state_t*>(ctx);
+    device& d = *q.dev;
+    const access need = k == flow::access_kind::read ? access::remote_read
+                        : k == flow::access_kind::write ? access::remote_write
+                                                        : access::remote_atomic;
+    // The QP's own remote rights come first (IBTA: the QP's access flags), then the key's.
+    if (!allows(q.attr.access_flags, need) && len != 0) return {flow::access_result::access_error, 0};
+    fault_info f{};
+    const errc e = d.mem_.check(rkey, va, len, {q.init.pd, need}, &f);
+    if (e == errc::page_fault) return {flow::access_result::page_fault, d.raise_fault(f)};
+    if (e != errc{}) return {flow::access_result::access_error, 0};
+    if (k == flow::access_kind::atomic && (va % 8 != 0 || !d.mem_.word(rkey, va))) return {flow::access_result::access_error, 0};
+    return {};
+  }
+  static std::uint64_t port_atomic(void* ctx, std::uint32_t rkey, std::uint64_t va, bool cmp_swap, std::uint64_t swap,
+                                   std::uint64_t compare) {
+    auto& q = *static_cast<qp_state_t*>(ctx);
+    std::byte* p = q.dev->mem_.word(rkey, va);
+    if (!p) return 0;
+    const std::uint64_t orig = wire::load_le64(p);
+    const std::uint64_t v = cmp_swap ? (orig == compare ? swap : orig) : orig + swap;
+    wire::store_le64(p, v);
+    return orig;
+  }
+  static bool port_fits(void* ctx, std::uint32_t offset, std::uint32_t len) {
+    auto& q = *static_cast<qp_state_t*>(ctx);
+    device& d = *q.dev;
+    const std::uint32_t extra = q.init.type == qp_type::ud ? grh_size : 0;
+    const recv_wqe* w = nullptr;
+    if (offset != 0) {
+      for (const auto& r : q.recvs)
+        if (r.bound && !r.done) w = &r.wqe;
+    } else if (q.init.srq) {
+      const srq_state& s = *d.srqs_[*q.init.srq];
+      if (!s.ready.empty()) w = &s.ready.front();
+    } else {
+      for (const auto& r : q.recvs)
+        if (!r.bound && !r.done) {
+          w = &r.wqe;
+          break;
+        }
+    }
+    const bool ok = w && std::uint64_t{offset} + len + extra <= sge_bytes(*w);
+    q.length_failed = !ok;
+    return ok;
+  }
+  /// Schedules the pages of f to become resident; returns the delay announced, microseconds.
+  std::uint32_t raise_fault(const fault_info& f) {
+    for (const auto& p : faults_)
+      if (p.key == f.key && p.va <= f.va && f.va + f.length <= p.va + p.length)
+        return static_cast<std::uint32_t>((p.ready_at - now_ + 999) / 1000);
+    ++stats_.page_faults;
+    faults_.push_back({f.key, f.va, f.length, now_ + cfg_.page_fault_latency});
+    return static_cast<std::uint32_t>((cfg_.page_fault_latency + 999) / 1000);
+  }
+  void serve_faults() {
+    for (auto it = faults_.begin(); it != faults_.end();) {
+      if (it->ready_at <= now_) {
+        mem_.make_resident(it->key, it->va, it->length);
+        ++stats_.faults_served;
+        it = faults_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  // -- completions ------------------------------------------------------------------------------
+  /// Writes the completions at the head of the QP's lists to their CQs, in the QP's order.
+  void flush_completions(qp_state_t& q) {
+    while (!q.sends.empty() && q.sends.front().done) {
+      const detail::send_record& r = q.sends.front();
+      const bool write = r.signaled || r.status != wc_status::success;
+      if (write) {
+        cqe e{};
+        e.wr_id = r.wr_id;
+        e.status = static_cast<std::uint8_t>(r.status);
+        e.opcode = static_cast<std::uint8_t>(r.op);
+        e.byte_len = r.op == wc_opcode::rdma_read ? send_length(r.wqe) : 0;
+        e.qp_num = q.qpn;
+        e.vendor_err = r.vendor_err;
+        if (!write_cqe(q, q.init.send_cq, e)) return;
+      }
+      q.sends.pop_front();
+      ++q.sq_retired;
+      q.init.sq->doorbell().retired.store(q.sq_retired, std::memory_order_release);
+    }
+    while (!q.recvs.empty() && q.recvs.front().done) {
+      const recv_record_t& r = q.recvs.front();
+      cqe e{};
+      e.wr_id = r.wqe.wr_id;
+      e.status = static_cast<std::uint8_t>(r.status);
+      e.opcode = static_cast<std::uint8_t>(r.op);
+      e.byte_len = r.status == wc_status::success ? r.byte_len : 0;
+      e.imm = r.imm;
+      e.flags = r.with_imm ? cqe_with_imm : 0;
+      e.qp_num = q.qpn;
+      e.src_qp = r.src_qp;
+      if (!write_cqe(q, q.init.recv_cq, e)) return;
+      q.recvs.pop_front();
+      if (!q.init.srq) q.init.rq->doorbell().retired.fetch_add(1, std::memory_order_release);
+    }
+  }
+  /// Writes one entry; false when the CQ is full (the record stays in its list: nothing is lost;
+  /// the first overflow raises cq_error and moves the QP to ERR).
+  bool write_cqe(qp_state_t& q, std::uint32_t cqn, cqe e) {
+    cq_state& c = cqs_.at(cqn);
+    const auto n = static_cast<std::uint32_t>(c.mem->ring().size());
+    if (c.producer - c.mem->doorbell().consumer.load(std::memory_order_acquire) >= n) {
+      if (!c.error) {
+        c.error = true;
+        ++stats_.cq_overflows;
+        events_.push_back({event_type::cq_error, cqn});
+        if (q.state != qp_state::err) {
+          events_.push_back({event_type::qp_fatal, q.qpn});
+          to_error(q);
+        }
+      }
+      return false;
+    }
+    c.error = false;
+    e.op_own = cq_memory::phase(c.producer, n);
+    cqe& slot = c.mem->ring()[c.producer & (n - 1)];
+    const std::uint8_t own = e.op_own;
+    e.op_own = static_cast<std::uint8_t>(own ^ 1);  // stays foreign until the last store
+    slot = e;
+    std::atomic_ref<std::uint8_t>(slot.op_own).store(own, std::memory_order_release);
+    ++c.producer;
+    ++stats_.completions;
+    if (c.armed) std::exchange(c.armed, {})(cqn);
+    return true;
+  }
+
+  // -- framing: transmit -------------------------------------------------------------------------
+  std::vector<std::byte> buffer(std::size_t n) {
+    std::vector<std::byte> b;
+    if (!pool_.empty()) b = std::move(pool_.back()), pool_.pop_back();
+    b.resize(n);
+    return b;
+  }
+  std::uint8_t tx_port(const qp_state_t& q, const flow::packet& p) const {
+    if (q.init.type == qp_type::rc || q.init.type == qp_type::uc) return q.attr.av.port;
+    (void)p;
+    return q.attr.port;
+  }
+  /// The address vector a packet of q goes to (UD / DCI requests: the work request's AH;
+  /// responses: back to where the request came from).
+  const address_vector* destination(qp_state_t& q, const flow::packet& p) {
+    if (q.init.type == qp_type::rc || q.init.type == qp_type::uc) return &q.attr.av;
+    if (p.info().request) {
+      const detail::send_record* r = send_of(q, p.wr_id);
+      if (r) return r->wqe.ah < ahs_.size() ? &ahs_[r->wqe.ah] : nullptr;
+      const auto it = q.dct_ah.find(p.dest_qp);  // a DCI's connect / disconnect: its target's AH
+      return it != q.dct_ah.end() && it->second < ahs_.size() ? &ahs_[it->second] : nullptr;
+    }
+    const auto it = reply_to_.find(reply_key(q.qpn, p.dest_qp));
+    return it == reply_to_.end() ? nullptr : &it->second;
+  }
+  static std::uint64_t reply_key(std::uint32_t qpn, std::uint32_t peer) { return std::uint64_t{qpn} << 32 | peer; }
+  void transmit(qp_state_t& q, flow::packet p) {
+    if (q.state == qp_state::err) return;
+    const address_vector* av = destination(q, p);
+    if (!av || av->port >= ports_.size()) return;
+    port_state& ps = ports_[av->port];
+    if (q.init.type == qp_type::ud && p.info().request) p.src_qp = q.qpn;
+    // The payload: a request's from its work request; a READ response's from memory.
+    const ib::opcode_info& op = p.info();
+    std::uint32_t len = op.payload ? p.length : 0;
+    const detail::send_record* rec = op.request ? send_of(q, p.wr_id) : nullptr;
+    const bool from_memory = op.is(ib::op_class::read_response);
+    if (from_memory && mem_.check(p.rkey, p.va, len, {q.init.pd, access::remote_read}) != errc{}) return;  // no longer readable
+    if (op.request && op.payload && !rec) return;
+    ++stats_.frames_out;
+    if (ps.cfg.frame == framing::roce) transmit_roce(q, ps, *av, p, rec, from_memory, len);
+    else transmit_cells(q, ps, *av, p, rec, from_memory, len);
+  }
+  template <class F>
+  bool payload_segments(qp_state_t& q, const flow::packet& p, const detail::send_record* rec, bool from_memory,
+                        std::uint32_t len, F&& f) {
+    if (len == 0) return true;
+    if (from_memory) {
+      mem_.visit(p.rkey, p.va, len, f);
+      return true;
+    }
+    return gather(q, rec->wqe, p.offset, len, access::none, f);
+  }
+  void transmit_roce(qp_state_t& q, port_state& ps, const address_vector& av, flow::packet& p,
+                     const detail::send_record* rec, bool from_memory, std::uint32_t len) {
+    ib::roce_packet r = flow::to_roce(p, frame_base(q, ps, av, p));
+    const std::size_t head = ib::payload_offset(r);
+    std::vector<std::byte> f = buffer(head + len + 3 + ib::detail::icrc_size);  // pad at most 3
+    std::size_t at = head;
+    if (!payload_segments(q, p, rec, from_memory, len, [&](std::byte* s, std::size_t n) {
+          std::memcpy(f.data() + at, s, n);
+          at += n;
+        })) {
+      recycle(std::move(f));
+      return;  // a local key was deregistered under a posted request: nothing is sent
+    }
+    r.payload = std::span<const std::byte>(f.data() + head, len);
+    const auto n = ib::build(r, f);
+    if (!n) return;
+    f.resize(*n);
+    stats_.bytes_out += f.size();
+    ps.tx.push_back(std::move(f));
+  }
+  ib::roce_packet frame_base(qp_state_t& q, const port_state& ps, const address_vector& av, const flow::packet& p) {
+    ib::roce_packet b{};
+    b.eth.src = ps.cfg.mac;
+    b.eth.dst = av.dmac;
+    const bool v6 = !is_v4(av.dgid) || !is_v4(ps.cfg.gid);
+    b.v6 = v6;
+    if (v6) {
+      std::copy(ps.cfg.gid.begin(), ps.cfg.gid.end(), b.ip6.src.begin());
+      std::copy(av.dgid.begin(), av.dgid.end(), b.ip6.dst.begin());
+      b.ip6.hlim = av.hop_limit;
+      b.ip6.tclass = av.traffic_class;
+    } else {
+      std::copy(ps.cfg.gid.begin() + 12, ps.cfg.gid.end(), b.ip4.src.begin());
+      std::copy(av.dgid.begin() + 12, av.dgid.end(), b.ip4.dst.begin());
+      b.ip4.ttl = av.hop_limit;
+    }
+    const std::uint32_t fl = av.flow_label ? av.flow_label : ib::flow_label(q.qpn, p.dest_qp);
+    b.udp.srcport = ib::udp_sport(fl);
+    if (v6) b.ip6.flow = fl;
+    return b;
+  }
+  void transmit_cells(qp_state_t& q, port_state& ps, const address_vector& av, flow::packet& p,
+                      const detail::send_record* rec, bool from_memory, std::uint32_t len) {
+    p.src_qp = q.qpn;
+    std::vector<std::span<const std::byte>> pieces;
+    if (!payload_segments(q, p, rec, from_memory, len, [&](std::byte* s, std::size_t n) { pieces.emplace_back(s, n); })) return;
+    cell::packet_spec base{};
+    base.dst = av.dmac;
+    base.src = ps.cfg.mac;
+    const auto spec = flow::to_cell(p, base);
+    if (!spec) return;  // no cell form (spec/rnic.md §7: the operations cells carry)
+    auto seg = cell::segmenter::make(*spec, std::span<const std::span<const std::byte>>(pieces), ps.cfg.cell_payload);
+    if (!seg) return;
+    while (!seg->done()) {
+      std::vector<std::byte> f = buffer(seg->next_size());
+      const auto n = seg->next(f);
+      if (!n) return;
+      f.resize(*n);
+      stats_.bytes_out += f.size();
+      ps.tx.push_back(std::move(f));
+    }
+  }
+
+  // -- framing: receive --------------------------------------------------------------------------
+  void receive_roce(port_state& ps, std::span<const std::byte> frame) {
+    ib::roce_view v;
+    if (ib::inspect(frame, v, {.crc = wire::crc_check::require}).code != wire::errc{}) {
+      ++stats_.dropped_bad_frame;
+      return;
+    }
+    const auto eth = v.eth();
+    if (eth.dst != ps.cfg.mac) {
+      ++stats_.dropped_not_mine;
+      return;
+    }
+    std::array<std::uint8_t, 16> src{}, dst{};
+    if (v.v6) {
+      const auto h = v.ipv6();
+      std::copy(h.src.begin(), h.src.end(), src.begin());
+      std::copy(h.dst.begin(), h.dst.end(), dst.begin());
+    } else {
+      const auto h = v.ipv4();
+      src = gid_v4(h.src[0], h.src[1], h.src[2], h.src[3]);
+      dst = gid_v4(h.dst[0], h.dst[1], h.dst[2], h.dst[3]);
+    }
+    if (dst != ps.cfg.gid) {
+      ++stats_.dropped_not_mine;
+      return;
+    }
+    const flow::packet p = flow::from_roce(v);
+    if (p.p_key != 0xFFFF) {  // the default partition is the only one
+      ++stats_.dropped_not_mine;
+      return;
+    }
+    address_vector from{.port = static_cast<std::uint8_t>(&ps - ports_.data()), .dmac = eth.src, .dgid = src};
+    dispatch(p, from);
+  }
+  void receive_cell(port_state& ps, std::span<const std::byte> frame) {
+    const auto r = ps.reasm->push(frame, now_);
+    if (r.status == cell::push_status::rejected) {
+      if (r.error.code == wire::errc::cell_crc_mismatch || r.error.code == wire::errc::not_cell ||
+          r.error.code == wire::errc::packet_crc_mismatch)
+        ++stats_.dropped_bad_frame;
+      return;
+    }
+    if (r.status != cell::push_status::delivered) return;
+    const cell::delivered_packet& d = *r.packet;
+    flow::packet p = flow::from_cell(d);
+    address_vector from{.port = static_cast<std::uint8_t>(&ps - ports_.data()), .dmac = wire::read<wire::eth_header, "src">(frame.data())};
+    // The transport judges duplicates by PSN (and re-acknowledges them); the reassembler only
+    // joins cells, so it forgets each packet it delivers and takes a resent one again.
+    const cell::packet_key key = d.key;
+    dispatch(p, from);
+    ps.reasm->forget(key);
+  }
+  /// Hands a packet to the QP it names.
+  void dispatch(const flow::packet& p, const address_vector& from) {
+    if (!p.known()) {
+      ++stats_.dropped_by_qp;
+      return;
+    }
+    qp_state_t* q = find_qp(p.dest_qp);
+    if (!q) {
+      ++stats_.dropped_no_qp;
+      return;
+    }
+    const bool request = p.info().request;
+    flow::action_list<flow::qp_action_t, sink_size> a;
+    current_src_qp_ = p.src_qp;
+    current_is_write_ = p.info().is(ib::op_class::write);
+    if (request) {
+      if (q->state == qp_state::reset || q->state == qp_state::init || q->state == qp_state::err || (!q->resp && !q->dct)) {
+        ++stats_.dropped_no_qp;
+        return;
+      }
+      if (q->init.type == qp_type::dct) reply_to_[reply_key(q->qpn, p.dci)] = from;
+      if (q->init.srq) {
+        const std::uint32_t ready = receives_ready(*q);
+        if (q->resp) q->resp->set_receives(ready);
+        if (q->dct) q->dct->set_receives(ready);
+      }
+      flow::step_result s{};
+      if (q->resp) {
+        if (q->resp->refusal(a.out) != flow::errc{}) {  // its response queue is full: dropped, resent later
+          ++stats_.dropped_by_qp;
+          return;
+        }
+        s = q->resp->on_packet(p, a.out);
+      } else {
+        s = q->dct->on_packet(p, a.out);
+      }
+      bool refused = !s.ok();
+      for (const auto& act : a.out)
+        if (std::holds_alternative<flow::qp_action::dropped>(act)) refused = true;
+      if (refused) ++stats_.dropped_by_qp;
+      handle(*q, a.out, p.payload);
+      const bool failed = (q->resp && q->resp->state() == flow::resp_state::error) || (q->dct && q->dct->transport().state() == flow::resp_state::error);
+      if (failed && q->state != qp_state::err && (q->init.type == qp_type::rc || q->init.type == qp_type::dct)) {
+        // the responder NAKed a fatal error: the receive it consumed (if any) fails, the QP goes to ERR
+        events_.push_back({q->length_failed ? event_type::qp_request_error : event_type::qp_access_error, q->qpn});
+        if (q->length_failed)
+          for (auto& r : q->recvs)
+            if (!r.done) {
+              r.done = true, r.status = wc_status::local_length_error;
+              break;
+            }
+        to_error(*q);
+      }
+    } else {
+      if (q->state != qp_state::rts && q->state != qp_state::sqd && q->state != qp_state::sqe) {
+        ++stats_.dropped_no_qp;
+        return;
+      }
+      if (!sender(*q)) {
+        ++stats_.dropped_no_qp;
+        return;
+      }
+      run_sender(*q, p.payload, [&](flow::qp_sink& out) {
+        if (q->req) q->req->on_packet(p, now_, out);
+        else q->dci->on_packet(p, now_, out);
+      });
+    }
+    pump(*q);
+    flush_completions(*q);
+  }
+
+  device_config cfg_;
+  memory_table mem_;
+  std::vector<port_state> ports_;
+  std::vector<std::uint32_t> pds_;
+  std::uint32_t next_pd_ = 1;
+  std::unordered_map<std::uint32_t, cq_state> cqs_;
+  std::uint32_t next_cq_ = 1;
+  std::unordered_map<std::uint32_t, std::unique_ptr<qp_state_t>> qps_;
+  std::uint32_t next_qpn_ = 0x10;
+  std::vector<address_vector> ahs_;
+  std::vector<std::unique_ptr<srq_state>> srqs_;
+  std::unordered_map<std::uint64_t, address_vector> reply_to_;
+  std::vector<std::uint32_t> doorbells_, srq_doorbells_;
+  std::vector<pending_fault> faults_;
+  std::vector<async_event> events_;
+  std::vector<std::vector<std::byte>> pool_;
+  time_ns now_ = 0;
+  device_counters stats_{};
+  std::uint32_t current_src_qp_ = 0;
+  bool current_is_write_ = false;
+};
+
+}  // namespace pushwire::rnic

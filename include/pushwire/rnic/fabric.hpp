@@ -1,0 +1,267 @@
+// The in-process loopback fabric (spec/rnic.md §8): links between the ports of any number of
+// devices, in virtual time only (it never reads a clock). Each link has a rate, a latency and a
+// frame size limit; each direction has seeded faults: loss, duplication, reordering (a frame
+// held back by up to a bound, so later ones pass it), bit corruption and extra delay. A pcap tap
+// records every frame delivered, as delivered. A raw port stands in for a device on the far end
+// of a link: the caller reads what the device sends there and injects any bytes into it, to
+// drive the reference with frames from another NIC.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <fstream>
+#include <optional>
+#include <queue>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <pushwire/rnic/device.hpp>
+#include <pushwire/wire/pcap.hpp>
+
+namespace pushwire::rnic {
+
+/// Faults of one direction of a link. Probabilities are fractions (0.05 = 5%), per frame.
+struct direction_faults {
+  double loss = 0, duplicate = 0, reorder = 0, corrupt = 0, delay = 0;
+  /// A reordered frame is held back by 1 .. max_reorder ns (frames sent meanwhile pass it).
+  time_ns max_reorder = 20'000;
+  /// A delayed frame arrives 1 .. max_delay ns late.
+  time_ns max_delay = 100'000;
+};
+
+struct link_config {
+  double rate = 12.5e9;     ///< bytes per second (100 Gb/s); 0: no serialization delay
+  time_ns latency = 500;    ///< propagation delay, ns
+  std::size_t mtu = 9216;   ///< largest frame, bytes; larger ones are dropped (counted)
+  direction_faults a_to_b{}, b_to_a{};
+};
+
+struct fabric_counters {
+  std::uint64_t sent = 0, delivered = 0, lost = 0, duplicated = 0, reordered = 0, corrupted = 0, delayed = 0;
+  std::uint64_t too_big = 0, unlinked = 0;
+};
+
+class loopback_fabric {
+ public:
+  explicit loopback_fabric(std::uint64_t seed = 1) : seed_(seed) {}
+  loopback_fabric(const loopback_fabric&) = delete;
+  loopback_fabric& operator=(const loopback_fabric&) = delete;
+
+  /// Connects port pa of a and port pb of b (each port has at most one link). Errors:
+  /// invalid_argument (no such port), busy (a port already linked).
+  errc link(device& a, std::size_t pa, device& b, std::size_t pb, const link_config& c = {}) {
+    if (pa >= a.port_count() || pb >= b.port_count()) return errc::invalid_argument;
+    if (find_end(&a, pa) || find_end(&b, pb)) return errc::busy;
+    const std::size_t l = links_.size();
+    links_.push_back({c, {end{&a, pa, -1}, end{&b, pb, -1}}, {0, 0}, {rng(l, 0), rng(l, 1)}});
+    return {};
+  }
+  /// Connects port p of d to a raw endpoint; returns its number (for inject / take).
+  result<std::size_t> raw_port(device& d, std::size_t p, const link_config& c = {}) {
+    if (p >= d.port_count()) return errc::invalid_argument;
+    if (find_end(&d, p)) return errc::busy;
+    const std::size_t l = links_.size();
+    const int raw = static_cast<int>(raws_.size());
+    raws_.emplace_back();
+    links_.push_back({c, {end{&d, p, -1}, end{nullptr, 0, raw}}, {0, 0}, {rng(l, 0), rng(l, 1)}});
+    return static_cast<std::size_t>(raw);
+  }
+  /// Sends `frame` from raw endpoint `raw` towards its device (it crosses the link).
+  void inject(std::size_t raw, std::span<const std::byte> frame) {
+    for (std::size_t l = 0; l < links_.size(); ++l)
+      if (links_[l].ends[1].raw == static_cast<int>(raw)) send(l, 1, std::vector<std::byte>(frame.begin(), frame.end()));
+  }
+  /// The next frame the device sent to raw endpoint `raw`, or nullopt.
+  std::optional<std::vector<std::byte>> take(std::size_t raw) {
+    auto& q = raws_.at(raw);
+    if (q.empty()) return std::nullopt;
+    std::vector<std::byte> f = std::move(q.front());
+    q.erase(q.begin());
+    return f;
+  }
+  /// Records every delivered frame in a classic pcap (nanosecond timestamps of virtual time).
+  /// Errors: invalid_argument (the file cannot be written).
+  errc tap(const std::string& path) {
+    tap_.open(path, std::ios::binary | std::ios::trunc);
+    if (!tap_) return errc::invalid_argument;
+    std::vector<std::byte> h;
+    wire::pcap::writer w{h, wire::pcap::resolution::nano};
+    tap_.write(reinterpret_cast<const char*>(h.data()), static_cast<std::streamsize>(h.size()));
+    return {};
+  }
+
+  time_ns now() const { return now_; }
+  const fabric_counters& counters() const { return stats_; }
+
+  /// Lets every device act at the current time, then moves to the next event (a frame's
+  /// arrival or a device's deadline) no later than `limit` and handles it. False when there is
+  /// none by then (the time stays).
+  bool step(time_ns limit) {
+    settle();
+    std::optional<time_ns> t;
+    if (!events_.empty()) t = events_.top().at;
+    for (device* d : devices())
+      if (const auto dl = d->next_deadline(); dl && (!t || *dl < *t)) t = std::max(*dl, now_);
+    if (!t || *t > limit) return false;
+    now_ = *t;
+    while (!events_.empty() && events_.top().at <= now_) {
+      event e = std::move(const_cast<event&>(events_.top()));  // the heap orders by at / seq, which stay
+      events_.pop();
+      deliver(e);
+    }
+    for (device* d : devices()) d->progress(now_);
+    return true;
+  }
+  /// Steps until `done()` holds or no event is left before `limit`; returns done().
+  template <class Pred>
+  bool run(Pred done, time_ns limit) {
+    while (!done())
+      if (!step(limit)) {
+        settle();
+        return done();
+      }
+    return true;
+  }
+  /// Steps until nothing is left to do before `limit`.
+  void run_until(time_ns limit) {
+    while (step(limit)) {
+    }
+    settle();
+  }
+
+ private:
+  struct end {
+    device* dev = nullptr;
+    std::size_t port = 0;
+    int raw = -1;  ///< a raw endpoint's number instead of a device
+  };
+  struct link_state {
+    link_config cfg;
+    std::array<end, 2> ends;
+    std::array<time_ns, 2> busy_until;  ///< per direction: when the sender's serializer is free
+    std::array<std::mt19937_64, 2> rng;
+  };
+  struct event {
+    time_ns at;
+    std::uint64_t seq;
+    std::size_t link;
+    int to;  ///< the end it arrives at
+    std::vector<std::byte> frame;
+    friend bool operator<(const event& a, const event& b) { return a.at != b.at ? a.at > b.at : a.seq > b.seq; }
+  };
+
+  std::mt19937_64 rng(std::size_t link, int dir) const {
+    std::seed_seq s{static_cast<std::uint32_t>(seed_), static_cast<std::uint32_t>(seed_ >> 32),
+                    static_cast<std::uint32_t>(link), static_cast<std::uint32_t>(dir)};
+    return std::mt19937_64(s);
+  }
+  const end* find_end(const device* d, std::size_t port) const {
+    for (const auto& l : links_)
+      for (const auto& e : l.ends)
+        if (e.dev == d && e.port == port) return &e;
+    return nullptr;
+  }
+  std::vector<device*> devices() const {
+    std::vector<device*> v;
+    for (const auto& l : links_)
+      for (const auto& e : l.ends)
+        if (e.dev && std::find(v.begin(), v.end(), e.dev) == v.end()) v.push_back(e.dev);
+    return v;
+  }
+  /// Progress at the current time and collect what the devices send, until they are idle.
+  void settle() {
+    for (int round = 0; round < 256; ++round) {
+      bool more = false;
+      for (device* d : devices()) {
+        d->progress(now_);
+        for (std::size_t p = 0; p < d->port_count(); ++p)
+          while (auto f = d->take_frame(p)) {
+            more = true;
+            route(d, p, std::move(*f));
+          }
+        more = more || d->busy();
+      }
+      if (!more) return;
+    }
+  }
+  void route(device* d, std::size_t port, std::vector<std::byte>&& f) {
+    for (std::size_t l = 0; l < links_.size(); ++l)
+      for (int i = 0; i < 2; ++i)
+        if (links_[l].ends[static_cast<std::size_t>(i)].dev == d && links_[l].ends[static_cast<std::size_t>(i)].port == port) {
+          send(l, i, std::move(f));
+          return;
+        }
+    ++stats_.unlinked;
+    d->recycle(std::move(f));
+  }
+  /// A frame leaves end `from` of link l now: serialization, latency, then the faults.
+  void send(std::size_t l, int from, std::vector<std::byte>&& f) {
+    link_state& k = links_[l];
+    const auto dir = static_cast<std::size_t>(from);
+    const direction_faults& fx = from == 0 ? k.cfg.a_to_b : k.cfg.b_to_a;
+    auto& r = k.rng[dir];
+    ++stats_.sent;
+    if (f.size() > k.cfg.mtu) {
+      ++stats_.too_big;
+      return;
+    }
+    const time_ns start = std::max(now_, k.busy_until[dir]);
+    const time_ns wire_time = k.cfg.rate > 0 ? static_cast<time_ns>(static_cast<double>(f.size()) * 1e9 / k.cfg.rate) : 0;
+    k.busy_until[dir] = start + wire_time;
+    time_ns at = k.busy_until[dir] + k.cfg.latency;
+    std::uniform_real_distribution<double> u(0, 1);
+    if (u(r) < fx.loss) {
+      ++stats_.lost;
+      return;
+    }
+    if (u(r) < fx.corrupt && !f.empty()) {
+      ++stats_.corrupted;
+      const std::size_t bit = std::uniform_int_distribution<std::size_t>(0, f.size() * 8 - 1)(r);
+      f[bit / 8] ^= static_cast<std::byte>(1u << (bit % 8));
+    }
+    if (u(r) < fx.reorder) {
+      ++stats_.reordered;
+      at += std::uniform_int_distribution<time_ns>(1, std::max<time_ns>(fx.max_reorder, 1))(r);
+    }
+    if (u(r) < fx.delay) {
+      ++stats_.delayed;
+      at += std::uniform_int_distribution<time_ns>(1, std::max<time_ns>(fx.max_delay, 1))(r);
+    }
+    if (u(r) < fx.duplicate) {
+      ++stats_.duplicated;
+      const time_ns later = at + std::uniform_int_distribution<time_ns>(0, std::max<time_ns>(fx.max_reorder, 1))(r);
+      events_.push({later, seq_++, l, 1 - from, f});
+    }
+    events_.push({at, seq_++, l, 1 - from, std::move(f)});
+  }
+  void deliver(event& e) {
+    const end& to = links_[e.link].ends[static_cast<std::size_t>(e.to)];
+    ++stats_.delivered;
+    if (tap_) {
+      std::vector<std::byte> rec;
+      wire::pcap::writer w{rec, wire::pcap::resolution::nano};
+      rec.clear();
+      w.add(e.at, e.frame);
+      tap_.write(reinterpret_cast<const char*>(rec.data()), static_cast<std::streamsize>(rec.size()));
+    }
+    if (to.raw >= 0) {
+      raws_[static_cast<std::size_t>(to.raw)].push_back(std::move(e.frame));
+      return;
+    }
+    to.dev->receive(to.port, e.frame, e.at);
+    to.dev->recycle(std::move(e.frame));
+  }
+
+  std::uint64_t seed_;
+  std::vector<link_state> links_;
+  std::vector<std::vector<std::vector<std::byte>>> raws_;
+  std::priority_queue<event> events_;
+  std::uint64_t seq_ = 0;
+  time_ns now_ = 0;
+  fabric_counters stats_{};
+  std::ofstream tap_;
+};
+
+}  // namespace pushwire::rnic

@@ -1,0 +1,374 @@
+// The reference RNIC end to end over the loopback fabric: every operation on every transport in
+// both framings (where the framing carries it), polled completions, per-QP completion order on
+// a shared CQ, CQ overflow, the QP state rules, on-demand paging with the page-fault ACK.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <pushwire/wire/pcap.hpp>
+
+#include "harness.hpp"
+
+using namespace pushwire;
+using namespace pushwire::test::rnic;
+
+namespace {
+
+std::string status_text(const work_completion& c) { return std::string{wire::enum_name(c.status)}; }
+
+bool equal_bytes(const side& s, std::size_t off, const std::vector<std::byte>& want) {
+  return std::equal(want.begin(), want.end(), s.buf.begin() + static_cast<std::ptrdiff_t>(off));
+}
+
+}  // namespace
+
+TEST_CASE("RC over RoCE: SEND, SEND_WITH_IMM, WRITE, WRITE_WITH_IMM, READ, atomics", "[rnic][rc]") {
+  for (const framing f : {framing::roce, framing::cell}) {
+    INFO("framing " << wire::enum_name(f));
+    pair p(f);
+    const auto [qa, qb] = p.connect(qp_type::rc);
+    side& a = p.a;
+    side& b = p.b;
+    const auto msg = pattern_bytes(5000, 1);
+    std::copy(msg.begin(), msg.end(), a.buf.begin());
+    // SEND 5000 bytes into a 6000-byte receive; SEND_WITH_IMM 10 bytes.
+    const sge r1 = b.at(0x10000, 6000), r2 = b.at(0x20000, 64);
+    REQUIRE(b.dev->post_recv(qb, {.wr_id = 71, .sg_list = std::span(&r1, 1)}) == errc{});
+    REQUIRE(b.dev->post_recv(qb, {.wr_id = 72, .sg_list = std::span(&r2, 1)}) == errc{});
+    const sge s1 = a.at(0, 5000), s2 = a.at(100, 10);
+    REQUIRE(a.dev->post_send(qa, {.wr_id = 1, .opcode = wr_opcode::send, .sg_list = std::span(&s1, 1)}) == errc{});
+    REQUIRE(a.dev->post_send(qa, {.wr_id = 2, .opcode = wr_opcode::send_with_imm, .sg_list = std::span(&s2, 1), .imm = 0x07050100}) == errc{});
+    // WRITE 3000 bytes; WRITE_WITH_IMM 256 bytes (consumes a receive).
+    const sge r3 = b.at(0x30000, 16);
+    REQUIRE(b.dev->post_recv(qb, {.wr_id = 73, .sg_list = std::span(&r3, 1)}) == errc{});
+    const sge s3 = a.at(0, 3000), s4 = a.at(1000, 256);
+    REQUIRE(a.dev->post_send(qa, {.wr_id = 3, .opcode = wr_opcode::rdma_write, .sg_list = std::span(&s3, 1), .remote_addr = b.addr(0x40000), .rkey = b.mr.rkey}) == errc{});
+    REQUIRE(a.dev->post_send(qa, {.wr_id = 4, .opcode = wr_opcode::rdma_write_with_imm, .sg_list = std::span(&s4, 1), .imm = 9, .remote_addr = b.addr(0x50000), .rkey = b.mr.rkey}) == errc{});
+    const bool cells = f == framing::cell;
+    if (!cells) {
+      // READ 2500 bytes back; COMPARE_SWAP and FETCH_ADD on b's word at 0x60000.
+      const auto remote = pattern_bytes(2500, 9);
+      std::copy(remote.begin(), remote.end(), b.buf.begin() + 0x70000);
+      std::uint64_t word = 40;
+      std::memcpy(b.buf.data() + 0x60000, &word, 8);
+      const sge s5 = a.at(0x80000, 2500), s6 = a.at(0x90000, 8), s7 = a.at(0x90008, 8);
+      REQUIRE(a.dev->post_send(qa, {.wr_id = 5, .opcode = wr_opcode::rdma_read, .sg_list = std::span(&s5, 1), .remote_addr = b.addr(0x70000), .rkey = b.mr.rkey}) == errc{});
+      REQUIRE(a.dev->post_send(qa, {.wr_id = 6, .opcode = wr_opcode::atomic_cmp_and_swp, .sg_list = std::span(&s6, 1), .remote_addr = b.addr(0x60000), .rkey = b.mr.rkey, .compare_add = 40, .swap = 77}) == errc{});
+      REQUIRE(a.dev->post_send(qa, {.wr_id = 7, .opcode = wr_opcode::atomic_fetch_and_add, .sg_list = std::span(&s7, 1), .remote_addr = b.addr(0x60000), .rkey = b.mr.rkey, .compare_add = 3}) == errc{});
+    }
+    p.settle();
+    const auto sc = a.poll_send();
+    const std::size_t n_send = cells ? 4 : 7;
+    REQUIRE(sc.size() == n_send);
+    for (std::size_t i = 0; i < n_send; ++i) {
+      INFO("completion " << i << " " << status_text(sc[i]));
+      CHECK(sc[i].wr_id == i + 1);
+      CHECK(sc[i].status == wc_status::success);
+      CHECK(sc[i].qp_num == qa);
+    }
+    CHECK(sc[0].opcode == wc_opcode::send);
+    CHECK(sc[2].opcode == wc_opcode::rdma_write);
+    const auto rc = b.poll_recv();
+    REQUIRE(rc.size() == 3);
+    CHECK(rc[0].wr_id == 71);
+    CHECK(rc[0].byte_len == 5000);
+    CHECK(rc[0].opcode == wc_opcode::recv);
+    CHECK(!rc[0].with_imm);
+    CHECK(rc[1].wr_id == 72);
+    CHECK(rc[1].byte_len == 10);
+    CHECK(rc[1].with_imm);
+    CHECK(rc[1].imm == 0x07050100);
+    CHECK(rc[2].wr_id == 73);
+    CHECK(rc[2].opcode == wc_opcode::recv_rdma_with_imm);
+    CHECK(rc[2].imm == 9);
+    CHECK(rc[2].byte_len == 256);
+    CHECK(equal_bytes(b, 0x10000, msg));
+    CHECK(equal_bytes(b, 0x20000, std::vector<std::byte>(msg.begin() + 100, msg.begin() + 110)));
+    CHECK(equal_bytes(b, 0x40000, std::vector<std::byte>(msg.begin(), msg.begin() + 3000)));
+    CHECK(equal_bytes(b, 0x50000, std::vector<std::byte>(msg.begin() + 1000, msg.begin() + 1256)));
+    CHECK(b.buf[0x40000 + 3000] == std::byte{0});  // not one byte past the write
+    if (!cells) {
+      CHECK(sc[4].opcode == wc_opcode::rdma_read);
+      CHECK(sc[4].byte_len == 2500);
+      CHECK(equal_bytes(a, 0x80000, pattern_bytes(2500, 9)));
+      std::uint64_t orig1 = 0, orig2 = 0, now = 0;
+      std::memcpy(&orig1, a.buf.data() + 0x90000, 8);
+      std::memcpy(&orig2, a.buf.data() + 0x90008, 8);
+      std::memcpy(&now, b.buf.data() + 0x60000, 8);
+      CHECK(orig1 == 40);  // compare matched: swapped to 77
+      CHECK(orig2 == 77);
+      CHECK(now == 80);
+    }
+  }
+}
+
+TEST_CASE("UC and UD over both framings", "[rnic][uc][ud]") {
+  for (const framing f : {framing::roce}) {
+    pair p(f);
+    {
+      const auto [qa, qb] = p.connect(qp_type::uc);
+      const auto msg = pattern_bytes(3000, 3);
+      std::copy(msg.begin(), msg.end(), p.a.buf.begin());
+      const sge r = p.b.at(0x1000, 4000);
+      REQUIRE(p.b.dev->post_recv(qb, {.wr_id = 5, .sg_list = std::span(&r, 1)}) == errc{});
+      const sge s = p.a.at(0, 3000);
+      REQUIRE(p.a.dev->post_send(qa, {.wr_id = 1, .opcode = wr_opcode::send, .sg_list = std::span(&s, 1)}) == errc{});
+      REQUIRE(p.a.dev->post_send(qa, {.wr_id = 2, .opcode = wr_opcode::rdma_write, .sg_list = std::span(&s, 1), .remote_addr = p.b.addr(0x9000), .rkey = p.b.mr.rkey}) == errc{});
+      // UC has no READ: refused locally with an error completion, the send queue to SQE.
+      p.settle();
+      const auto sc = p.a.poll_send();
+      REQUIRE(sc.size() == 2);
+      CHECK(sc[0].status == wc_status::success);
+      CHECK(sc[1].status == wc_status::success);
+      const auto rc = p.b.poll_recv();
+      REQUIRE(rc.size() == 1);
+      CHECK(rc[0].byte_len == 3000);
+      CHECK(equal_bytes(p.b, 0x1000, msg));
+      CHECK(equal_bytes(p.b, 0x9000, msg));
+      REQUIRE(p.a.dev->post_send(qa, {.wr_id = 3, .opcode = wr_opcode::rdma_read, .sg_list = std::span(&s, 1), .remote_addr = p.b.addr(0), .rkey = p.b.mr.rkey}) == errc{});
+      p.settle();
+      const auto bad = p.a.poll_send();
+      REQUIRE(bad.size() == 1);
+      CHECK(bad[0].status == wc_status::local_qp_operation_error);
+      CHECK(*p.a.dev->query_qp(qa) == qp_state::sqe);
+    }
+    {
+      const std::uint32_t ua = p.a.qp(qp_type::ud), ub = p.b.qp(qp_type::ud);
+      REQUIRE(bring_up(*p.a.dev, ua, qp_type::ud, 0, {}) == errc{});
+      REQUIRE(bring_up(*p.b.dev, ub, qp_type::ud, 0, {}) == errc{});
+      const std::uint32_t ah = *p.a.dev->create_ah(p.a.pd, av_to(*p.b.dev));
+      const auto msg = pattern_bytes(600, 4);
+      std::copy(msg.begin(), msg.end(), p.a.buf.begin() + 0x2000);
+      const sge r = p.b.at(0x3000, 1024);
+      REQUIRE(p.b.dev->post_recv(ub, {.wr_id = 9, .sg_list = std::span(&r, 1)}) == errc{});
+      const sge s = p.a.at(0x2000, 600);
+      REQUIRE(p.a.dev->post_send(ua, {.wr_id = 8, .opcode = wr_opcode::send_with_imm, .sg_list = std::span(&s, 1), .imm = 5, .ah = ah, .remote_qpn = ub, .remote_qkey = 0x11111111}) == errc{});
+      p.settle();
+      const auto sc = p.a.poll_send();
+      REQUIRE(sc.size() == 1);
+      CHECK(sc[0].status == wc_status::success);
+      const auto rc = p.b.poll_recv();
+      REQUIRE(rc.size() == 1);
+      CHECK(rc[0].byte_len == 600 + device::grh_size);  // verbs: a UD receive starts with 40 bytes of GRH
+      CHECK(rc[0].src_qp == ua);
+      CHECK(rc[0].imm == 5);
+      CHECK(equal_bytes(p.b, 0x3000 + device::grh_size, msg));
+    }
+  }
+}
+
+TEST_CASE("completions of QPs sharing a CQ come out in each QP's order", "[rnic][cq]") {
+  pair p;
+  std::vector<std::uint32_t> qas;
+  for (int i = 0; i < 4; ++i) qas.push_back(p.connect(qp_type::rc, 256).first);
+  // Interleave: each QP posts 20 WRITEs of different sizes, round robin.
+  for (int k = 0; k < 20; ++k)
+    for (std::size_t i = 0; i < qas.size(); ++i) {
+      const sge s = p.a.at(0, static_cast<std::uint32_t>(100 + 300 * ((k + i) % 5)));
+      REQUIRE(p.a.dev->post_send(qas[i], {.wr_id = i * 1000 + static_cast<std::uint64_t>(k), .opcode = wr_opcode::rdma_write,
+                                         .sg_list = std::span(&s, 1), .remote_addr = p.b.addr(0x1000 * (i + 1)), .rkey = p.b.mr.rkey}) == errc{});
+    }
+  p.settle();
+  const auto sc = p.a.poll_send();
+  REQUIRE(sc.size() == 80);
+  std::map<std::uint32_t, std::uint64_t> next;
+  bool interleaved = false;
+  for (std::size_t j = 0; j < sc.size(); ++j) {
+    const auto& c = sc[j];
+    CHECK(c.status == wc_status::success);
+    const std::uint64_t qp_index = c.wr_id / 1000;
+    REQUIRE(qp_index < qas.size());
+    CHECK(c.qp_num == qas[qp_index]);
+    CHECK(c.wr_id % 1000 == next[c.qp_num]);  // in this QP's order
+    ++next[c.qp_num];
+    if (j > 0 && sc[j - 1].qp_num != c.qp_num) interleaved = true;
+  }
+  CHECK(interleaved);  // the QPs' completions did interleave on the CQ
+}
+
+TEST_CASE("a CQ is a ring polled by its owner bit; overflow raises cq_error, moves the QP to ERR and loses nothing", "[rnic][cq]") {
+  pair p(framing::roce, 1, {}, {}, 4);  // CQs of 4 entries
+  const auto [qa, qb] = p.connect(qp_type::rc);
+  (void)qb;
+  // Three passes around a 4-entry ring, polled as we go: the owner bit flips each pass.
+  for (int round = 0; round < 3; ++round) {
+    for (int k = 0; k < 3; ++k) {
+      const sge s = p.a.at(0, 8);
+      REQUIRE(p.a.dev->post_send(qa, {.wr_id = static_cast<std::uint64_t>(round * 10 + k), .opcode = wr_opcode::rdma_write,
+                                      .sg_list = std::span(&s, 1), .remote_addr = p.b.addr(0), .rkey = p.b.mr.rkey}) == errc{});
+    }
+    p.settle();
+    const auto c = p.a.poll_send();
+    REQUIRE(c.size() == 3);
+    for (int k = 0; k < 3; ++k) CHECK(c[static_cast<std::size_t>(k)].wr_id == static_cast<std::uint64_t>(round * 10 + k));
+    CHECK(p.a.poll_send().empty());
+  }
+  // Now 6 without polling: 4 fit, then the CQ overflows.
+  for (int k = 0; k < 6; ++k) {
+    const sge s = p.a.at(0, 8);
+    REQUIRE(p.a.dev->post_send(qa, {.wr_id = static_cast<std::uint64_t>(100 + k), .opcode = wr_opcode::rdma_write,
+                                    .sg_list = std::span(&s, 1), .remote_addr = p.b.addr(0), .rkey = p.b.mr.rkey}) == errc{});
+  }
+  p.settle();
+  const auto ev = p.a.dev->take_events();
+  REQUIRE(ev.size() >= 2);
+  CHECK(ev[0].type == event_type::cq_error);
+  CHECK(ev[1].type == event_type::qp_fatal);
+  CHECK(ev[1].object == qa);
+  CHECK(*p.a.dev->query_qp(qa) == qp_state::err);
+  // Every work request still completes, in order, once the consumer makes room.
+  std::vector<work_completion> all;
+  for (int i = 0; i < 10 && all.size() < 6; ++i) {
+    auto c = p.a.poll_send();
+    all.insert(all.end(), c.begin(), c.end());
+    p.settle();
+  }
+  REQUIRE(all.size() == 6);
+  for (int k = 0; k < 6; ++k) CHECK(all[static_cast<std::size_t>(k)].wr_id == static_cast<std::uint64_t>(100 + k));
+  CHECK(p.a.dev->counters().cq_overflows == 1);
+}
+
+TEST_CASE("QP states: modify_qp's attribute rules, posting rules, ERR flushes", "[rnic][qp]") {
+  side s(1, framing::roce);
+  const std::uint32_t q = s.qp(qp_type::rc);
+  using M = qp_attr_mask;
+  qp_attr a{};
+  // RESET -> RTS is no transition; INIT needs pkey_index, port and access flags.
+  a.state = qp_state::rts;
+  CHECK(s.dev->modify_qp(q, a, M::state) == errc::invalid_state);
+  a.state = qp_state::init;
+  CHECK(s.dev->modify_qp(q, a, M::state | M::port) == errc::missing_attribute);
+  CHECK(s.dev->modify_qp(q, a, M::state | M::port | M::pkey_index | M::access_flags | M::qkey) == errc::invalid_attribute);
+  a.port = 3;
+  CHECK(s.dev->modify_qp(q, a, M::state | M::port | M::pkey_index | M::access_flags) == errc::invalid_attribute);
+  a.port = 0;
+  a.cur_state = qp_state::rtr;
+  CHECK(s.dev->modify_qp(q, a, M::state | M::cur_state | M::port | M::pkey_index | M::access_flags) == errc::invalid_state);
+  REQUIRE(s.dev->modify_qp(q, a, M::state | M::port | M::pkey_index | M::access_flags) == errc{});
+  // Posting a send before RTS is refused; a receive in INIT is taken.
+  const sge g = s.at(0, 8);
+  CHECK(s.dev->post_send(q, {.wr_id = 1, .sg_list = std::span(&g, 1)}) == errc::invalid_state);
+  CHECK(s.dev->post_recv(q, {.wr_id = 2, .sg_list = std::span(&g, 1)}) == errc{});
+  // INIT -> RTR needs the path: a 9000-byte MTU is out of range.
+  a.state = qp_state::rtr;
+  a.path_mtu = 9000;
+  const M rtr = M::state | M::av | M::path_mtu | M::dest_qpn | M::rq_psn | M::max_dest_rd_atomic | M::min_rnr_timer;
+  CHECK(s.dev->modify_qp(q, a, rtr) == errc::invalid_attribute);
+  a.path_mtu = 1024;
+  CHECK(s.dev->modify_qp(q, a, rtr & ~M::dest_qpn) == errc::missing_attribute);
+  REQUIRE(s.dev->modify_qp(q, a, rtr) == errc{});
+  a.state = qp_state::rts;
+  a.retry_cnt = 8;
+  const M rts = M::state | M::timeout | M::retry_cnt | M::rnr_retry | M::sq_psn | M::max_qp_rd_atomic;
+  CHECK(s.dev->modify_qp(q, a, rts) == errc::invalid_attribute);
+  a.retry_cnt = 7;
+  REQUIRE(s.dev->modify_qp(q, a, rts) == errc{});
+  CHECK(*s.dev->query_qp(q) == qp_state::rts);
+  // To ERR: the posted receive completes flushed; later posts complete flushed.
+  a.state = qp_state::err;
+  REQUIRE(s.dev->modify_qp(q, a, M::state) == errc{});
+  CHECK(s.dev->post_send(q, {.wr_id = 3, .sg_list = std::span(&g, 1)}) == errc{});
+  s.dev->progress(0);
+  const auto rc = s.poll_recv();
+  REQUIRE(rc.size() == 1);
+  CHECK(rc[0].wr_id == 2);
+  CHECK(rc[0].status == wc_status::flushed);
+  const auto sc = s.poll_send();
+  REQUIRE(sc.size() == 1);
+  CHECK(sc[0].wr_id == 3);
+  CHECK(sc[0].status == wc_status::flushed);
+  // ERR -> RESET -> INIT again.
+  a.state = qp_state::reset;
+  REQUIRE(s.dev->modify_qp(q, a, M::state) == errc{});
+  a.state = qp_state::init;
+  CHECK(s.dev->modify_qp(q, a, M::state | M::port | M::pkey_index | M::access_flags) == errc{});
+  // UD: INIT needs a Q_Key; SQE -> RTS exists for UD, not RC.
+  CHECK(transition_rule(qp_type::ud, qp_state::reset, qp_state::init)->required == (M::pkey_index | M::port | M::qkey));
+  CHECK(transition_rule(qp_type::ud, qp_state::sqe, qp_state::rts).has_value());
+  CHECK(!transition_rule(qp_type::rc, qp_state::sqe, qp_state::rts).has_value());
+  CHECK(!transition_rule(qp_type::dct, qp_state::rtr, qp_state::rts).has_value());
+}
+
+TEST_CASE("on-demand memory: the page-fault ACK pauses the requester without retransmission; the silent drop is slower", "[rnic][odp]") {
+  time_ns with_ack = 0, with_drop = 0;
+  for (const auto policy : {flow::fault_policy::page_fault_ack, flow::fault_policy::silent_drop}) {
+    device_config cfg;
+    cfg.on_fault = policy;
+    cfg.page_fault_latency = 300'000;  // 300 us to bring a page in
+    pair p(framing::roce, 1, {}, cfg);
+    const auto [qa, qb] = p.connect(qp_type::rc);
+    (void)qb;
+    // b registers a region implicitly: no page resident.
+    std::vector<std::byte> target(64 * 1024);
+    const memory_region odp = *p.b.dev->reg_mr_on_demand(p.b.pd, target.data(), target.size(), all_access);
+    const auto msg = pattern_bytes(16 * 1024, 5);
+    std::copy(msg.begin(), msg.end(), p.a.buf.begin());
+    const sge s = p.a.at(0, 16 * 1024);
+    const time_ns start = p.fab.now();
+    REQUIRE(p.a.dev->post_send(qa, {.wr_id = 1, .opcode = wr_opcode::rdma_write, .sg_list = std::span(&s, 1),
+                                    .remote_addr = odp.addr + 4096, .rkey = odp.rkey}) == errc{});
+    time_ns done_at = 0;
+    REQUIRE(p.fab.run([&] {
+      if (done_at) return true;
+      const auto c = p.a.poll_send();
+      if (!c.empty()) {
+        CHECK(c[0].status == wc_status::success);
+        done_at = p.fab.now();
+      }
+      return done_at != 0;
+    }, start + 1'000'000'000));
+    CHECK(std::equal(msg.begin(), msg.end(), target.begin() + 4096));
+    const auto& st = p.b.dev->counters();
+    CHECK(st.page_faults >= 1);
+    CHECK(st.faults_served >= 1);
+    const auto v = *p.a.dev->view(qa);
+    if (policy == flow::fault_policy::page_fault_ack) {
+      with_ack = done_at - start;
+      CHECK(v.page_faults >= 1);
+      CHECK(p.a.dev->counters().pauses >= 1);
+      CHECK(v.timeouts == 0);  // paused, not timed out
+    } else {
+      with_drop = done_at - start;
+      CHECK(v.page_faults == 0);
+      CHECK(v.timeouts >= 1);  // recovered by its retransmission timeout
+    }
+  }
+  INFO("page-fault ACK " << with_ack << " ns, silent drop " << with_drop << " ns");
+  CHECK(with_ack < with_drop);
+}
+
+TEST_CASE("the pcap tap: every frame, every ICRC good, readable by the library's reader", "[rnic][tap]") {
+  const std::string path = PUSHWIRE_WORKDIR "/rnic-tap.pcap";
+  std::system("mkdir -p '" PUSHWIRE_WORKDIR "'");
+  {
+    pair p;
+    REQUIRE(p.fab.tap(path) == errc{});
+    const auto [qa, qb] = p.connect(qp_type::rc);
+    (void)qb;
+    const sge s = p.a.at(0, 3000);
+    REQUIRE(p.a.dev->post_send(qa, {.wr_id = 1, .opcode = wr_opcode::rdma_write, .sg_list = std::span(&s, 1),
+                                    .remote_addr = p.b.addr(0), .rkey = p.b.mr.rkey}) == errc{});
+    p.settle();
+    REQUIRE(p.a.poll_send().size() == 1);
+  }
+  std::ifstream in(path, std::ios::binary);
+  const std::vector<char> raw{std::istreambuf_iterator<char>(in), {}};
+  const auto file = std::as_bytes(std::span(raw));
+  auto r = wire::pcap::reader::open(file);
+  REQUIRE(r.has_value());
+  int frames = 0;
+  for (;;) {
+    auto rec = r->next();
+    REQUIRE(rec.has_value());
+    if (!*rec) break;
+    ++frames;
+    ib::roce_view v;
+    CHECK(ib::inspect((*rec)->data, v, {.crc = wire::crc_check::require}).code == wire::errc{});
+  }
+  CHECK(frames == 3 + 1);  // three 1024-byte packets and their ACK
+}
