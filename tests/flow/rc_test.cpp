@@ -299,6 +299,33 @@ TEST_CASE("requester: without page-fault awareness the same NAK is a counted RNR
   CHECK(c[0].status == wc_status::rnr_retry_exceeded);
 }
 
+TEST_CASE("requester: READ responses are placed into their own request, size-checked, even when earlier requests complete first") {
+  requester<8> rq({.mtu = mtu, .dest_qp = 0x11, .start_psn = 0});
+  (void)collect<qp_action_t>([&](qp_sink& o) { return rq.post({.id = 1, .op = wr_op::send, .length = 8}, 0, o); });
+  (void)collect<qp_action_t>([&](qp_sink& o) { return rq.post({.id = 2, .op = wr_op::read, .length = 1500, .remote_va = 64, .rkey = 3}, 0, o); });
+  (void)collect<qp_action_t>([&](qp_sink& o) { return rq.post({.id = 3, .op = wr_op::fetch_add, .length = 8, .remote_va = 64, .rkey = 3}, 0, o); });
+  // The READ's first response implies the SEND's ACK: the SEND completes (leaves the queue)
+  // before the response is placed, and the placement still names the READ.
+  packet r{.opcode = ib::opcode::rc_rdma_read_response_first, .psn = 1, .length = mtu};
+  auto a = collect<qp_action_t>([&](qp_sink& o) { return rq.on_packet(r, 0, o); });
+  auto placed = only<qp_action::read_data>(a);
+  REQUIRE(placed.size() == 1);
+  CHECK(placed[0] == qp_action::read_data{2, 0, mtu, 1});
+  CHECK(only<qp_action::complete>(a).size() == 1);  // the SEND
+  // A last response of the wrong size is not placed (and completes nothing).
+  r = {.opcode = ib::opcode::rc_rdma_read_response_last, .psn = 2, .length = 400};
+  a = collect<qp_action_t>([&](qp_sink& o) { return rq.on_packet(r, 0, o); });
+  CHECK(only<qp_action::read_data>(a).empty());
+  CHECK(only<qp_action::complete>(a).empty());
+  r.length = 1500 - mtu;
+  a = collect<qp_action_t>([&](qp_sink& o) { return rq.on_packet(r, 0, o); });
+  placed = only<qp_action::read_data>(a);
+  REQUIRE(placed.size() == 1);
+  CHECK(placed[0] == qp_action::read_data{2, mtu, 1500 - mtu, 2});
+  REQUIRE(only<qp_action::complete>(a).size() == 1);
+  CHECK(only<qp_action::complete>(a)[0].wr_id == 2);
+}
+
 TEST_CASE("requester: the send queue is bounded and refuses with queue_full; UD and UC rules") {
   requester<2> rq(rc_cfg());
   step_result r;
@@ -432,7 +459,7 @@ TEST_CASE("responder: no posted receive gives an RNR NAK; bad access NAKs and en
 
   memory_port deny{nullptr, [](void*, std::uint32_t, std::uint64_t, std::uint32_t, access_kind) { return access_result{access_result::access_error}; }, nullptr};
   responder<4> r2({.mtu = mtu}, deny);
-  a = collect<qp_action_t>([&](qp_sink& o) { return r2.on_packet({.opcode = ib::opcode::rc_rdma_write_only, .psn = 0, .length = 8, .rkey = 1}, o); });
+  a = collect<qp_action_t>([&](qp_sink& o) { return r2.on_packet({.opcode = ib::opcode::rc_rdma_write_only, .psn = 0, .length = 8, .rkey = 1, .dmalen = 8}, o); });
   CHECK(ib::syndrome{sent<void>(a)[0].aeth.syndrome}.nak_reason() == ib::nak_code::remote_access_error);
   CHECK(only<qp_action::place>(a).empty());
   CHECK(r2.state() == resp_state::error);

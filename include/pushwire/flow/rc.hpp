@@ -453,39 +453,41 @@ class requester {
   constexpr void advance(const packet& p, time_ns now, qp_sink& out) {
     const std::size_t i = wqe_of(p.psn);
     if (i == q_.size()) return;
-    wqe& w = q_[i];
+    // advance_before() and progress() complete and remove WQEs before this one, so it is named
+    // by value (and found again by PSN), never held by reference across them.
+    const work_request wr = q_[i].wr;
+    const std::uint32_t first = q_[i].first_psn, npkts = q_[i].npkts;
     const bool read_resp = p.info().is(ib::op_class::read_response);
     const bool atomic_ack = p.info().is(ib::op_class::ack | ib::op_class::atomic);
-    if (w.wr.op == wr_op::read || w.wr.op == wr_op::compare_swap || w.wr.op == wr_op::fetch_add) {
-      if (w.wr.op == wr_op::read && read_resp) {
-        if (p.psn == w.first_psn) advance_before(w.first_psn, now, out);  // implies all before it
+    if (is_read_like(wr.op)) {
+      if (wr.op == wr_op::read && read_resp) {
+        if (p.psn == first) advance_before(first, now, out);  // implies all before it
         if (p.psn != una_) {  // a response is missing: re-issue the READ
-          advance_before(w.first_psn, now, out);
-          rewind(w.first_psn);
+          advance_before(first, now, out);
+          rewind(first);
           return;
         }
         // Its payload must be the size its place in the READ implies; else it is not placed.
-        const std::uint32_t offset = static_cast<std::uint32_t>(ib::psn_diff(p.psn, w.first_psn)) * cfg_.mtu;
-        const std::uint32_t expect = w.wr.length - offset < cfg_.mtu ? w.wr.length - offset : cfg_.mtu;
+        const std::uint32_t offset = static_cast<std::uint32_t>(ib::psn_diff(p.psn, first)) * cfg_.mtu;
+        const std::uint32_t expect = wr.length - offset < cfg_.mtu ? wr.length - offset : cfg_.mtu;
         if (p.length != expect) {
           ++stats_.stale;
           return;
         }
-        out.push(qp_action::read_data{w.wr.id, offset, p.length, p.psn});
-        const bool last = ib::psn_add(p.psn, 1) == ib::psn_add(w.first_psn, w.npkts);
-        if (last) w.done = true;
+        out.push(qp_action::read_data{wr.id, offset, p.length, p.psn});
+        if (ib::psn_add(p.psn, 1) == ib::psn_add(first, npkts)) q_[wqe_of(p.psn)].done = true;
         progress(ib::psn_add(p.psn, 1), now, out);
         return;
       }
-      if (w.wr.op != wr_op::read && atomic_ack) {
-        w.done = true;
-        w.orig = p.orig;
+      if (wr.op != wr_op::read && atomic_ack) {
+        q_[i].done = true;
+        q_[i].orig = p.orig;
         progress(ib::psn_add(p.psn, 1), now, out);
         return;
       }
       // a plain ACK cannot complete a READ or atomic: acknowledge up to it, then re-issue it
-      advance_before(w.first_psn, now, out);
-      rewind(w.first_psn);
+      advance_before(first, now, out);
+      rewind(first);
       return;
     }
     progress(ib::psn_add(p.psn, 1), now, out);
@@ -1015,7 +1017,7 @@ class responder {
   bool in_msg_ = false;      ///< a multi-packet SEND or WRITE is in progress
   bool msg_is_send_ = false;
   std::uint64_t msg_va_ = 0;
-  std::uint32_t msg_rkey_ = 0, msg_bytes_ = 0;
+  std::uint32_t msg_rkey_ = 0, msg_bytes_ = 0, msg_dmalen_ = 0;
   static_vector<rd_resource, RD> rd_{};
   static_vector<pending, response_queue> tx_{};
   resp_state st_ = resp_state::ready;
@@ -1080,6 +1082,11 @@ constexpr resp_event responder<RD>::classify(const packet& p, std::uint32_t& del
   if (!first_like && (!in_msg_ || msg_is_send_ != is_send)) return resp_event::invalid;
   if (p.length > cfg_.mtu || (!o.ends() && p.length != cfg_.mtu)) return resp_event::invalid;
   if (is_read && !read_ok(p.dmalen)) return resp_event::invalid;
+  if (is_write) {  // the payloads of a WRITE add up to its DMA length, exactly
+    const std::uint64_t so_far = (first_like ? 0 : std::uint64_t{msg_bytes_}) + p.length;
+    const std::uint32_t dmalen = first_like ? p.dmalen : msg_dmalen_;
+    if (so_far > dmalen || (o.ends() && so_far != dmalen)) return resp_event::invalid;
+  }
   const bool needs_receive = (is_send && first_like) || (is_write && o.is(op_class::immediate));
   if (needs_receive && recv_ == 0) return resp_event::no_receive;
   if (is_send && mem_.receive_fits && !mem_.receive_fits(mem_.ctx, first_like ? 0 : msg_bytes_, p.length)) return resp_event::invalid;
@@ -1087,7 +1094,9 @@ constexpr resp_event responder<RD>::classify(const packet& p, std::uint32_t& del
     const bool own_address = first_like || is_read || is_atomic;  // else the message's, continued
     const std::uint64_t va = own_address ? p.va : msg_va_ + msg_bytes_;
     const std::uint32_t rkey = own_address ? p.rkey : msg_rkey_;
-    const std::uint32_t len = is_read ? p.dmalen : is_atomic ? ib::atomic_operand_size : p.length;
+    // A WRITE's first packet checks its whole DMA length (as rxe does), so a WRITE that would
+    // run out of its key places nothing; later packets check their own bytes again.
+    const std::uint32_t len = is_read ? p.dmalen : is_atomic ? ib::atomic_operand_size : is_write && first_like ? p.dmalen : p.length;
     if (mem_.check) {
       const access_result a = mem_.check(mem_.ctx, rkey, va, len, is_read ? access_kind::read : is_atomic ? access_kind::atomic : access_kind::write);
       if (a.kind == access_result::access_error) return resp_event::access_error;
@@ -1132,6 +1141,7 @@ constexpr void responder<RD>::execute(const packet& p, qp_sink& out) {
     msg_is_send_ = is_send;
     msg_va_ = p.va;
     msg_rkey_ = p.rkey;
+    msg_dmalen_ = p.dmalen;
     msg_bytes_ = 0;
     if (is_send) --recv_;
   }

@@ -150,6 +150,7 @@ struct send_record {
   send_wqe wqe{};
   wc_opcode op = wc_opcode::send;
   bool signaled = true, done = false;
+  bool fatal = false;  ///< a local error: the send queue fails once this completes (in order)
   wc_status status = wc_status::success;
   std::uint32_t vendor_err = 0;
 };
@@ -523,6 +524,8 @@ class device {
     std::uint64_t uc_ud_errors = 0;
     bool length_failed = false;  ///< the last receive_fits() refused (a local length error)
     bool drained_told = false;   ///< SQD: sq_drained was raised
+    std::optional<wc_status> connect_error{};  ///< DCI: why its last connect failed
+    bool halted = false;  ///< a fetched descriptor failed locally: fetch no more until it completes
     std::unordered_map<std::uint32_t, std::uint32_t> dct_ah{};  ///< DCI: the AH of each DCT number
     device* dev = nullptr;
   };
@@ -593,6 +596,7 @@ class device {
     if (to == qp_state::reset) {
       q.req.reset(), q.resp.reset(), q.dci.reset(), q.dct.reset();
       q.sends.clear(), q.recvs.clear();
+      q.halted = false;
       return;
     }
     if (to == qp_state::err) {
@@ -702,7 +706,7 @@ class device {
     sq_memory& ring = *q.init.sq;
     const std::uint32_t p = ring.doorbell().producer.load(std::memory_order_acquire);
     while (q.sq_fetched != p) {
-      if (q.state == qp_state::rts && !machine_room(q)) return;
+      if (q.state == qp_state::rts && (q.halted || !machine_room(q))) return;
       const send_wqe& w = ring.ring()[q.sq_fetched & (ring.depth() - 1)];
       ++q.sq_fetched;
       accept_send(q, w);
@@ -731,12 +735,15 @@ class device {
     }
     const errc local = check_send(q, w);
     if (local != errc{}) {
+      // The device stops at this descriptor; once what was before it completes, it completes
+      // with the error and the send queue fails (flush_completions).
       rec.done = true;
+      rec.fatal = true;
+      q.halted = true;
       rec.status = local == errc::invalid_argument ? wc_status::local_qp_operation_error
                    : local == errc::out_of_range    ? wc_status::local_length_error
                                                     : wc_status::local_protection_error;
       rec.vendor_err = static_cast<std::uint32_t>(local);
-      send_error(q);
       return;
     }
     flow::work_request wr{.id = rec.seq, .op = flow_op(op), .length = send_length(w), .remote_va = w.remote_addr,
@@ -756,10 +763,10 @@ class device {
     });
     if (!s.ok() && s.error != flow::errc::qp_in_error) {
       if (detail::send_record* r2 = send_of(q, seq); r2 && !r2->done) {
-        r2->done = true, r2->status = wc_status::local_qp_operation_error;
+        r2->done = true, r2->fatal = true, r2->status = wc_status::local_qp_operation_error;
         r2->vendor_err = static_cast<std::uint32_t>(s.error);
+        q.halted = true;
       }
-      send_error(q);
     }
   }
   static std::uint32_t send_length(const send_wqe& w) {
@@ -896,11 +903,16 @@ class device {
     return i < q.sends.size() ? &q.sends[i] : nullptr;
   }
   void complete_send(qp_state_t& q, const flow::qp_action::complete& c) {
-    if (c.wr_id >= flow::dc_internal_id) return;  // a DCI's own connect / disconnect
+    if (c.wr_id >= flow::dc_internal_id) {  // a DCI's own connect / disconnect
+      if (c.status != flow::wc_status::success && c.status != flow::wc_status::flushed) q.connect_error = status_of(c.status);
+      return;
+    }
     detail::send_record* r = send_of(q, c.wr_id);
     if (!r || r->done) return;
     r->done = true;
     r->status = status_of(c.status);
+    // The request a failed connect was for reports the connect's error, not a flush.
+    if (r->status == wc_status::flushed && q.connect_error) r->status = *std::exchange(q.connect_error, std::nullopt);
     if (r->status == wc_status::success && (c.op == flow::wr_op::compare_swap || c.op == flow::wr_op::fetch_add)) {
       std::byte v[8];
       wire::store_le64(v, c.orig);
@@ -1106,9 +1118,14 @@ class device {
         e.vendor_err = r.vendor_err;
         if (!write_cqe(q, q.init.send_cq, e)) return;
       }
+      const bool fatal = r.fatal;
       q.sends.pop_front();
       ++q.sq_retired;
       q.init.sq->doorbell().retired.store(q.sq_retired, std::memory_order_release);
+      if (fatal && q.state != qp_state::err && q.state != qp_state::sqe) {
+        q.halted = false;
+        send_error(q);
+      }
     }
     while (!q.recvs.empty() && q.recvs.front().done) {
       const recv_record_t& r = q.recvs.front();

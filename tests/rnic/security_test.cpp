@@ -1,0 +1,283 @@
+// The responder's checks, in rxe's order (PSN, opcode sequence, opcode valid, resources, length,
+// R_Key): each bad request gets its NAK (or drop) and an error completion at the requester, and
+// not one byte of the responder's memory changes. Then faults: over many seeds every message is
+// delivered exactly once, in order per QP, byte for byte.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "harness.hpp"
+
+using namespace pushwire;
+using namespace pushwire::test::rnic;
+
+namespace {
+
+struct attack {
+  std::string name;
+  wr_opcode op;
+  std::uint64_t addr;
+  std::uint32_t rkey;
+  std::uint32_t length;
+};
+
+}  // namespace
+
+TEST_CASE("security: bad keys, ranges, PDs and rights are NAKed, fail the request, and write nothing", "[rnic][security]") {
+  for (const framing f : {framing::roce, framing::cell}) {
+    // Prepare b's keys: a re-registered region (stale variant), a deregistered one, one of
+    // another PD, one without remote rights.
+    auto scenario = [&](auto&& make) {
+      pair p(f);
+      const auto [qa, qb] = p.connect(qp_type::rc);
+      side& b = p.b;
+      std::vector<std::byte> region(4096, std::byte{0x5A}), other(4096, std::byte{0x6B});
+      const attack a = make(p, region, other);
+      INFO(a.name << " over " << wire::enum_name(f));
+      if (f == framing::cell && (a.op == wr_opcode::rdma_read || a.op == wr_opcode::atomic_fetch_and_add)) return;
+      const auto snapshot_b = b.buf;
+      const auto snapshot_r = region, snapshot_o = other;
+      const auto msg = pattern_bytes(a.length ? a.length : 8, 3);
+      std::copy(msg.begin(), msg.end(), p.a.buf.begin());
+      const sge s = p.a.at(0, a.length ? a.length : 8);
+      REQUIRE(p.a.dev->post_send(qa, {.wr_id = 1, .opcode = a.op, .sg_list = std::span(&s, 1), .remote_addr = a.addr, .rkey = a.rkey}) == errc{});
+      // A second request behind it is flushed.
+      REQUIRE(p.a.dev->post_send(qa, {.wr_id = 2, .opcode = wr_opcode::rdma_write, .sg_list = std::span(&s, 1),
+                                      .remote_addr = b.addr(0), .rkey = b.mr.rkey}) == errc{});
+      p.settle();
+      const auto c = p.a.poll_send();
+      REQUIRE(c.size() == 2);
+      CHECK(c[0].status == wc_status::remote_access_error);
+      CHECK(c[1].status == wc_status::flushed);
+      CHECK(*p.a.dev->query_qp(qa) == qp_state::err);
+      CHECK(*p.b.dev->query_qp(qb) == qp_state::err);  // the responder's QP fails too (RC)
+      CHECK(p.b.dev->take_events().size() >= 1);
+      CHECK(b.buf == snapshot_b);
+      CHECK(region == snapshot_r);
+      CHECK(other == snapshot_o);
+    };
+    scenario([](pair& p, std::vector<std::byte>&, std::vector<std::byte>&) {
+      return attack{"bad R_Key (no such key)", wr_opcode::rdma_write, p.b.addr(0), make_key(4000, 0), 64};
+    });
+    scenario([](pair& p, std::vector<std::byte>& region, std::vector<std::byte>&) {
+      const auto m = *p.b.dev->reg_mr(p.b.pd, region.data(), region.size(), all_access);
+      (void)*p.b.dev->rereg_mr(m.rkey, region.data(), region.size(), all_access);
+      return attack{"wrong key variant (re-registered)", wr_opcode::rdma_write, m.addr, m.rkey, 64};
+    });
+    scenario([](pair& p, std::vector<std::byte>& region, std::vector<std::byte>&) {
+      const auto m = *p.b.dev->reg_mr(p.b.pd, region.data(), region.size(), all_access);
+      REQUIRE(p.b.dev->dereg_mr(m.rkey) == errc{});
+      return attack{"deregistered key", wr_opcode::rdma_write, m.addr, m.rkey, 64};
+    });
+    scenario([](pair& p, std::vector<std::byte>& region, std::vector<std::byte>&) {
+      const auto m = *p.b.dev->reg_mr(p.b.pd, region.data(), region.size(), all_access);
+      return attack{"VA past the end", wr_opcode::rdma_write, m.addr + 4096 - 32, m.rkey, 64};
+    });
+    scenario([](pair& p, std::vector<std::byte>& region, std::vector<std::byte>&) {
+      const auto m = *p.b.dev->reg_mr(p.b.pd, region.data(), region.size(), all_access);
+      return attack{"VA before the start", wr_opcode::rdma_read, m.addr - 8, m.rkey, 64};
+    });
+    scenario([](pair& p, std::vector<std::byte>& region, std::vector<std::byte>&) {
+      const auto m = *p.b.dev->reg_mr_iova(p.b.pd, region.data(), region.size(), ~std::uint64_t{0} - 4095, all_access);
+      return attack{"va + len wrapping", wr_opcode::rdma_write, ~std::uint64_t{0} - 15, m.rkey, 64};
+    });
+    scenario([](pair& p, std::vector<std::byte>&, std::vector<std::byte>& other) {
+      const std::uint32_t pd2 = *p.b.dev->alloc_pd();
+      const auto m = *p.b.dev->reg_mr(pd2, other.data(), other.size(), all_access);
+      return attack{"key of another PD", wr_opcode::rdma_write, m.addr, m.rkey, 64};
+    });
+    scenario([](pair& p, std::vector<std::byte>& region, std::vector<std::byte>&) {
+      const auto m = *p.b.dev->reg_mr(p.b.pd, region.data(), region.size(), access::local_write | access::remote_read);
+      return attack{"no remote write right", wr_opcode::rdma_write, m.addr, m.rkey, 64};
+    });
+    scenario([](pair& p, std::vector<std::byte>& region, std::vector<std::byte>&) {
+      const auto m = *p.b.dev->reg_mr(p.b.pd, region.data(), region.size(), access::local_write | access::remote_write);
+      return attack{"no remote read right", wr_opcode::rdma_read, m.addr, m.rkey, 64};
+    });
+    scenario([](pair& p, std::vector<std::byte>& region, std::vector<std::byte>&) {
+      const auto m = *p.b.dev->reg_mr(p.b.pd, region.data(), region.size(), access::local_write | access::remote_write);
+      return attack{"no remote atomic right", wr_opcode::atomic_fetch_and_add, m.addr, m.rkey, 8};
+    });
+    scenario([](pair& p, std::vector<std::byte>& region, std::vector<std::byte>&) {
+      // Two packets: the first would fit, the second runs past the key. The first packet's
+      // check covers the whole DMA length, so neither is placed.
+      const auto m = *p.b.dev->reg_mr(p.b.pd, region.data(), region.size(), all_access);
+      return attack{"a WRITE whose second packet runs past the key", wr_opcode::rdma_write, m.addr + 4096 - 1500, m.rkey, 2000};
+    });
+  }
+}
+
+TEST_CASE("security: a DC target refuses another access key, nothing placed", "[rnic][security][dc]") {
+  pair p;
+  const std::uint32_t dci = p.a.qp(qp_type::dci), dct = p.b.qp(qp_type::dct, 256, 0xC0FFEE);
+  REQUIRE(bring_up(*p.a.dev, dci, qp_type::dci, 0, {}) == errc{});
+  REQUIRE(bring_up(*p.b.dev, dct, qp_type::dct, 0, {}) == errc{});
+  const std::uint32_t ah = *p.a.dev->create_ah(p.a.pd, av_to(*p.b.dev));
+  const auto snapshot = p.b.buf;
+  const sge s = p.a.at(0, 64);
+  REQUIRE(p.a.dev->post_send(dci, {.wr_id = 1, .opcode = wr_opcode::rdma_write, .sg_list = std::span(&s, 1), .remote_addr = p.b.addr(0),
+                                   .rkey = p.b.mr.rkey, .ah = ah, .remote_qpn = dct, .dc_key = 0xBAD}) == errc{});
+  p.settle();
+  const auto c = p.a.poll_send();
+  REQUIRE(c.size() == 1);
+  CHECK(c[0].status == wc_status::remote_access_error);
+  CHECK(p.b.buf == snapshot);
+}
+
+TEST_CASE("security: UD with the wrong Q_Key is dropped; no receive consumed, nothing placed", "[rnic][security][ud]") {
+  pair p;
+  const std::uint32_t ua = p.a.qp(qp_type::ud), ub = p.b.qp(qp_type::ud);
+  REQUIRE(bring_up(*p.a.dev, ua, qp_type::ud, 0, {}) == errc{});
+  REQUIRE(bring_up(*p.b.dev, ub, qp_type::ud, 0, {}) == errc{});
+  const std::uint32_t ah = *p.a.dev->create_ah(p.a.pd, av_to(*p.b.dev));
+  const sge r = p.b.at(0x1000, 1024);
+  REQUIRE(p.b.dev->post_recv(ub, {.wr_id = 9, .sg_list = std::span(&r, 1)}) == errc{});
+  const auto snapshot = p.b.buf;
+  const sge s = p.a.at(0, 100);
+  const auto dropped = p.b.dev->counters().dropped_by_qp;
+  REQUIRE(p.a.dev->post_send(ua, {.wr_id = 1, .opcode = wr_opcode::send, .sg_list = std::span(&s, 1), .ah = ah, .remote_qpn = ub,
+                                  .remote_qkey = 0x22222222}) == errc{});
+  p.settle();
+  CHECK(p.a.poll_send().size() == 1);  // UD completes when sent
+  CHECK(p.b.poll_recv().empty());
+  CHECK(p.b.dev->counters().dropped_by_qp == dropped + 1);
+  CHECK(p.b.buf == snapshot);
+  // The right Q_Key is taken.
+  REQUIRE(p.a.dev->post_send(ua, {.wr_id = 2, .opcode = wr_opcode::send, .sg_list = std::span(&s, 1), .ah = ah, .remote_qpn = ub,
+                                  .remote_qkey = 0x11111111}) == errc{});
+  p.settle();
+  CHECK(p.b.poll_recv().size() == 1);
+}
+
+TEST_CASE("a SEND longer than the receive buffer: NAK invalid request, local length error there, nothing past the buffer", "[rnic][security]") {
+  for (const framing f : {framing::roce, framing::cell}) {
+    pair p(f);
+    const auto [qa, qb] = p.connect(qp_type::rc);
+    const sge r = p.b.at(0x1000, 1000);
+    REQUIRE(p.b.dev->post_recv(qb, {.wr_id = 9, .sg_list = std::span(&r, 1)}) == errc{});
+    const auto snapshot = p.b.buf;
+    const sge s = p.a.at(0, 3000);
+    REQUIRE(p.a.dev->post_send(qa, {.wr_id = 1, .opcode = wr_opcode::send, .sg_list = std::span(&s, 1)}) == errc{});
+    p.settle();
+    const auto c = p.a.poll_send();
+    REQUIRE(c.size() == 1);
+    CHECK(c[0].status == wc_status::remote_invalid_request);
+    const auto rc = p.b.poll_recv();
+    REQUIRE(rc.size() == 1);
+    CHECK(rc[0].status == wc_status::local_length_error);
+    // Bytes past the 1000-byte buffer are untouched (the first 1024-byte packet did not fit).
+    CHECK(std::equal(snapshot.begin() + 0x1000 + 1000, snapshot.end(), p.b.buf.begin() + 0x1000 + 1000));
+  }
+}
+
+TEST_CASE("faults: over 200 seeds every message arrives exactly once, in order per QP, byte for byte", "[rnic][faults]") {
+  for (const framing f : {framing::roce, framing::cell}) {
+    for (std::uint64_t seed = 1; seed <= 200; ++seed) {
+      INFO("framing " << wire::enum_name(f) << " seed " << seed);
+      link_config link;
+      link.latency = 2000;
+      for (auto* d : {&link.a_to_b, &link.b_to_a}) *d = {.loss = 0.05, .duplicate = 0.05, .reorder = 0.05, .corrupt = 0.05};
+      pair p(f, seed, link);
+      std::vector<std::uint32_t> qas, qbs;
+      for (int i = 0; i < 2; ++i) {
+        const auto [qa, qb] = p.connect(qp_type::rc, 1024);
+        qas.push_back(qa);
+        qbs.push_back(qb);
+      }
+      // Per QP: 3 SENDs (receives posted), 3 WRITEs, 1 WRITE_WITH_IMM, and on RoCE a READ and a
+      // FETCH_ADD. Sizes vary with the seed.
+      std::mt19937 rng(static_cast<std::uint32_t>(seed));
+      struct expect {
+        std::size_t off;
+        std::vector<std::byte> bytes;
+      };
+      std::vector<expect> at_b, at_a;
+      std::vector<std::vector<std::uint64_t>> order(2);
+      const bool roce = f == framing::roce;
+      for (std::size_t i = 0; i < 2; ++i) {
+        const std::size_t base = 0x20000 * (i + 1);
+        for (int k = 0; k < 9; ++k) {
+          const auto len = static_cast<std::uint32_t>(rng() % 5000);
+          const std::size_t src = base + 0x2000 * static_cast<std::size_t>(k);
+          const auto bytes = pattern_bytes(len, static_cast<std::uint8_t>(seed + i * 16 + static_cast<std::size_t>(k)));
+          std::copy(bytes.begin(), bytes.end(), p.a.buf.begin() + static_cast<std::ptrdiff_t>(src));
+          const sge s = p.a.at(src, len);
+          const std::uint64_t id = i * 100 + static_cast<std::uint64_t>(k);
+          send_wr wr{.wr_id = id, .sg_list = std::span(&s, 1)};
+          if (k < 3) {
+            const sge r = p.b.at(src, 5000);
+            REQUIRE(p.b.dev->post_recv(qbs[i], {.wr_id = id, .sg_list = std::span(&r, 1)}) == errc{});
+            wr.opcode = wr_opcode::send;
+            at_b.push_back({src, bytes});
+          } else if (k < 7) {
+            if (k == 6) {
+              const sge r = p.b.at(0, 0);
+              REQUIRE(p.b.dev->post_recv(qbs[i], {.wr_id = id, .sg_list = std::span(&r, 1)}) == errc{});
+            }
+            wr.opcode = k == 6 ? wr_opcode::rdma_write_with_imm : wr_opcode::rdma_write;
+            wr.imm = static_cast<std::uint32_t>(id);
+            wr.remote_addr = p.b.addr(src);
+            wr.rkey = p.b.mr.rkey;
+            at_b.push_back({src, bytes});
+          } else if (k == 7) {
+            if (!roce) continue;
+            // READ b's bytes at src + 0x1000 (written there first, locally) into a's src + 0x1000.
+            std::copy(bytes.begin(), bytes.end(), p.b.buf.begin() + static_cast<std::ptrdiff_t>(src + 0x1000));
+            const sge d = p.a.at(src + 0x1000, len);
+            wr = {.wr_id = id, .opcode = wr_opcode::rdma_read, .sg_list = std::span(&d, 1), .remote_addr = p.b.addr(src + 0x1000), .rkey = p.b.mr.rkey};
+            at_a.push_back({src + 0x1000, bytes});
+            REQUIRE(p.a.dev->post_send(qas[i], wr) == errc{});
+            order[i].push_back(id);
+            continue;
+          } else {
+            if (!roce) continue;
+            const sge d = p.a.at(src + 0x1800, 8);
+            wr = {.wr_id = id, .opcode = wr_opcode::atomic_fetch_and_add, .sg_list = std::span(&d, 1), .remote_addr = p.b.addr(0x100 + 8 * i),
+                  .rkey = p.b.mr.rkey, .compare_add = 1};
+            REQUIRE(p.a.dev->post_send(qas[i], wr) == errc{});
+            order[i].push_back(id);
+            continue;
+          }
+          REQUIRE(p.a.dev->post_send(qas[i], wr) == errc{});
+          order[i].push_back(id);
+        }
+      }
+      std::vector<work_completion> sends, recvs;
+      const bool done = p.fab.run([&] {
+        auto s = p.a.poll_send();
+        sends.insert(sends.end(), s.begin(), s.end());
+        auto r = p.b.poll_recv();
+        recvs.insert(recvs.end(), r.begin(), r.end());
+        return sends.size() >= order[0].size() + order[1].size() && recvs.size() >= 8;
+      }, p.fab.now() + 5'000'000'000ull);
+      REQUIRE(done);
+      p.settle(1'000'000);
+      CHECK(p.a.poll_send().empty());  // exactly once
+      CHECK(p.b.poll_recv().empty());
+      std::vector<std::vector<std::uint64_t>> got(2);
+      for (const auto& c : sends) {
+        CHECK(c.status == wc_status::success);
+        got[c.wr_id / 100].push_back(c.wr_id);
+      }
+      CHECK(got == order);
+      for (const auto& c : recvs) CHECK(c.status == wc_status::success);
+      for (const auto& e : at_b) CHECK(std::equal(e.bytes.begin(), e.bytes.end(), p.b.buf.begin() + static_cast<std::ptrdiff_t>(e.off)));
+      for (const auto& e : at_a) {
+        const auto m = std::mismatch(e.bytes.begin(), e.bytes.end(), p.a.buf.begin() + static_cast<std::ptrdiff_t>(e.off));
+        INFO("READ of " << e.bytes.size() << " bytes at a+" << e.off << " differs from byte " << (m.first - e.bytes.begin()) << ": a has "
+             << int(p.a.buf[e.off]) << " want " << int(e.bytes[0]) << ", b has " << int(p.b.buf[e.off]));
+        CHECK(m.first == e.bytes.end());
+      }
+      if (roce) {
+        std::uint64_t c0 = 0, c1 = 0;
+        std::memcpy(&c0, p.b.buf.data() + 0x100, 8);
+        std::memcpy(&c1, p.b.buf.data() + 0x108, 8);
+        CHECK(c0 == 1);  // each FETCH_ADD executed exactly once, even when its request came twice
+        CHECK(c1 == 1);
+      }
+    }
+  }
+}
