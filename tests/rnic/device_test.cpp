@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include <pushwire/ib/roce.hpp>
 #include <pushwire/wire/pcap.hpp>
 
 #include "harness.hpp"
@@ -371,4 +372,188 @@ TEST_CASE("the pcap tap: every frame, every ICRC good, readable by the library's
     CHECK(ib::inspect((*rec)->data, v, {.crc = wire::crc_check::require}).code == wire::errc{});
   }
   CHECK(frames == 3 + 1);  // three 1024-byte packets and their ACK
+}
+
+TEST_CASE("DC: one initiator serves two targets in turn, connecting and disconnecting", "[rnic][dc]") {
+  loopback_fabric fab(3);
+  side a(1, framing::roce), b(2, framing::roce), c(3, framing::roce);
+  device_config cfg;
+  cfg.ports = {port_n(1), port_n(4)};
+  // a has two ports: one to b, one to c.
+  a.dev = std::make_unique<device>(cfg);
+  a.pd = *a.dev->alloc_pd();
+  a.scq = *a.dev->create_cq(*a.scq_mem);
+  a.rcq = *a.dev->create_cq(*a.rcq_mem);
+  a.mr = *a.dev->reg_mr(a.pd, a.buf.data(), a.buf.size(), all_access);
+  REQUIRE(fab.link(*a.dev, 0, *b.dev, 0) == errc{});
+  REQUIRE(fab.link(*a.dev, 1, *c.dev, 0) == errc{});
+  const std::uint32_t dci = a.qp(qp_type::dci);
+  const std::uint32_t tb = b.qp(qp_type::dct, 256, 0xB0B), tc = c.qp(qp_type::dct, 256, 0xC0C);
+  REQUIRE(bring_up(*a.dev, dci, qp_type::dci, 0, {}) == errc{});
+  REQUIRE(bring_up(*b.dev, tb, qp_type::dct, 0, {}) == errc{});
+  REQUIRE(bring_up(*c.dev, tc, qp_type::dct, 0, {}) == errc{});
+  // The DCI's port is its QP port (0); the AH to c names port 1.
+  const std::uint32_t to_b = *a.dev->create_ah(a.pd, av_to(*b.dev));
+  address_vector vc = av_to(*c.dev);
+  vc.port = 1;
+  const std::uint32_t to_c = *a.dev->create_ah(a.pd, vc);
+  const auto msg = pattern_bytes(3000, 7);
+  std::copy(msg.begin(), msg.end(), a.buf.begin());
+  const sge s = a.at(0, 3000);
+  const sge r = c.at(0x1000, 4096);
+  REQUIRE(c.dev->post_recv(tc, {.wr_id = 50, .sg_list = std::span(&r, 1)}) == errc{});
+  for (int k = 0; k < 6; ++k) {
+    const bool to_b_side = k % 2 == 0;
+    send_wr wr{.wr_id = static_cast<std::uint64_t>(k), .opcode = wr_opcode::rdma_write, .sg_list = std::span(&s, 1)};
+    wr.ah = to_b_side ? to_b : to_c;
+    wr.remote_qpn = to_b_side ? tb : tc;
+    wr.dc_key = to_b_side ? 0xB0B : 0xC0C;
+    wr.remote_addr = to_b_side ? b.addr(0x10000 * static_cast<std::size_t>(k + 1)) : c.addr(0x10000 * static_cast<std::size_t>(k + 1));
+    wr.rkey = to_b_side ? b.mr.rkey : c.mr.rkey;
+    if (k == 5) wr.opcode = wr_opcode::send;
+    REQUIRE(a.dev->post_send(dci, wr) == errc{});
+  }
+  fab.run_until(fab.now() + 1'000'000'000);
+  const auto sc = a.poll_send();
+  REQUIRE(sc.size() == 6);
+  for (int k = 0; k < 6; ++k) {
+    CHECK(sc[static_cast<std::size_t>(k)].wr_id == static_cast<std::uint64_t>(k));
+    CHECK(sc[static_cast<std::size_t>(k)].status == wc_status::success);
+  }
+  for (int k = 0; k < 5; ++k) {
+    side& t = k % 2 == 0 ? b : c;
+    CHECK(equal_bytes(t, 0x10000 * static_cast<std::size_t>(k + 1), msg));
+  }
+  const auto rc = c.poll_recv();
+  REQUIRE(rc.size() == 1);
+  CHECK(rc[0].byte_len == 3000);
+  CHECK(equal_bytes(c, 0x1000, msg));
+}
+
+TEST_CASE("a shared receive queue feeds several QPs", "[rnic][srq]") {
+  pair p;
+  rq_memory srq_mem(64);
+  const std::uint32_t srq = *p.b.dev->create_srq(p.b.pd, srq_mem);
+  std::vector<std::uint32_t> qas, qbs;
+  for (int i = 0; i < 3; ++i) {
+    const std::uint32_t qa = p.a.qp(qp_type::rc);
+    p.b.sqs.push_back(std::make_unique<sq_memory>(64));
+    const std::uint32_t qb = *p.b.dev->create_qp({.type = qp_type::rc, .pd = p.b.pd, .send_cq = p.b.scq, .recv_cq = p.b.rcq,
+                                                  .sq = p.b.sqs.back().get(), .srq = srq});
+    REQUIRE(bring_up(*p.a.dev, qa, qp_type::rc, qb, av_to(*p.b.dev)) == errc{});
+    REQUIRE(bring_up(*p.b.dev, qb, qp_type::rc, qa, av_to(*p.a.dev)) == errc{});
+    qas.push_back(qa);
+    qbs.push_back(qb);
+  }
+  for (int k = 0; k < 6; ++k) {
+    const sge r = p.b.at(0x1000 * static_cast<std::size_t>(k + 1), 2048);
+    REQUIRE(p.b.dev->post_srq_recv(srq, {.wr_id = static_cast<std::uint64_t>(100 + k), .sg_list = std::span(&r, 1)}) == errc{});
+  }
+  const auto msg = pattern_bytes(1500, 2);
+  std::copy(msg.begin(), msg.end(), p.a.buf.begin());
+  const sge s = p.a.at(0, 1500);
+  for (int k = 0; k < 6; ++k) REQUIRE(p.a.dev->post_send(qas[static_cast<std::size_t>(k % 3)], {.wr_id = static_cast<std::uint64_t>(k), .opcode = wr_opcode::send, .sg_list = std::span(&s, 1)}) == errc{});
+  p.settle();
+  CHECK(p.a.poll_send().size() == 6);
+  const auto rc = p.b.poll_recv();
+  REQUIRE(rc.size() == 6);
+  std::vector<std::uint64_t> ids;
+  for (const auto& c : rc) {
+    CHECK(c.status == wc_status::success);
+    CHECK(c.byte_len == 1500);
+    ids.push_back(c.wr_id);
+    CHECK(equal_bytes(p.b, 0x1000 * static_cast<std::size_t>(c.wr_id - 100 + 1), msg));
+  }
+  std::sort(ids.begin(), ids.end());
+  CHECK(ids == std::vector<std::uint64_t>{100, 101, 102, 103, 104, 105});
+}
+
+TEST_CASE("a raw port: the reference answers frames injected from outside, and shows what it sends", "[rnic][raw]") {
+  loopback_fabric fab;
+  side b(2, framing::roce);
+  const std::size_t raw = *fab.raw_port(*b.dev, 0);
+  const std::uint32_t qb = b.qp(qp_type::rc);
+  // The peer is "another NIC" at 198.18.0.9, QP 0x99.
+  address_vector peer{.port = 0, .dmac = {0x02, 0, 0, 0, 0, 9}, .dgid = gid_v4(198, 18, 0, 9)};
+  REQUIRE(bring_up(*b.dev, qb, qp_type::rc, 0x99, peer) == errc{});
+  // An RDMA WRITE ONLY of 4 bytes, built with the codec as another NIC would send it.
+  const std::array<std::byte, 4> payload{std::byte{1}, std::byte{2}, std::byte{3}, std::byte{4}};
+  ib::roce_packet f{};
+  f.eth.src = peer.dmac;
+  f.eth.dst = b.dev->config().ports[0].mac;
+  f.ip4.src = {198, 18, 0, 9};
+  f.ip4.dst = {198, 18, 0, 2};
+  f.bth.opcode = ib::code(ib::opcode::rc_rdma_write_only);
+  f.bth.destqp = qb;
+  f.bth.psn = 0;
+  f.bth.a = true;
+  f.ext.set<ib::ext::reth>({.va = b.addr(0x100), .r_key = b.mr.rkey, .dmalen = 4});
+  f.payload = payload;
+  std::vector<std::byte> frame(*ib::frame_size(f));
+  REQUIRE(ib::build(f, frame).has_value());
+  fab.inject(raw, frame);
+  fab.run_until(fab.now() + 1'000'000);
+  CHECK(std::equal(payload.begin(), payload.end(), b.buf.begin() + 0x100));
+  // The ACK comes back out of the raw port, to the peer's MAC and QP.
+  const auto out = fab.take(raw);
+  REQUIRE(out.has_value());
+  const auto ack = ib::decode(*out);
+  REQUIRE(ack.has_value());
+  CHECK(ack->op->id == ib::opcode::rc_acknowledge);
+  CHECK(ack->bth.destqp == 0x99);
+  CHECK(ack->bth.psn == 0);
+  CHECK(ack->eth.dst == peer.dmac);
+  CHECK(ack->icrc_state == wire::crc_status::good);
+  // A corrupted copy is dropped (bad ICRC) and counted; nothing more is written.
+  frame[frame.size() - 10] ^= std::byte{0x40};
+  const auto bad = b.dev->counters().dropped_bad_frame;
+  fab.inject(raw, frame);
+  fab.run_until(fab.now() + 1'000'000);
+  CHECK(b.dev->counters().dropped_bad_frame == bad + 1);
+  CHECK(!fab.take(raw).has_value());
+}
+
+TEST_CASE("IPv6 GIDs, inline data, indirect and pattern keys over the wire", "[rnic][ipv6][keys]") {
+  loopback_fabric fab;
+  device_config ca, cb;
+  ca.ports = {port_n(1)};
+  cb.ports = {port_n(2)};
+  ca.ports[0].gid = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  cb.ports[0].gid = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};
+  side a(1, framing::roce, 1 << 20, 64, ca), b(2, framing::roce, 1 << 20, 64, cb);
+  REQUIRE(fab.link(*a.dev, 0, *b.dev, 0) == errc{});
+  REQUIRE(fab.tap(PUSHWIRE_WORKDIR "/rnic-ipv6.pcap") == errc{});
+  const std::uint32_t qa = a.qp(qp_type::rc), qb = b.qp(qp_type::rc);
+  REQUIRE(bring_up(*a.dev, qa, qp_type::rc, qb, av_to(*b.dev)) == errc{});
+  REQUIRE(bring_up(*b.dev, qb, qp_type::rc, qa, av_to(*a.dev)) == errc{});
+  // Inline SEND of 40 bytes.
+  const auto small = pattern_bytes(40, 8);
+  const sge r = b.at(0x100, 64);
+  REQUIRE(b.dev->post_recv(qb, {.wr_id = 1, .sg_list = std::span(&r, 1)}) == errc{});
+  REQUIRE(a.dev->post_send(qa, {.wr_id = 1, .opcode = wr_opcode::send, .flags = send_signaled | send_inline, .inline_data = small}) == errc{});
+  CHECK(a.dev->post_send(qa, {.wr_id = 9, .opcode = wr_opcode::send, .flags = send_inline, .inline_data = pattern_bytes(max_inline + 1, 0)}) == errc::invalid_argument);
+  // A WRITE through an indirect key at b: bytes 0..99 -> b[0x2000..], 100..199 -> b[0x3000..].
+  const klm_entry e[] = {{b.mr.rkey, b.addr(0x2000), 100}, {b.mr.rkey, b.addr(0x3000), 100}};
+  const memory_region ind = *b.dev->reg_indirect(b.pd, e, all_access);
+  const auto msg = pattern_bytes(200, 6);
+  std::copy(msg.begin(), msg.end(), a.buf.begin());
+  const sge s = a.at(0, 200);
+  REQUIRE(a.dev->post_send(qa, {.wr_id = 2, .opcode = wr_opcode::rdma_write, .sg_list = std::span(&s, 1), .remote_addr = 0, .rkey = ind.rkey}) == errc{});
+  // A READ through a pattern key at b: 3 repetitions of 16 bytes every 64 bytes from b[0x4000].
+  const auto src = pattern_bytes(256, 11);
+  std::copy(src.begin(), src.end(), b.buf.begin() + 0x4000);
+  const pattern_entry pe[] = {{b.mr.rkey, b.addr(0x4000), 16, 64}};
+  const memory_region pat = *b.dev->reg_pattern(b.pd, 3, pe, all_access);
+  const sge d = a.at(0x8000, 48);
+  REQUIRE(a.dev->post_send(qa, {.wr_id = 3, .opcode = wr_opcode::rdma_read, .sg_list = std::span(&d, 1), .remote_addr = 0, .rkey = pat.rkey}) == errc{});
+  fab.run_until(fab.now() + 1'000'000'000);
+  const auto sc = a.poll_send();
+  REQUIRE(sc.size() == 3);
+  for (const auto& c : sc) CHECK(c.status == wc_status::success);
+  CHECK(equal_bytes(b, 0x100, small));
+  CHECK(equal_bytes(b, 0x2000, std::vector<std::byte>(msg.begin(), msg.begin() + 100)));
+  CHECK(equal_bytes(b, 0x3000, std::vector<std::byte>(msg.begin() + 100, msg.end())));
+  for (std::size_t rep = 0; rep < 3; ++rep)
+    CHECK(std::equal(src.begin() + static_cast<std::ptrdiff_t>(64 * rep), src.begin() + static_cast<std::ptrdiff_t>(64 * rep + 16),
+                     a.buf.begin() + static_cast<std::ptrdiff_t>(0x8000 + 16 * rep)));
 }

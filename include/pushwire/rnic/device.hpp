@@ -526,7 +526,7 @@ class device {
     bool drained_told = false;   ///< SQD: sq_drained was raised
     std::optional<wc_status> connect_error{};  ///< DCI: why its last connect failed
     bool halted = false;  ///< a fetched descriptor failed locally: fetch no more until it completes
-    std::unordered_map<std::uint32_t, std::uint32_t> dct_ah{};  ///< DCI: the AH of each DCT number
+    std::uint32_t dc_ah = 0;  ///< DCI: the AH of the target it is connected to
     device* dev = nullptr;
   };
 
@@ -755,7 +755,6 @@ class device {
     const std::uint64_t seq = rec.seq;
     run_sender(q, {}, [&](flow::qp_sink& out) {
       if (q.dci) {
-        q.dct_ah[w.remote_qpn] = w.ah;
         s = q.dci->post(wr, {.dct = w.remote_qpn, .access_key = w.dc_key}, now_, out);
       } else {
         s = q.req->post(wr, now_, out);
@@ -1191,9 +1190,26 @@ class device {
     if (q.init.type == qp_type::rc || q.init.type == qp_type::uc) return &q.attr.av;
     if (p.info().request) {
       const detail::send_record* r = send_of(q, p.wr_id);
-      if (r) return r->wqe.ah < ahs_.size() ? &ahs_[r->wqe.ah] : nullptr;
-      const auto it = q.dct_ah.find(p.dest_qp);  // a DCI's connect / disconnect: its target's AH
-      return it != q.dct_ah.end() && it->second < ahs_.size() ? &ahs_[it->second] : nullptr;
+      if (r) {
+        q.dc_ah = r->wqe.ah;
+        return r->wqe.ah < ahs_.size() ? &ahs_[r->wqe.ah] : nullptr;
+      }
+      // A DCI's disconnect goes to the target it served; its connect, where the request queued
+      // with it goes (the initiator queues a connect together with its target's first request).
+      const requester_t* rq = sender(q);
+      if (!rq) return nullptr;
+      std::uint32_t ah = q.dc_ah;
+      if (!p.se)
+        for (std::size_t i = 0; i < rq->queued(); ++i)
+          if (rq->at(i).wr.id == p.wr_id) {
+            for (std::size_t j = i + 1; j < rq->queued(); ++j)
+              if (const detail::send_record* d = send_of(q, rq->at(j).wr.id); d && rq->at(j).wr.id < flow::dc_internal_id) {
+                ah = q.dc_ah = d->wqe.ah;
+                break;
+              }
+            break;
+          }
+      return ah < ahs_.size() ? &ahs_[ah] : nullptr;
     }
     const auto it = reply_to_.find(reply_key(q.qpn, p.dest_qp));
     return it == reply_to_.end() ? nullptr : &it->second;
