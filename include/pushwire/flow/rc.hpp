@@ -313,6 +313,7 @@ class requester {
     h(una_);
     h(max_sent_);
     h(wait_psn_);
+    h(nak_from_.value_or(~0u));
     h(retry_left_);
     h(rnr_left_);
     h(credits_);
@@ -345,6 +346,13 @@ class requester {
   static constexpr errc a_go_back(requester& m, const req_input& in, qp_sink& out) {
     ++m.stats_.seq_naks;
     m.advance_before(in.pkt.psn, in.now, out);
+    // One go-back per gap: the same NAK again (a duplicate on the wire) resends nothing more;
+    // a retransmission lost again is the timeout's to recover (the responder NAKs a gap once).
+    if (m.nak_from_ && *m.nak_from_ == in.pkt.psn) {
+      ++m.stats_.stale;
+      return {};
+    }
+    m.nak_from_ = in.pkt.psn;
     m.rewind(in.pkt.psn);
     return {};
   }
@@ -506,6 +514,7 @@ class requester {
       }
     if (!ib::psn_after(to, una_)) return;
     una_ = to;
+    if (nak_from_ && ib::psn_before(*nak_from_, una_)) nak_from_.reset();
     if (ib::psn_before(nxt_, una_)) rewind(una_);
     retry_left_ = cfg_.retry_cnt;
     rnr_left_ = cfg_.rnr_retry;
@@ -597,6 +606,7 @@ class requester {
   std::uint32_t una_;          ///< oldest unacknowledged PSN
   std::uint32_t max_sent_;     ///< one past the highest PSN sent
   std::uint32_t wait_psn_ = 0;
+  std::optional<std::uint32_t> nak_from_{};  ///< the PSN of the last NAK-sequence go-back, until acknowledged
   std::uint8_t retry_left_, rnr_left_;
   std::uint32_t credits_ = 1;  ///< from the last ACK's AETH (unlimited: large)
   std::optional<time_ns> rto_, wait_;

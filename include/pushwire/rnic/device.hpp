@@ -68,6 +68,9 @@ struct device_config {
   flow::fault_policy on_fault = flow::fault_policy::page_fault_ack;
   /// Frames a port holds for the fabric; beyond it the device sends no new requests.
   std::size_t tx_queue = 4096;
+  /// Packets a requester keeps unacknowledged (rxe's 128). Go-back-N resends them all after a
+  /// loss, so a lossy fabric favours fewer.
+  std::uint32_t window = 128;
   /// Cells: the largest message, one cell packet (a message never spans packets on cells).
   std::uint32_t cell_max_message = 1u << 20;
   /// Cells: nanoseconds a packet may stay incomplete at a receiving port.
@@ -316,6 +319,11 @@ class device {
     const std::uint8_t port = any(mask & qp_attr_mask::port) ? a.port : q->attr.port;
     const std::uint32_t port_mtu = port < ports_.size() ? port_path_mtu(port) : 0;
     if (const errc e = check_modify(q->init.type, q->state, a, mask, ports_.size(), port_mtu); e != errc{}) return e;
+    // Cells carry RC SENDs and WRITEs only (spec/rnic.md §7): other types have no port there.
+    const std::uint8_t to_port = any(mask & qp_attr_mask::av) ? a.av.port : port;
+    if (q->init.type != qp_type::rc && (any(mask & (qp_attr_mask::port | qp_attr_mask::av))) && to_port < ports_.size() &&
+        ports_[to_port].cfg.frame == framing::cell)
+      return errc::invalid_attribute;
     apply_attrs(*q, a, mask);
     const qp_state to = any(mask & qp_attr_mask::state) ? a.state : q->state;
     enter(*q, to);
@@ -620,7 +628,7 @@ class device {
     if (to == qp_state::sqd) q.drained_told = false;
     if (to == qp_state::rts && (from == qp_state::rtr || from == qp_state::sqe)) {
       const flow::requester_config rc{.svc = svc, .mtu = machine_mtu(q), .dest_qp = q.attr.dest_qp_num,
-                                      .start_psn = q.attr.sq_psn, .timeout = ack_timeout_ns(q.attr.timeout),
+                                      .start_psn = q.attr.sq_psn, .window = cfg_.window, .timeout = ack_timeout_ns(q.attr.timeout),
                                       .retry_cnt = q.attr.retry_cnt, .rnr_retry = q.attr.rnr_retry};
       if (q.init.type == qp_type::dci) q.dci.emplace(typename dci_t::config{.dci = q.qpn, .req = rc});
       else q.req.emplace(rc);
@@ -788,6 +796,7 @@ class device {
     if (atomic && (send_length(w) != 8 || w.num_sge != 1)) return errc::invalid_argument;
     if (atomic && w.remote_addr % 8) return errc::misaligned;
     if (cell_port(q) && send_length(w) > cfg_.cell_max_message) return errc::out_of_range;
+    if (cell_port(q) && (op == wr_opcode::rdma_read || atomic)) return errc::invalid_argument;  // no cell form
     if (w.flags & send_inline) return {};
     // READ and atomics write their results locally: local write is needed
     const access need = op == wr_opcode::rdma_read || atomic ? access::local_write : access::none;

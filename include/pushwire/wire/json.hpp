@@ -27,6 +27,12 @@ class json_writer {
   void uint(std::uint64_t v) { scalar(std::to_string(v)); }
   void boolean(bool v) { scalar(v ? "true" : "false"); }
   void null() { scalar("null"); }
+  /// A number with `decimals` digits after the point (printf %.*f: no exponent, no locale).
+  void number(double v, int decimals) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+    scalar(buf);
+  }
   void string(std::string_view s) {
     comma();
     quoted(s);

@@ -1,0 +1,493 @@
+// pushwire-rnic: the reference RNIC from the command line (spec/rnic.md §10).
+//
+//   pushwire-rnic soak --messages N [--seed S] [--loss P] [--dup P] [--reorder P] [--corrupt P]
+//                      [--framing roce|cell] [--pcap F] [--json]
+//
+// Two devices on a loopback fabric whose link drops, duplicates, reorders and corrupts frames
+// with the given probabilities (fractions, each direction). N messages are mixed over four RC
+// queue pairs and a DC initiator serving two DC targets: SEND and WRITE, with and without
+// immediate, READ, COMPARE_SWAP and FETCH_ADD, 0 B to 64 KiB. Each is checked where it lands:
+// the bytes, the guard bytes around them, the receive completion, an atomic's original value.
+// Prints one JSON object (--json) or lines: messages, completed, bytes, lost, duplicated,
+// misplaced_bytes, retransmits, page_faults, virtual_time_us, wall_s. Exit status 0 only when
+// every message completed and lost = duplicated = misplaced_bytes = 0; 1 otherwise; 2 on bad
+// usage. On a terminal, progress goes to stderr.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <pushwire/rnic/fabric.hpp>
+#include <pushwire/wire/json.hpp>
+
+using namespace pushwire;
+using namespace pushwire::rnic;
+
+namespace {
+
+int usage() {
+  std::cerr << "usage: pushwire-rnic soak --messages N [--seed S] [--loss P] [--dup P] [--reorder P] [--corrupt P]\n"
+               "                          [--framing roce|cell] [--pcap FILE] [--json]\n";
+  return 2;
+}
+
+struct options {
+  std::uint64_t messages = 10000, seed = 1;
+  double loss = 0, dup = 0, reorder = 0, corrupt = 0;
+  framing frame = framing::roce;
+  std::string pcap;
+  bool json = false;
+};
+
+constexpr std::uint32_t max_size = 64 * 1024;
+constexpr std::size_t slot_bytes = max_size + 64;  ///< a message's region and its guard
+constexpr std::size_t window = 16;                 ///< messages outstanding per queue pair
+constexpr std::byte sentinel{0xEE};
+/// Bytes after a message that each completion checks are still the sentinel (all of memory is
+/// checked once more at the end).
+constexpr std::size_t guard = 4096;
+
+std::byte content(std::uint64_t id, std::size_t i) {
+  return static_cast<std::byte>((id * 0x9E3779B97F4A7C15ull >> 56) ^ (i * 31) ^ (i >> 8));
+}
+
+/// One device with its PD, CQs and one memory region for everything.
+struct node {
+  std::unique_ptr<device> dev;
+  std::uint32_t pd = 0, cq = 0;
+  std::unique_ptr<cq_memory> cq_mem;
+  std::vector<std::byte> mem;
+  memory_region mr{};
+  std::vector<std::unique_ptr<sq_memory>> sqs;
+  std::vector<std::unique_ptr<rq_memory>> rqs;
+  node(std::uint8_t n, framing f, std::size_t bytes) {
+    device_config c;
+    port_config p;
+    p.mac = {2, 0, 0, 0, 0, n};
+    p.gid = gid_v4(198, 18, 0, n);
+    p.frame = f;
+    c.ports = {p};
+    c.window = 32;  // go-back-N over a lossy link: fewer packets resent per loss
+    dev = std::make_unique<device>(c);
+    pd = *dev->alloc_pd();
+    cq_mem = std::make_unique<cq_memory>(1u << 14);
+    cq = *dev->create_cq(*cq_mem);
+    mem.assign(bytes, sentinel);
+    mr = *dev->reg_mr(pd, mem.data(), mem.size(), all_access);
+  }
+  std::uint32_t qp(qp_type t, std::uint64_t key = 0) {
+    sqs.push_back(std::make_unique<sq_memory>(64));
+    rqs.push_back(std::make_unique<rq_memory>(64));
+    return *dev->create_qp({.type = t, .pd = pd, .send_cq = cq, .recv_cq = cq, .sq = sqs.back().get(), .rq = rqs.back().get(),
+                            .dct_access_key = key});
+  }
+  std::uint64_t addr(std::size_t off) const { return reinterpret_cast<std::uintptr_t>(mem.data() + off); }
+};
+
+errc bring_up(device& d, std::uint32_t qpn, qp_type t, std::uint32_t peer, const address_vector& av, std::uint32_t mtu) {
+  using M = qp_attr_mask;
+  qp_attr a{};
+  a.state = qp_state::init;
+  a.access_flags = access::remote_write | access::remote_read | access::remote_atomic;
+  M m = M::state | M::pkey_index | M::port | (t == qp_type::dci ? M::none : M::access_flags);
+  if (errc e = d.modify_qp(qpn, a, m); e != errc{}) return e;
+  a.state = qp_state::rtr;
+  a.av = av;
+  a.path_mtu = mtu;
+  a.dest_qp_num = peer;
+  a.min_rnr_timer = 1;
+  m = t == qp_type::rc    ? M::state | M::av | M::path_mtu | M::dest_qpn | M::rq_psn | M::max_dest_rd_atomic | M::min_rnr_timer
+      : t == qp_type::dct ? M::state | M::path_mtu | M::min_rnr_timer
+                          : M::state | M::path_mtu;
+  if (errc e = d.modify_qp(qpn, a, m); e != errc{}) return e;
+  if (t == qp_type::dct) return {};
+  a.state = qp_state::rts;
+  a.timeout = 6;  // 262 us: a lossy link recovers quickly
+  a.retry_cnt = 7;
+  a.rnr_retry = 7;
+  return d.modify_qp(qpn, a, M::state | M::timeout | M::retry_cnt | M::rnr_retry | M::sq_psn | M::max_qp_rd_atomic);
+}
+
+struct totals {
+  std::uint64_t messages = 0, completed = 0, bytes = 0, lost = 0, duplicated = 0, misplaced = 0;
+  std::uint64_t retransmits = 0, page_faults = 0, virtual_us = 0;
+  double wall = 0;
+};
+
+/// A message in flight.
+struct flight {
+  std::uint64_t id = 0;
+  wr_opcode op{};
+  std::uint32_t len = 0;
+  std::size_t slot = 0;         ///< its region (A's source / sink, B's target) index
+  std::uint64_t expect_orig = 0;
+  bool send_done = false, recv_needed = false, recv_done = false;
+};
+
+class soak {
+ public:
+  explicit soak(const options& o)
+      : o_(o), a_(1, o.frame, lanes * window * slot_bytes), b_(2, o.frame, lanes * window * slot_bytes + 4096), fab_(o.seed),
+        rng_(o.seed * 7919 + 13) {
+    link_config l;
+    l.latency = 2000;
+    l.a_to_b = l.b_to_a = {.loss = o.loss, .duplicate = o.dup, .reorder = o.reorder, .corrupt = o.corrupt};
+    (void)fab_.link(*a_.dev, 0, *b_.dev, 0, l);
+    if (!o.pcap.empty() && fab_.tap(o.pcap) != errc{}) throw std::runtime_error("cannot write " + o.pcap);
+    const std::uint32_t mtu = 4096;
+    const address_vector to_b{.dmac = b_.dev->config().ports[0].mac, .dgid = b_.dev->config().ports[0].gid};
+    const address_vector to_a{.dmac = a_.dev->config().ports[0].mac, .dgid = a_.dev->config().ports[0].gid};
+    for (std::size_t i = 0; i < rc_lanes; ++i) {
+      lane& ln = lanes_[i];
+      ln.qa = a_.qp(qp_type::rc);
+      ln.qb = b_.qp(qp_type::rc);
+      (void)bring_up(*a_.dev, ln.qa, qp_type::rc, ln.qb, to_b, mtu);
+      (void)bring_up(*b_.dev, ln.qb, qp_type::rc, ln.qa, to_a, mtu);
+    }
+    lanes_used_ = o.frame == framing::cell ? rc_lanes : lanes;  // cells carry RC only (spec/rnic.md §7)
+    if (lanes_used_ == lanes) {
+      const std::uint32_t dci = a_.qp(qp_type::dci);
+      (void)bring_up(*a_.dev, dci, qp_type::dci, 0, {}, mtu);
+      ah_ = *a_.dev->create_ah(a_.pd, to_b);
+      for (std::size_t i = rc_lanes; i < lanes; ++i) {
+        lane& ln = lanes_[i];
+        ln.qa = dci;
+        ln.dc_key = 0xD0D0 + i;
+        ln.qb = b_.qp(qp_type::dct, ln.dc_key);
+        (void)bring_up(*b_.dev, ln.qb, qp_type::dct, 0, {}, mtu);
+      }
+    }
+    for (std::size_t i = 0; i < lanes; ++i) {
+      for (std::size_t s = 0; s < window; ++s) lanes_[i].free.push_back(i * window + s);
+      std::fill_n(b_.mem.begin() + static_cast<std::ptrdiff_t>(counter(i)), 8, std::byte{0});  // the lane's atomic counter
+    }
+  }
+
+  totals run() {
+    const auto wall0 = std::chrono::steady_clock::now();
+    const bool tty = isatty(STDERR_FILENO) != 0;
+    auto last_print = wall0;
+    totals t;
+    t.messages = o_.messages;
+    std::uint64_t idle_steps = 0;
+    const time_ns stall = 2'000'000'000;  // 2 s of virtual time without a completion: give up
+    time_ns last_progress = 0;
+    while (done_ < o_.messages) {
+      post_more();
+      const std::uint64_t before = done_;
+      if (!fab_.step(fab_.now() + stall)) ++idle_steps;
+      poll();
+      if (done_ != before) last_progress = fab_.now();
+      if (fab_.now() - last_progress > stall || idle_steps > 1000) break;
+      if (tty) {
+        const auto now = std::chrono::steady_clock::now();
+        if (now - last_print > std::chrono::milliseconds(500)) {
+          last_print = now;
+          std::fprintf(stderr, "\r%llu / %llu messages, %.1f MB, virtual %.3f s   ", static_cast<unsigned long long>(done_),
+                       static_cast<unsigned long long>(o_.messages), static_cast<double>(bytes_) / 1e6,
+                       static_cast<double>(fab_.now()) / 1e9);
+        }
+      }
+    }
+    fab_.run_until(fab_.now() + 10'000'000);  // let duplicates arrive after the last completion
+    poll();
+    if (tty) std::fprintf(stderr, "\r%80s\r", "");
+    t.completed = completed_;
+    t.bytes = bytes_;
+    t.lost = o_.messages - completed_;
+    t.duplicated = duplicated_;
+    t.misplaced = misplaced_ + scan_guards();
+    t.retransmits = a_.dev->counters().retransmits + b_.dev->counters().retransmits;
+    t.page_faults = a_.dev->counters().page_faults + b_.dev->counters().page_faults;
+    t.virtual_us = fab_.now() / 1000;
+    t.wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+    return t;
+  }
+
+ private:
+  static constexpr std::size_t rc_lanes = 4, lanes = 6;
+  struct lane {
+    std::uint32_t qa = 0, qb = 0;
+    std::uint64_t dc_key = 0;
+    std::deque<std::size_t> free;
+    std::map<std::uint64_t, flight> live;  ///< by id
+    std::uint64_t atomic_value = 0;        ///< the lane's counter word at B, as it must be
+  };
+  bool dc(std::size_t l) const { return l >= rc_lanes; }
+  std::size_t region(std::size_t slot) const { return slot * slot_bytes; }
+  std::size_t counter(std::size_t l) const { return lanes * window * slot_bytes + 8 * l; }
+
+  std::uint32_t pick_size() {
+    const auto e = static_cast<unsigned>(rng_() % 18);  // 0, then 1 .. 2^16 log-uniform
+    if (e == 0) return 0;
+    const std::uint32_t lo = 1u << (e - 1), hi = std::min<std::uint32_t>(1u << e, max_size);
+    return lo + static_cast<std::uint32_t>(rng_() % (hi - lo + 1));
+  }
+  wr_opcode pick_op() {
+    static constexpr wr_opcode all[] = {wr_opcode::send, wr_opcode::send_with_imm, wr_opcode::rdma_write,
+                                        wr_opcode::rdma_write_with_imm, wr_opcode::rdma_read, wr_opcode::atomic_cmp_and_swp,
+                                        wr_opcode::atomic_fetch_and_add};
+    const std::size_t n = o_.frame == framing::cell ? 4 : 7;  // cells carry SEND and WRITE (spec/rnic.md §7)
+    return all[rng_() % n];
+  }
+
+  void post_more() {
+    for (std::size_t l = 0; l < lanes_used_ && posted_ < o_.messages; ++l) {
+      lane& ln = lanes_[l];
+      while (!ln.free.empty() && posted_ < o_.messages) {
+        flight f{.id = ++posted_, .op = pick_op(), .slot = ln.free.front()};
+        ln.free.pop_front();
+        const bool atomic = f.op == wr_opcode::atomic_cmp_and_swp || f.op == wr_opcode::atomic_fetch_and_add;
+        f.len = atomic ? 8 : pick_size();
+        const std::size_t at = region(f.slot);
+        // A's region holds the message (or receives the READ); B's region is back to the
+        // sentinel (as far as the last message there reached), or holds what a READ fetches.
+        reset(b_, f.slot, b_dirty_);
+        if (f.op == wr_opcode::rdma_read) reset(a_, f.slot, a_dirty_);
+        for (std::size_t i = 0; i < f.len; ++i) {
+          if (f.op == wr_opcode::rdma_read) b_.mem[at + i] = content(f.id, i);
+          else a_.mem[at + i] = content(f.id, i);
+        }
+        // What each side's region may hold now: the message's bytes at B (its target or a READ's
+        // source), and at A a READ's sink or the bytes sent (sources are never reset: a READ
+        // resets as far as they reached).
+        b_dirty_[f.slot] = f.len;
+        a_dirty_[f.slot] = f.op == wr_opcode::rdma_read ? f.len : std::max(a_dirty_[f.slot], f.len);
+        const sge s{a_.addr(at), f.len, a_.mr.lkey};
+        send_wr wr{.wr_id = (f.id << 3) | l, .opcode = f.op, .sg_list = std::span(&s, 1), .imm = static_cast<std::uint32_t>(f.id)};
+        wr.remote_addr = b_.addr(at);
+        wr.rkey = b_.mr.rkey;
+        if (atomic) {
+          wr.remote_addr = b_.addr(counter(l));
+          f.expect_orig = ln.atomic_value++;
+          wr.compare_add = f.op == wr_opcode::atomic_cmp_and_swp ? f.expect_orig : 1;
+          wr.swap = f.expect_orig + 1;
+        }
+        if (dc(l)) {
+          wr.ah = ah_;
+          wr.remote_qpn = ln.qb;
+          wr.dc_key = ln.dc_key;
+        }
+        f.recv_needed = f.op == wr_opcode::send || f.op == wr_opcode::send_with_imm || f.op == wr_opcode::rdma_write_with_imm;
+        if (f.recv_needed) {
+          const sge r{b_.addr(at), f.op == wr_opcode::rdma_write_with_imm ? 0 : max_size, b_.mr.lkey};
+          (void)b_.dev->post_recv(ln.qb, {.wr_id = wr.wr_id, .sg_list = std::span(&r, 1)});
+        }
+        if (a_.dev->post_send(ln.qa, wr) != errc{}) {
+          ln.free.push_front(f.slot);
+          --posted_;
+          break;
+        }
+        ln.live.emplace(f.id, f);
+      }
+    }
+  }
+
+  void poll() {
+    work_completion wc[256];
+    for (;;) {
+      const std::size_t n = a_.cq_mem->poll(wc);
+      for (std::size_t i = 0; i < n; ++i) on_send(wc[i]);
+      const std::size_t m = b_.cq_mem->poll(wc);
+      for (std::size_t i = 0; i < m; ++i) on_recv(wc[i]);
+      if (n == 0 && m == 0) return;
+    }
+  }
+  flight* find(std::uint64_t wr_id, lane*& ln) {
+    ln = &lanes_[wr_id & 7];
+    const auto it = ln->live.find(wr_id >> 3);
+    return it == ln->live.end() ? nullptr : &it->second;
+  }
+  void on_send(const work_completion& c) {
+    lane* ln = nullptr;
+    flight* f = find(c.wr_id, ln);
+    if (!f || f->send_done) {
+      ++duplicated_;
+      return;
+    }
+    f->send_done = true;
+    if (c.status != wc_status::success) {
+      finish(*ln, *f, false);
+      return;
+    }
+    const std::size_t at = region(f->slot);
+    if (f->op == wr_opcode::rdma_read) {
+      for (std::size_t i = 0; i < f->len; ++i) misplaced_ += a_.mem[at + i] != content(f->id, i);
+      misplaced_ += guard_bytes(a_, f->slot, f->len);
+    } else if (f->op == wr_opcode::atomic_cmp_and_swp || f->op == wr_opcode::atomic_fetch_and_add) {
+      std::uint64_t orig = 0;
+      std::memcpy(&orig, a_.mem.data() + at, 8);
+      misplaced_ += orig != f->expect_orig ? 8 : 0;
+    }
+    maybe_finish(*ln, *f);
+  }
+  void on_recv(const work_completion& c) {
+    lane* ln = nullptr;
+    flight* f = find(c.wr_id, ln);
+    if (!f || f->recv_done || !f->recv_needed) {
+      ++duplicated_;
+      return;
+    }
+    f->recv_done = true;
+    if (c.status != wc_status::success || c.byte_len != f->len || (c.with_imm && c.imm != static_cast<std::uint32_t>(f->id))) {
+      ++misplaced_;
+    }
+    maybe_finish(*ln, *f);
+  }
+  void maybe_finish(lane& ln, flight& f) {
+    if (!f.send_done || (f.recv_needed && !f.recv_done)) return;
+    // What landed at B: the message, then untouched sentinel bytes.
+    const std::size_t at = region(f.slot);
+    if (f.op != wr_opcode::rdma_read && f.op != wr_opcode::atomic_cmp_and_swp && f.op != wr_opcode::atomic_fetch_and_add) {
+      for (std::size_t i = 0; i < f.len; ++i) misplaced_ += b_.mem[at + i] != content(f.id, i);
+      misplaced_ += guard_bytes(b_, f.slot, f.len);
+    }
+    finish(ln, f, true);
+  }
+  void finish(lane& ln, flight& f, bool ok) {
+    if (ok) {
+      ++completed_;
+      bytes_ += f.len;
+    }
+    ++done_;
+    ln.free.push_back(f.slot);
+    ln.live.erase(f.id);
+  }
+  /// Restores slot's region of n to the sentinel as far as its last message reached.
+  void reset(node& n, std::size_t slot, std::vector<std::uint32_t>& dirty) {
+    const std::size_t at = region(slot);
+    std::fill_n(n.mem.begin() + static_cast<std::ptrdiff_t>(at), std::min<std::size_t>(dirty[slot] + guard, slot_bytes), sentinel);
+    dirty[slot] = 0;
+  }
+  /// Bytes after a message's len in its region that are not the sentinel (up to the guard).
+  std::uint64_t guard_bytes(const node& n, std::size_t slot, std::size_t len) const {
+    const std::size_t at = region(slot), end = std::min(len + guard, slot_bytes);
+    std::uint64_t bad = 0;
+    for (std::size_t i = len; i < end; ++i) bad += n.mem[at + i] != sentinel;
+    return bad;
+  }
+  /// At the end: every byte of both memories that is neither a last message's nor the sentinel
+  /// (the regions past each last message, the counters' neighbours).
+  std::uint64_t scan_guards() const {
+    std::uint64_t bad = 0;
+    for (std::size_t s = 0; s < lanes * window; ++s) {
+      const std::size_t at = region(s);
+      for (std::size_t i = at + b_dirty_[s]; i < at + slot_bytes; ++i) bad += b_.mem[i] != sentinel;
+    }
+    for (std::size_t i = counter(lanes); i < b_.mem.size(); ++i) bad += b_.mem[i] != sentinel;
+    return bad;
+  }
+
+  options o_;
+  node a_, b_;
+  loopback_fabric fab_;
+  std::mt19937_64 rng_;
+  std::array<lane, lanes> lanes_{};
+  std::uint32_t ah_ = 0;
+  std::size_t lanes_used_ = lanes;
+  std::vector<std::uint32_t> a_dirty_ = std::vector<std::uint32_t>(lanes * window), b_dirty_ = std::vector<std::uint32_t>(lanes * window);
+  std::uint64_t posted_ = 0, done_ = 0, completed_ = 0, bytes_ = 0, duplicated_ = 0, misplaced_ = 0;
+};
+
+std::optional<double> fraction(std::string_view s) {
+  try {
+    std::size_t n = 0;
+    const double v = std::stod(std::string{s}, &n);
+    if (n != s.size() || v < 0 || v > 1) return std::nullopt;
+    return v;
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+std::optional<std::uint64_t> count(std::string_view s) {
+  if (s.empty() || s.size() > 19) return std::nullopt;
+  std::uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::string_view{argv[1]} != "soak") return usage();
+  options o;
+  for (int i = 2; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    auto value = [&]() -> std::optional<std::string_view> {
+      if (i + 1 >= argc) return std::nullopt;
+      return std::string_view{argv[++i]};
+    };
+    if (a == "--json") {
+      o.json = true;
+    } else if (a == "--messages" || a == "--seed") {
+      const auto v = value();
+      const auto n = v ? count(*v) : std::nullopt;
+      if (!n) return usage();
+      (a == "--messages" ? o.messages : o.seed) = *n;
+    } else if (a == "--loss" || a == "--dup" || a == "--reorder" || a == "--corrupt") {
+      const auto v = value();
+      const auto p = v ? fraction(*v) : std::nullopt;
+      if (!p) {
+        std::cerr << "pushwire-rnic: " << a << " takes a fraction from 0 to 1 (0.05 = 5%)\n";
+        return 2;
+      }
+      (a == "--loss" ? o.loss : a == "--dup" ? o.dup : a == "--reorder" ? o.reorder : o.corrupt) = *p;
+    } else if (a == "--framing") {
+      const auto v = value();
+      if (v == "roce") o.frame = framing::roce;
+      else if (v == "cell") o.frame = framing::cell;
+      else return usage();
+    } else if (a == "--pcap") {
+      const auto v = value();
+      if (!v) return usage();
+      o.pcap = std::string{*v};
+    } else {
+      return usage();
+    }
+  }
+  totals t;
+  try {
+    soak s(o);
+    t = s.run();
+  } catch (const std::exception& e) {
+    std::cerr << "pushwire-rnic: " << e.what() << "\n";
+    return 2;
+  }
+  const bool ok = t.completed == t.messages && t.lost == 0 && t.duplicated == 0 && t.misplaced == 0;
+  if (o.json) {
+    std::string out;
+    wire::json_writer w{out};
+    w.begin_object();
+    w.key("messages"), w.uint(t.messages);
+    w.key("completed"), w.uint(t.completed);
+    w.key("bytes"), w.uint(t.bytes);
+    w.key("lost"), w.uint(t.lost);
+    w.key("duplicated"), w.uint(t.duplicated);
+    w.key("misplaced_bytes"), w.uint(t.misplaced);
+    w.key("retransmits"), w.uint(t.retransmits);
+    w.key("page_faults"), w.uint(t.page_faults);
+    w.key("virtual_time_us"), w.uint(t.virtual_us);
+    w.key("wall_s"), w.number(t.wall, 3);
+    w.end_object();
+    std::cout << out << "\n";
+  } else {
+    std::cout << "messages " << t.messages << "\ncompleted " << t.completed << "\nbytes " << t.bytes << "\nlost " << t.lost
+              << "\nduplicated " << t.duplicated << "\nmisplaced_bytes " << t.misplaced << "\nretransmits " << t.retransmits
+              << "\npage_faults " << t.page_faults << "\nvirtual_time_us " << t.virtual_us << "\nwall_s " << t.wall << "\n";
+  }
+  return ok ? 0 : 1;
+}
