@@ -1,7 +1,7 @@
 // pushwire-rnic: the reference RNIC from the command line (spec/rnic.md §10).
 //
 //   pushwire-rnic soak --messages N [--seed S] [--loss P] [--dup P] [--reorder P] [--corrupt P]
-//                      [--framing roce|cell] [--pcap F] [--json]
+//                      [--framing roce|cell] [--pcap F] [--json] [--mtu B] [--window N]
 //
 // Two devices on a loopback fabric whose link drops, duplicates, reorders and corrupts frames
 // with the given probabilities (fractions, each direction). N messages are mixed over four RC
@@ -11,7 +11,10 @@
 // Prints one JSON object (--json) or lines: messages, completed, bytes, lost, duplicated,
 // misplaced_bytes, retransmits, page_faults, virtual_time_us, wall_s. Exit status 0 only when
 // every message completed and lost = duplicated = misplaced_bytes = 0; 1 otherwise; 2 on bad
-// usage. On a terminal, progress goes to stderr.
+// usage. On a terminal, progress goes to stderr. --mtu is the path MTU (RoCE default 4096; cells
+// 512, in 256-byte cells) and --window the packets a requester keeps unacknowledged (RoCE 16,
+// cells 8): go-back-N over a lossy link resends a window per loss, and a cell packet is lost
+// with any of its cells.
 #include <unistd.h>
 
 #include <chrono>
@@ -38,7 +41,7 @@ namespace {
 
 int usage() {
   std::cerr << "usage: pushwire-rnic soak --messages N [--seed S] [--loss P] [--dup P] [--reorder P] [--corrupt P]\n"
-               "                          [--framing roce|cell] [--pcap FILE] [--json]\n";
+               "                          [--framing roce|cell] [--pcap FILE] [--json] [--mtu B] [--window N]\n";
   return 2;
 }
 
@@ -48,6 +51,7 @@ struct options {
   framing frame = framing::roce;
   std::string pcap;
   bool json = false;
+  std::uint32_t mtu = 0, window = 0;  ///< 0: the framing's default
 };
 
 constexpr std::uint32_t max_size = 64 * 1024;
@@ -71,14 +75,14 @@ struct node {
   memory_region mr{};
   std::vector<std::unique_ptr<sq_memory>> sqs;
   std::vector<std::unique_ptr<rq_memory>> rqs;
-  node(std::uint8_t n, framing f, std::size_t bytes) {
+  node(std::uint8_t n, framing f, std::size_t bytes, std::uint32_t window) {
     device_config c;
     port_config p;
     p.mac = {2, 0, 0, 0, 0, n};
     p.gid = gid_v4(198, 18, 0, n);
     p.frame = f;
     c.ports = {p};
-    c.window = 32;  // go-back-N over a lossy link: fewer packets resent per loss
+    c.window = window;
     dev = std::make_unique<device>(c);
     pd = *dev->alloc_pd();
     cq_mem = std::make_unique<cq_memory>(1u << 14);
@@ -138,14 +142,14 @@ struct flight {
 class soak {
  public:
   explicit soak(const options& o)
-      : o_(o), a_(1, o.frame, lanes * window * slot_bytes), b_(2, o.frame, lanes * window * slot_bytes + 4096), fab_(o.seed),
+      : o_(o), a_(1, o.frame, lanes * window * slot_bytes, window_of(o)), b_(2, o.frame, lanes * window * slot_bytes + 4096, window_of(o)), fab_(o.seed),
         rng_(o.seed * 7919 + 13) {
     link_config l;
     l.latency = 2000;
     l.a_to_b = l.b_to_a = {.loss = o.loss, .duplicate = o.dup, .reorder = o.reorder, .corrupt = o.corrupt};
     (void)fab_.link(*a_.dev, 0, *b_.dev, 0, l);
     if (!o.pcap.empty() && fab_.tap(o.pcap) != errc{}) throw std::runtime_error("cannot write " + o.pcap);
-    const std::uint32_t mtu = 4096;
+    const std::uint32_t mtu = o.mtu ? o.mtu : o.frame == framing::cell ? 512 : 4096;
     const address_vector to_b{.dmac = b_.dev->config().ports[0].mac, .dgid = b_.dev->config().ports[0].gid};
     const address_vector to_a{.dmac = a_.dev->config().ports[0].mac, .dgid = a_.dev->config().ports[0].gid};
     for (std::size_t i = 0; i < rc_lanes; ++i) {
@@ -155,8 +159,7 @@ class soak {
       (void)bring_up(*a_.dev, ln.qa, qp_type::rc, ln.qb, to_b, mtu);
       (void)bring_up(*b_.dev, ln.qb, qp_type::rc, ln.qa, to_a, mtu);
     }
-    lanes_used_ = o.frame == framing::cell ? rc_lanes : lanes;  // cells carry RC only (spec/rnic.md §7)
-    if (lanes_used_ == lanes) {
+    {
       const std::uint32_t dci = a_.qp(qp_type::dci);
       (void)bring_up(*a_.dev, dci, qp_type::dci, 0, {}, mtu);
       ah_ = *a_.dev->create_ah(a_.pd, to_b);
@@ -173,6 +176,8 @@ class soak {
       std::fill_n(b_.mem.begin() + static_cast<std::ptrdiff_t>(counter(i)), 8, std::byte{0});  // the lane's atomic counter
     }
   }
+
+  static std::uint32_t window_of(const options& o) { return o.window ? o.window : o.frame == framing::cell ? 8 : 16; }
 
   totals run() {
     const auto wall0 = std::chrono::steady_clock::now();
@@ -238,12 +243,11 @@ class soak {
     static constexpr wr_opcode all[] = {wr_opcode::send, wr_opcode::send_with_imm, wr_opcode::rdma_write,
                                         wr_opcode::rdma_write_with_imm, wr_opcode::rdma_read, wr_opcode::atomic_cmp_and_swp,
                                         wr_opcode::atomic_fetch_and_add};
-    const std::size_t n = o_.frame == framing::cell ? 4 : 7;  // cells carry SEND and WRITE (spec/rnic.md §7)
-    return all[rng_() % n];
+    return all[rng_() % 7];
   }
 
   void post_more() {
-    for (std::size_t l = 0; l < lanes_used_ && posted_ < o_.messages; ++l) {
+    for (std::size_t l = 0; l < lanes && posted_ < o_.messages; ++l) {
       lane& ln = lanes_[l];
       while (!ln.free.empty() && posted_ < o_.messages) {
         flight f{.id = ++posted_, .op = pick_op(), .slot = ln.free.front()};
@@ -395,7 +399,6 @@ class soak {
   std::mt19937_64 rng_;
   std::array<lane, lanes> lanes_{};
   std::uint32_t ah_ = 0;
-  std::size_t lanes_used_ = lanes;
   std::vector<std::uint32_t> a_dirty_ = std::vector<std::uint32_t>(lanes * window), b_dirty_ = std::vector<std::uint32_t>(lanes * window);
   std::uint64_t posted_ = 0, done_ = 0, completed_ = 0, bytes_ = 0, duplicated_ = 0, misplaced_ = 0;
 };
@@ -438,6 +441,22 @@ int main(int argc, char** argv) {
       const auto n = v ? count(*v) : std::nullopt;
       if (!n) return usage();
       (a == "--messages" ? o.messages : o.seed) = *n;
+    } else if (a == "--mtu") {
+      const auto v = value();
+      const auto n = v ? count(*v) : std::nullopt;
+      if (!n || (*n != 256 && *n != 512 && *n != 1024 && *n != 2048 && *n != 4096)) {
+        std::cerr << "pushwire-rnic: --mtu takes 256, 512, 1024, 2048 or 4096\n";
+        return 2;
+      }
+      o.mtu = static_cast<std::uint32_t>(*n);
+    } else if (a == "--window") {
+      const auto v = value();
+      const auto n = v ? count(*v) : std::nullopt;
+      if (!n || *n == 0 || *n > 128) {
+        std::cerr << "pushwire-rnic: --window takes 1 to 128\n";
+        return 2;
+      }
+      o.window = static_cast<std::uint32_t>(*n);
     } else if (a == "--loss" || a == "--dup" || a == "--reorder" || a == "--corrupt") {
       const auto v = value();
       const auto p = v ? fraction(*v) : std::nullopt;

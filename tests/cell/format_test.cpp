@@ -105,7 +105,7 @@ TEST_CASE("each rule is reported by name, at its byte", "[cells][format]") {
   CHECK(decode_error(v2) == E{errc::unsupported_version, H, "version"});
   CHECK(decode_error(edited(send_bytes, [](auto& b) { or_byte(b, H + 1, 0x04); })) == E{errc::reserved_nonzero, H + 1, "resv_flags"});
   CHECK(decode_error(edited(send_bytes, [](auto& b) { set_byte(b, H + 8, 1); })) == E{errc::reserved_nonzero, H + 8, "resv8"});
-  CHECK(decode_error(edited(send_bytes, [](auto& b) { set_byte(b, H, 0x15); })) == E{errc::invalid_field, H, "type"});
+  CHECK(decode_error(edited(send_bytes, [](auto& b) { set_byte(b, H, 0x16); })) == E{errc::invalid_field, H, "type"});
   auto longer = std::vector<std::byte>(send_bytes.begin(), send_bytes.end());
   longer.push_back(std::byte{0});
   CHECK(decode_error(longer) == E{errc::length_mismatch, H + 16, "length"});

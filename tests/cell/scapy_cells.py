@@ -35,7 +35,7 @@ failures = []
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from make_vectors import crc32c  # noqa: E402  (the same independent bitwise CRC-32C)
 
-TYPES = {0: "Send", 1: "RDMAWrite", 2: "ACK", 3: "NAK", 4: "PageFaultDelay"}
+TYPES = {0: "Send", 1: "RDMAWrite", 2: "ACK", 3: "NAK", 4: "PageFaultDelay", 5: "Transport"}
 CONTROL = (2, 3, 4)
 
 

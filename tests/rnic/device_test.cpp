@@ -28,7 +28,7 @@ bool equal_bytes(const side& s, std::size_t off, const std::vector<std::byte>& w
 
 }  // namespace
 
-TEST_CASE("RC over RoCE: SEND, SEND_WITH_IMM, WRITE, WRITE_WITH_IMM, READ, atomics", "[rnic][rc]") {
+TEST_CASE("RC in both framings: SEND, SEND_WITH_IMM, WRITE, WRITE_WITH_IMM, READ, atomics", "[rnic][rc]") {
   for (const framing f : {framing::roce, framing::cell}) {
     INFO("framing " << wire::enum_name(f));
     pair p(f);
@@ -50,8 +50,7 @@ TEST_CASE("RC over RoCE: SEND, SEND_WITH_IMM, WRITE, WRITE_WITH_IMM, READ, atomi
     const sge s3 = a.at(0, 3000), s4 = a.at(1000, 256);
     REQUIRE(a.dev->post_send(qa, {.wr_id = 3, .opcode = wr_opcode::rdma_write, .sg_list = std::span(&s3, 1), .remote_addr = b.addr(0x40000), .rkey = b.mr.rkey}) == errc{});
     REQUIRE(a.dev->post_send(qa, {.wr_id = 4, .opcode = wr_opcode::rdma_write_with_imm, .sg_list = std::span(&s4, 1), .imm = 9, .remote_addr = b.addr(0x50000), .rkey = b.mr.rkey}) == errc{});
-    const bool cells = f == framing::cell;
-    if (!cells) {
+    {
       // READ 2500 bytes back; COMPARE_SWAP and FETCH_ADD on b's word at 0x60000.
       const auto remote = pattern_bytes(2500, 9);
       std::copy(remote.begin(), remote.end(), b.buf.begin() + 0x70000);
@@ -64,7 +63,7 @@ TEST_CASE("RC over RoCE: SEND, SEND_WITH_IMM, WRITE, WRITE_WITH_IMM, READ, atomi
     }
     p.settle();
     const auto sc = a.poll_send();
-    const std::size_t n_send = cells ? 4 : 7;
+    const std::size_t n_send = 7;
     REQUIRE(sc.size() == n_send);
     for (std::size_t i = 0; i < n_send; ++i) {
       INFO("completion " << i << " " << status_text(sc[i]));
@@ -93,7 +92,7 @@ TEST_CASE("RC over RoCE: SEND, SEND_WITH_IMM, WRITE, WRITE_WITH_IMM, READ, atomi
     CHECK(equal_bytes(b, 0x40000, std::vector<std::byte>(msg.begin(), msg.begin() + 3000)));
     CHECK(equal_bytes(b, 0x50000, std::vector<std::byte>(msg.begin() + 1000, msg.begin() + 1256)));
     CHECK(b.buf[0x40000 + 3000] == std::byte{0});  // not one byte past the write
-    if (!cells) {
+    {
       CHECK(sc[4].opcode == wc_opcode::rdma_read);
       CHECK(sc[4].byte_len == 2500);
       CHECK(equal_bytes(a, 0x80000, pattern_bytes(2500, 9)));
@@ -109,7 +108,8 @@ TEST_CASE("RC over RoCE: SEND, SEND_WITH_IMM, WRITE, WRITE_WITH_IMM, READ, atomi
 }
 
 TEST_CASE("UC and UD over both framings", "[rnic][uc][ud]") {
-  for (const framing f : {framing::roce}) {
+  for (const framing f : {framing::roce, framing::cell}) {
+    INFO("framing " << wire::enum_name(f));
     pair p(f);
     {
       const auto [qa, qb] = p.connect(qp_type::uc);
@@ -296,12 +296,14 @@ TEST_CASE("QP states: modify_qp's attribute rules, posting rules, ERR flushes", 
 }
 
 TEST_CASE("on-demand memory: the page-fault ACK pauses the requester without retransmission; the silent drop is slower", "[rnic][odp]") {
+  for (const framing f : {framing::roce, framing::cell}) {
+  INFO("framing " << wire::enum_name(f));
   time_ns with_ack = 0, with_drop = 0;
   for (const auto policy : {flow::fault_policy::page_fault_ack, flow::fault_policy::silent_drop}) {
     device_config cfg;
     cfg.on_fault = policy;
     cfg.page_fault_latency = 300'000;  // 300 us to bring a page in
-    pair p(framing::roce, 1, {}, cfg);
+    pair p(f, 1, {}, cfg);
     const auto [qa, qb] = p.connect(qp_type::rc);
     (void)qb;
     // b registers a region implicitly: no page resident.
@@ -341,6 +343,7 @@ TEST_CASE("on-demand memory: the page-fault ACK pauses the requester without ret
   }
   INFO("page-fault ACK " << with_ack << " ns, silent drop " << with_drop << " ns");
   CHECK(with_ack < with_drop);
+  }
 }
 
 TEST_CASE("the pcap tap: every frame, every ICRC good, readable by the library's reader", "[rnic][tap]") {
@@ -375,10 +378,12 @@ TEST_CASE("the pcap tap: every frame, every ICRC good, readable by the library's
 }
 
 TEST_CASE("DC: one initiator serves two targets in turn, connecting and disconnecting", "[rnic][dc]") {
+  for (const framing f : {framing::roce, framing::cell}) {
+  INFO("framing " << wire::enum_name(f));
   loopback_fabric fab(3);
-  side a(1, framing::roce), b(2, framing::roce), c(3, framing::roce);
+  side a(1, f), b(2, f), c(3, f);
   device_config cfg;
-  cfg.ports = {port_n(1), port_n(4)};
+  cfg.ports = {port_n(1, f), port_n(4, f)};
   // a has two ports: one to b, one to c.
   a.dev = std::make_unique<device>(cfg);
   a.pd = *a.dev->alloc_pd();
@@ -428,6 +433,7 @@ TEST_CASE("DC: one initiator serves two targets in turn, connecting and disconne
   REQUIRE(rc.size() == 1);
   CHECK(rc[0].byte_len == 3000);
   CHECK(equal_bytes(c, 0x1000, msg));
+  }
 }
 
 TEST_CASE("a shared receive queue feeds several QPs", "[rnic][srq]") {

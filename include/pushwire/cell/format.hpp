@@ -50,13 +50,18 @@ enum class cell_type : std::uint8_t {
   ack = 2,               ///< acknowledges every packet up to and including the header's PSN
   nak = 3,               ///< negative acknowledgement of the header's PSN, with a code
   page_fault_delay = 4,  ///< page-fault flow control: placement of the header's PSN waits on a page fault
+  /// An InfiniBand transport packet as the data: BTH, extended headers, payload, pad (no ICRC;
+  /// the cell and packet CRCs cover it). What the native types cannot say: multi-packet
+  /// messages, READ, atomics, UC, UD, DC (spec/cells.md §2).
+  transport = 5,
 };
-inline constexpr std::array<wire::named_value, 5> cell_type_names{{
+inline constexpr std::array<wire::named_value, 6> cell_type_names{{
     {cell_type::send, "Send"},
     {cell_type::rdma_write, "RDMAWrite"},
     {cell_type::ack, "ACK"},
     {cell_type::nak, "NAK"},
     {cell_type::page_fault_delay, "PageFaultDelay"},
+    {cell_type::transport, "Transport"},
 }};
 constexpr std::span<const wire::named_value> wire_enum_names(cell_type) { return cell_type_names; }
 constexpr bool is_known(cell_type t) { return !wire::enum_name(t).empty(); }

@@ -3,9 +3,9 @@
 // cell::packet_spec). A packet made from a frame carries its payload as a span into it; a frame
 // made from a packet takes the packet's payload span and the caller's addresses.
 //
-// RoCEv2 keeps every transport field. Cells carry less (spec/cells.md §11): one cell packet is one
-// whole message (ONLY position) between two work queue pairs, an ACK, a NAK or a page-fault
-// delay. The mapping, both ways:
+// RoCEv2 keeps every transport field. Cells have native types for the split-model driver's own
+// packets (spec/cells.md §11): one cell packet is one whole message (ONLY position) between two
+// work queue pairs, an ACK, a NAK or a page-fault delay. The mapping, both ways:
 //   cell Send [idata]         RC SEND_ONLY [_WITH_IMMEDIATE], ImmDt = idata
 //   cell RDMAWrite [idata]    RC RDMA_WRITE_ONLY [_WITH_IMMEDIATE], RETH va / R_Key = VA / MH,
 //                             DMA length = the payload's
@@ -13,7 +13,10 @@
 //   cell NAK code c           RC ACKNOWLEDGE, AETH NAK c (IBTA's codes 0-3)
 //   cell PageFaultDelay d     RC ACKNOWLEDGE, the page-fault ACK of d microseconds
 //                             (ib::page_fault_ack), fault_delay_us = d exactly
-// src_qp is the cell's source WQP, dest_qp its destination WQP.
+//   cell Transport            any packet: the data is its BTH, extended headers and payload
+//                             (PadCnt 0); the header's WQP and PSN must be the BTH's
+// src_qp is the cell's source WQP, dest_qp its destination WQP. to_cell() gives the native form
+// (or an error), to_cell_form() the native form where there is one, else the Transport form.
 #pragma once
 
 #include <cstddef>
@@ -106,9 +109,22 @@ constexpr ib::roce_packet to_roce(const packet& p, ib::roce_packet base = {}) {
 }
 
 /// The packet of a reassembled cell packet (the mapping at the top of this header). The payload
-/// views the reassembler's or the caller's storage, as d.payload does.
-constexpr packet from_cell(const cell::delivered_packet& d) {
+/// views the reassembler's or the caller's storage, as d.payload does. Errors (Transport only):
+/// the transport packet's (ib::inspect_transport, offsets within the data), and invalid_field
+/// ("dst_wqp", "psn") when the cell header disagrees with the BTH.
+constexpr wire::result<packet> from_cell(const cell::delivered_packet& d, const wire::codec_options& opt = {}) {
   using ib::opcode;
+  if (d.type == cell::cell_type::transport) {
+    ib::transport_view t{};
+    if (auto e = ib::inspect_transport(d.payload, t, opt); e.code != wire::errc{}) return e;
+    const ib::bth b = t.bth();
+    if (b.destqp != d.dst_wqp) return wire::error{wire::errc::invalid_field, 0, "dst_wqp"};
+    if (b.psn != d.key.psn) return wire::error{wire::errc::invalid_field, 0, "psn"};
+    const auto get = [&]<ib::ext E>() { return t.get<E>(); };
+    packet p = detail::from_headers(*t.op, b, get, t.payload);
+    p.src_qp = p.info().has(ib::ext::deth) ? p.src_qp : d.key.src_wqp;
+    return p;
+  }
   packet p{};
   p.psn = d.key.psn;
   p.dest_qp = d.dst_wqp;
@@ -139,6 +155,7 @@ constexpr packet from_cell(const cell::delivered_packet& d) {
       p.fault_delay_us = d.ack ? d.ack->delay_us : 0;
       p.aeth = ib::page_fault_ack(0, p.fault_delay_us);
       break;
+    case cell::cell_type::transport: break;  // handled above
   }
   return p;
 }
@@ -185,6 +202,44 @@ constexpr wire::result<cell::packet_spec> to_cell(const packet& p, cell::packet_
       return base;
     default: return none;
   }
+}
+
+/// A packet's cell form: the packet description, and the bytes its data starts with before the
+/// packet's payload (the Transport form's BTH and extended headers; none for a native type).
+struct cell_form {
+  cell::packet_spec spec{};
+  std::array<std::byte, 64> head{};
+  std::size_t head_len = 0;
+  constexpr std::span<const std::byte> header_bytes() const { return std::span<const std::byte>(head).first(head_len); }
+};
+
+/// The native cell form of p when it has one (to_cell), else its Transport form: any known
+/// packet. Errors: invalid_field ("opcode") for an unknown opcode; ib::encode_headers' for a
+/// field wider than its header's.
+constexpr wire::result<cell_form> to_cell_form(const packet& p, cell::packet_spec base = {}) {
+  cell_form f{};
+  if (auto native = to_cell(p, base)) {
+    f.spec = *native;
+    return f;
+  }
+  if (!p.known()) return wire::error{wire::errc::invalid_field, 0, "opcode"};
+  packet q = p;
+  q.payload = {};
+  const ib::roce_packet r = to_roce(q);  // the same headers RoCEv2 carries
+  ib::bth b = r.bth;
+  b.padcnt = 0;
+  if (auto e = ib::encode_headers(b, r.ext, p.info(), f.head); e.code != wire::errc{}) return e;
+  f.head_len = p.info().header_len;
+  base.type = cell::cell_type::transport;
+  base.dst_wqp = p.dest_qp;
+  base.src_wqp = p.src_qp;
+  base.psn = p.psn;
+  base.ack_req = p.ack_req;
+  base.rdma.reset();
+  base.idata.reset();
+  base.ack.reset();
+  f.spec = base;
+  return f;
 }
 
 }  // namespace pushwire::flow

@@ -1174,7 +1174,11 @@ template <std::size_t RD>
 constexpr void responder<RD>::duplicate(const packet& p, qp_sink& out) {
   for (const rd_resource& r : rd_)
     if (!ib::psn_before(p.psn, r.first_psn) && ib::psn_before(p.psn, ib::psn_add(r.first_psn, r.npkts))) {
-      queue_responses(r, out);  // replay: same PSNs, same data (atomics: the saved result)
+      // Replay: same PSNs, same data (atomics: the saved result); once, while a replay of it
+      // is still queued (a requester that times out again does not multiply the stream).
+      for (const pending& t : tx_)
+        if (t.stream && t.r.first_psn == r.first_psn) return;
+      queue_responses(r, out);
       return;
     }
   // a SEND / WRITE already executed: acknowledge the latest PSN executed

@@ -156,6 +156,74 @@ constexpr std::uint32_t icrc_shown(std::uint32_t crc) {
   return (crc >> 24) | ((crc >> 8) & 0xFF00u) | ((crc << 8) & 0xFF0000u) | (crc << 24);
 }
 
+namespace detail {
+/// What parse_chain() found: the opcode's entry, the payload and the pad.
+struct chain {
+  const opcode_info* op = nullptr;
+  std::span<const std::byte> payload{}, pad{};
+};
+/// The BTH, its extended headers, payload and pad of `ibp`, whose last `tail` bytes are not the
+/// packet's (RoCEv2: the 4-byte ICRC; a cell's transport packet: none). Errors at `base` +
+/// their offset in ibp: truncated (bth), unsupported_version, reserved_opcode, chain_overrun,
+/// reserved_nonzero (DCCETH, CNP), pad_overrun, trailing_bytes, length_mismatch.
+constexpr wire::error parse_chain(std::span<const std::byte> ibp, std::size_t tail, std::size_t base, rd_class rd, chain& c) {
+  using wire::error;
+  using wire::read;
+  if (ibp.size() < bth_size + tail) return error{errc::truncated, base + ibp.size(), "bth"};
+  const std::byte* b = ibp.data();
+  if (read<ib::bth, "tver">(b) != 0) return error{errc::unsupported_version, base + 1, "bth.tver"};
+  const int oi = opcode_index(read<ib::bth, "opcode">(b), rd);
+  if (oi < 0) return error{errc::reserved_opcode, base, "bth.opcode"};
+  c.op = &opcodes[static_cast<std::size_t>(oi)];
+  if (ibp.size() < c.op->header_len + tail)
+    return error{errc::chain_overrun, base + ibp.size(), name(c.op->chain[c.op->chain_len ? c.op->chain_len - 1 : 0])};
+  // Only two extended headers have fields that can be invalid (reserved bytes).
+  if (c.op->validating_headers) {
+    auto check = [&]<class H>(ext e, H h) -> error {
+      const int off = c.op->offset_of(e);
+      if (off < 0) return {};
+      error r = wire::decode_prefix_into(ibp.subspan(static_cast<std::size_t>(off)), h);
+      if (r.code != errc{}) r.offset += base + static_cast<std::size_t>(off);
+      return r;
+    };
+    if (auto e = check(ext::dcceth, dcceth{}); e.code != errc{}) return e;
+    if (auto e = check(ext::cnp_pad, cnp_pad{}); e.code != errc{}) return e;
+  }
+  // Payload and pad.
+  const std::size_t body = ibp.size() - c.op->header_len - tail;
+  const std::size_t padcnt = read<ib::bth, "padcnt">(b);
+  if (padcnt > body) return error{errc::pad_overrun, base + 1, "bth.padcnt"};
+  if (!c.op->payload && body != 0) return error{errc::trailing_bytes, base + c.op->header_len, "payload"};
+  if (c.op->fixed_payload && body - padcnt != c.op->fixed_payload)
+    return error{errc::length_mismatch, base + c.op->header_len, "payload"};
+  c.payload = ibp.subspan(c.op->header_len, body - padcnt);
+  c.pad = ibp.subspan(c.op->header_len + body - padcnt, padcnt);
+  return {};
+}
+}  // namespace detail
+
+/// An InfiniBand transport packet on its own (BTH, extended headers, payload, pad; no ICRC), as
+/// a cell of type Transport carries it. Headers decode on access; spans view the bytes.
+struct transport_view {
+  std::span<const std::byte> bytes{};
+  const opcode_info* op = nullptr;
+  std::span<const std::byte> payload{}, pad{};
+  constexpr ib::bth bth() const { return wire::decode_prefix<ib::bth>(bytes).value(); }
+  template <ext E>
+  constexpr std::optional<ext_type<E>> get() const {
+    const int off = op->offset_of(E);
+    if (off < 0) return std::nullopt;
+    return wire::decode_prefix<ext_type<E>>(bytes.subspan(static_cast<std::size_t>(off))).value();
+  }
+};
+/// Validates `bytes` as one transport packet (the chain rules of inspect(), offsets from 0).
+constexpr wire::error inspect_transport(std::span<const std::byte> bytes, transport_view& t, const codec_options& opt = {}) {
+  detail::chain c{};
+  if (auto e = detail::parse_chain(bytes, 0, 0, opt.rd, c); e.code != errc{}) return e;
+  t = {bytes, c.op, c.payload, c.pad};
+  return {};
+}
+
 /// A validated RoCEv2 frame whose headers decode on access: inspect() reads only the fields it
 /// must check (a dozen), computes the ICRC, and records where everything is. Spans and the
 /// accessors read the frame, which must outlive the view.
@@ -261,35 +329,11 @@ constexpr wire::error inspect(std::span<const std::byte> frame, roce_view& v, co
   const std::span<const std::byte> ibp = frame.subspan(at + 8, ip_payload - 8);
   v.bth_offset = at + 8;
   // BTH and its chain; the ICRC is the last 4 bytes of the UDP payload.
-  if (ibp.size() < bth_size + detail::icrc_size) return error{errc::truncated, v.bth_offset + ibp.size(), "bth"};
-  const std::byte* b = ibp.data();
-  if (read<ib::bth, "tver">(b) != 0) return error{errc::unsupported_version, v.bth_offset + 1, "bth.tver"};
-  const int oi = opcode_index(read<ib::bth, "opcode">(b), opt.rd);
-  if (oi < 0) return error{errc::reserved_opcode, v.bth_offset, "bth.opcode"};
-  v.op = &opcodes[static_cast<std::size_t>(oi)];
-  if (ibp.size() < v.op->header_len + detail::icrc_size)
-    return error{errc::chain_overrun, v.bth_offset + ibp.size(), name(v.op->chain[v.op->chain_len ? v.op->chain_len - 1 : 0])};
-  // Only two extended headers have fields that can be invalid (reserved bytes).
-  if (v.op->validating_headers) {
-    auto check = [&]<class H>(ext e, H h) -> error {
-      const int off = v.op->offset_of(e);
-      if (off < 0) return {};
-      error r = wire::decode_prefix_into(ibp.subspan(static_cast<std::size_t>(off)), h);
-      if (r.code != errc{}) r.offset += v.bth_offset + static_cast<std::size_t>(off);
-      return r;
-    };
-    if (auto e = check(ext::dcceth, dcceth{}); e.code != errc{}) return e;
-    if (auto e = check(ext::cnp_pad, cnp_pad{}); e.code != errc{}) return e;
-  }
-  // Payload and pad.
-  const std::size_t body = ibp.size() - v.op->header_len - detail::icrc_size;
-  const std::size_t padcnt = read<ib::bth, "padcnt">(b);
-  if (padcnt > body) return error{errc::pad_overrun, v.bth_offset + 1, "bth.padcnt"};
-  if (!v.op->payload && body != 0) return error{errc::trailing_bytes, v.bth_offset + v.op->header_len, "payload"};
-  if (v.op->fixed_payload && body - padcnt != v.op->fixed_payload)
-    return error{errc::length_mismatch, v.bth_offset + v.op->header_len, "payload"};
-  v.payload = ibp.subspan(v.op->header_len, body - padcnt);
-  v.pad = ibp.subspan(v.op->header_len + body - padcnt, padcnt);
+  detail::chain c{};
+  if (auto e = detail::parse_chain(ibp, detail::icrc_size, v.bth_offset, opt.rd, c); e.code != errc{}) return e;
+  v.op = c.op;
+  v.payload = c.payload;
+  v.pad = c.pad;
   v.icrc_offset = v.bth_offset + ibp.size() - detail::icrc_size;
   v.icrc = wire::load_le32(f + v.icrc_offset);
   if (opt.crc != crc_check::skip) {
@@ -300,6 +344,24 @@ constexpr wire::error inspect(std::span<const std::byte> frame, roce_view& v, co
     if (!good && opt.crc == crc_check::require) return error{errc::icrc_mismatch, v.icrc_offset, "icrc"};
   }
   return {};
+}
+
+/// Writes the BTH and the extended headers op names (from h, which must have exactly those) into
+/// the front of out: op.header_len bytes. What build() writes after UDP, and a cell of type
+/// Transport before its payload. Errors: no_space, a value wider than its field.
+constexpr wire::error encode_headers(const ib::bth& b, const ext_headers& h, const opcode_info& op, std::span<std::byte> out) {
+  if (out.size() < op.header_len) return {errc::no_space, out.size(), {}};
+  if (auto n = wire::encode(b, out); !n) return n.error();
+  wire::error e{};
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    ([&] {
+      constexpr ext E = static_cast<ext>(I);
+      const int off = op.offset_of(E);
+      if (off < 0 || e.code != errc{} || !h.get<E>()) return;
+      if (auto n = wire::encode(*h.get<E>(), out.subspan(static_cast<std::size_t>(off))); !n) e = n.error();
+    }(), ...);
+  }(std::make_index_sequence<ext_count>{});
+  return e;
 }
 
 /// The fields build() computes from the others, unless marked here as given: then it writes
@@ -516,17 +578,8 @@ constexpr result<std::size_t> build(const roce_packet& p, std::span<std::byte> o
     ib::bth b = p.bth;
     if (!g.padcnt) b.padcnt = static_cast<std::uint8_t>(pad);
     if (!g.tver) b.tver = 0;
-    e = put(b);
+    e = encode_headers(b, p.ext, op, out.subspan(at));
   }
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
-    ([&] {
-      constexpr ext E = static_cast<ext>(I);
-      const int off = op.offset_of(E);
-      if (off < 0 || e.code != errc{}) return;
-      at = udp_off + 8 + static_cast<std::size_t>(off);
-      e = put(*p.ext.get<E>());
-    }(), ...);
-  }(std::make_index_sequence<ext_count>{});
   if (e.code != errc{}) return e;
   at = udp_off + 8 + op.header_len;
   if (p.payload.data() != o + at) wire::detail::copy_bytes(o + at, p.payload.data(), p.payload.size());  // else in place

@@ -57,7 +57,7 @@ struct port_config {
 
 /// Limits and behaviour of one device (spec/rnic.md §2).
 struct device_config {
-  std::vector<port_config> ports{port_config{}};
+  std::vector<port_config> ports = std::vector<port_config>(1);  // (not {port_config{}}: g++-12 -O3 warns falsely on the initializer list)
   std::uint32_t max_keys = 1u << 16;
   std::uint32_t max_qps = 1024;
   std::uint32_t max_cqs = 1024;
@@ -66,13 +66,15 @@ struct device_config {
   time_ns page_fault_latency = 100'000;
   /// What a responder does on an absent page: page-fault ACK (the default) or silent drop.
   flow::fault_policy on_fault = flow::fault_policy::page_fault_ack;
-  /// Frames a port holds for the fabric; beyond it the device sends no new requests.
+  /// Frames a port holds for the fabric; beyond it the device sends no new requests or
+  /// responses, and beyond twice it drops what it would still send (ACKs answering packets),
+  /// counted: a NIC's transmit buffer is finite.
   std::size_t tx_queue = 4096;
   /// Packets a requester keeps unacknowledged (rxe's 128). Go-back-N resends them all after a
   /// loss, so a lossy fabric favours fewer.
   std::uint32_t window = 128;
-  /// Cells: the largest message, one cell packet (a message never spans packets on cells).
-  std::uint32_t cell_max_message = 1u << 20;
+  /// Cells: the largest transport packet a port reassembles (the largest path MTU plus headers).
+  std::uint32_t cell_max_packet = 4096 + 64;
   /// Cells: nanoseconds a packet may stay incomplete at a receiving port.
   time_ns cell_reassembly_timeout = 1'000'000;
 };
@@ -135,6 +137,7 @@ struct device_counters {
   std::uint64_t dropped_not_mine = 0;    ///< another MAC or GID, another partition
   std::uint64_t dropped_no_qp = 0;       ///< no QP of that number, or not in a state to take it
   std::uint64_t dropped_by_qp = 0;       ///< dropped by a QP's rules (duplicates, sequence, keys)
+  std::uint64_t dropped_tx_full = 0;     ///< packets not sent: the port's transmit queue was full
   std::uint64_t page_faults = 0;         ///< faults raised on on-demand keys
   std::uint64_t faults_served = 0;
   std::uint64_t pauses = 0;              ///< requesters paused by a page-fault ACK
@@ -185,7 +188,7 @@ class device {
       s.cfg = p;
       if (p.frame == framing::cell)
         s.reasm = std::make_unique<cell::reassembler>(cell::reassembly_limits{
-            .max_packets = 16, .max_packet_bytes = cfg_.cell_max_message, .max_bytes = 16 * std::size_t{cfg_.cell_max_message},
+            .max_packets = 64, .max_packet_bytes = cfg_.cell_max_packet, .max_bytes = 64 * std::size_t{cfg_.cell_max_packet},
             .max_age_ns = cfg_.cell_reassembly_timeout, .max_cell_payload = p.cell_payload, .history = 64});
       ports_.push_back(std::move(s));
     }
@@ -319,11 +322,6 @@ class device {
     const std::uint8_t port = any(mask & qp_attr_mask::port) ? a.port : q->attr.port;
     const std::uint32_t port_mtu = port < ports_.size() ? port_path_mtu(port) : 0;
     if (const errc e = check_modify(q->init.type, q->state, a, mask, ports_.size(), port_mtu); e != errc{}) return e;
-    // Cells carry RC SENDs and WRITEs only (spec/rnic.md §7): other types have no port there.
-    const std::uint8_t to_port = any(mask & qp_attr_mask::av) ? a.av.port : port;
-    if (q->init.type != qp_type::rc && (any(mask & (qp_attr_mask::port | qp_attr_mask::av))) && to_port < ports_.size() &&
-        ports_[to_port].cfg.frame == framing::cell)
-      return errc::invalid_attribute;
     apply_attrs(*q, a, mask);
     const qp_state to = any(mask & qp_attr_mask::state) ? a.state : q->state;
     enter(*q, to);
@@ -544,16 +542,10 @@ class device {
     const auto it = qps_.find(qpn);
     return it == qps_.end() ? nullptr : it->second.get();
   }
-  std::uint32_t port_path_mtu(std::size_t port) const {
-    const port_config& p = ports_[port].cfg;
-    return p.frame == framing::cell ? 4096 : p.mtu;
-  }
-  /// The MTU a QP's machines work with: the path MTU on RoCE; a whole message on cells.
-  std::uint32_t machine_mtu(const qp_state_t& q) const {
-    const std::uint8_t port = q.init.type == qp_type::dct || q.init.type == qp_type::dci ? q.attr.port : q.attr.av.port;
-    if (port < ports_.size() && ports_[port].cfg.frame == framing::cell) return cfg_.cell_max_message;
-    return q.attr.path_mtu;
-  }
+  std::uint32_t port_path_mtu(std::size_t port) const { return ports_[port].cfg.mtu; }
+  /// The MTU a QP's machines work with: the path MTU, in both framings (a cell packet is one
+  /// transport packet, segmented into cells).
+  std::uint32_t machine_mtu(const qp_state_t& q) const { return q.attr.path_mtu; }
   bool cell_port(const qp_state_t& q) const {
     const std::uint8_t port = q.init.type == qp_type::dct || q.init.type == qp_type::dci || q.init.type == qp_type::ud ? q.attr.port : q.attr.av.port;
     return port < ports_.size() && ports_[port].cfg.frame == framing::cell;
@@ -795,8 +787,6 @@ class device {
     const bool atomic = op == wr_opcode::atomic_cmp_and_swp || op == wr_opcode::atomic_fetch_and_add;
     if (atomic && (send_length(w) != 8 || w.num_sge != 1)) return errc::invalid_argument;
     if (atomic && w.remote_addr % 8) return errc::misaligned;
-    if (cell_port(q) && send_length(w) > cfg_.cell_max_message) return errc::out_of_range;
-    if (cell_port(q) && (op == wr_opcode::rdma_read || atomic)) return errc::invalid_argument;  // no cell form
     if (w.flags & send_inline) return {};
     // READ and atomics write their results locally: local write is needed
     const access need = op == wr_opcode::rdma_read || atomic ? access::local_write : access::none;
@@ -1237,6 +1227,10 @@ class device {
     const bool from_memory = op.is(ib::op_class::read_response);
     if (from_memory && mem_.check(p.rkey, p.va, len, {q.init.pd, access::remote_read}) != errc{}) return;  // no longer readable
     if (op.request && op.payload && !rec) return;
+    if (ps.tx.size() >= 2 * cfg_.tx_queue) {
+      ++stats_.dropped_tx_full;
+      return;
+    }
     ++stats_.frames_out;
     if (ps.cfg.frame == framing::roce) transmit_roce(q, ps, *av, p, rec, from_memory, len);
     else transmit_cells(q, ps, *av, p, rec, from_memory, len);
@@ -1300,9 +1294,10 @@ class device {
     cell::packet_spec base{};
     base.dst = av.dmac;
     base.src = ps.cfg.mac;
-    const auto spec = flow::to_cell(p, base);
-    if (!spec) return;  // no cell form (spec/rnic.md §7: the operations cells carry)
-    auto seg = cell::segmenter::make(*spec, std::span<const std::span<const std::byte>>(pieces), ps.cfg.cell_payload);
+    const auto form = flow::to_cell_form(p, base);
+    if (!form) return;
+    if (form->head_len) pieces.insert(pieces.begin(), form->header_bytes());
+    auto seg = cell::segmenter::make(form->spec, std::span<const std::span<const std::byte>>(pieces), ps.cfg.cell_payload);
     if (!seg) return;
     while (!seg->done()) {
       std::vector<std::byte> f = buffer(seg->next_size());
@@ -1358,7 +1353,13 @@ class device {
     }
     if (r.status != cell::push_status::delivered) return;
     const cell::delivered_packet& d = *r.packet;
-    flow::packet p = flow::from_cell(d);
+    const auto fp = flow::from_cell(d);
+    if (!fp) {
+      ++stats_.dropped_bad_frame;
+      ps.reasm->forget(d.key);
+      return;
+    }
+    const flow::packet& p = *fp;
     address_vector from{.port = static_cast<std::uint8_t>(&ps - ports_.data()), .dmac = wire::read<wire::eth_header, "src">(frame.data())};
     // The transport judges duplicates by PSN (and re-acknowledges them); the reassembler only
     // joins cells, so it forgets each packet it delivers and takes a resent one again.

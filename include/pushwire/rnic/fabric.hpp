@@ -1,7 +1,9 @@
 // The in-process loopback fabric (spec/rnic.md §8): links between the ports of any number of
 // devices, in virtual time only (it never reads a clock). Each link has a rate, a latency and a
 // frame size limit; each direction has seeded faults: loss, duplication, reordering (a frame
-// held back by up to a bound, so later ones pass it), bit corruption and extra delay. A pcap tap
+// held back by up to a bound, so later ones pass it), bit corruption and extra delay. A port
+// transmits at its link's rate: the fabric takes a device's next frame when the wire is free,
+// so a device that outruns its link fills its own transmit queue and stops sending requests. A pcap tap
 // records every frame delivered, as delivered. A raw port stands in for a device on the far end
 // of a link: the caller reads what the device sends there and injects any bytes into it, to
 // drive the reference with frames from another NIC.
@@ -35,12 +37,16 @@ struct link_config {
   double rate = 12.5e9;     ///< bytes per second (100 Gb/s); 0: no serialization delay
   time_ns latency = 500;    ///< propagation delay, ns
   std::size_t mtu = 9216;   ///< largest frame, bytes; larger ones are dropped (counted)
+  /// Bytes a sender's queue holds waiting for the wire (per direction); a frame that finds it
+  /// full is dropped (tail drop, counted). Needs rate > 0. Bounds the fabric's delay, as a
+  /// switch buffer does, so a sender that outruns the link loses frames instead of time.
+  std::size_t queue_bytes = 1u << 20;
   direction_faults a_to_b{}, b_to_a{};
 };
 
 struct fabric_counters {
   std::uint64_t sent = 0, delivered = 0, lost = 0, duplicated = 0, reordered = 0, corrupted = 0, delayed = 0;
-  std::uint64_t too_big = 0, unlinked = 0;
+  std::uint64_t too_big = 0, unlinked = 0, queue_drops = 0;
 };
 
 class loopback_fabric {
@@ -56,6 +62,8 @@ class loopback_fabric {
     if (find_end(&a, pa) || find_end(&b, pb)) return errc::busy;
     const std::size_t l = links_.size();
     links_.push_back({c, {end{&a, pa, -1}, end{&b, pb, -1}}, {0, 0}, {rng(l, 0), rng(l, 1)}});
+    add_device(&a);
+    add_device(&b);
     return {};
   }
   /// Connects port p of d to a raw endpoint; returns its number (for inject / take).
@@ -66,6 +74,7 @@ class loopback_fabric {
     const int raw = static_cast<int>(raws_.size());
     raws_.emplace_back();
     links_.push_back({c, {end{&d, p, -1}, end{nullptr, 0, raw}}, {0, 0}, {rng(l, 0), rng(l, 1)}});
+    add_device(&d);
     return static_cast<std::size_t>(raw);
   }
   /// Sends `frame` from raw endpoint `raw` towards its device (it crosses the link).
@@ -102,8 +111,15 @@ class loopback_fabric {
     settle();
     std::optional<time_ns> t;
     if (!events_.empty()) t = events_.top().at;
-    for (device* d : devices())
-      if (const auto dl = d->next_deadline(); dl && (!t || *dl < *t)) t = std::max(*dl, now_);
+    for (dev_state& d : devs_) {
+      if (d.touched) d.deadline = d.dev->next_deadline(), d.touched = false;
+      if (d.deadline && (!t || *d.deadline < *t)) t = std::max(*d.deadline, now_);
+      for (std::size_t p = 0; p < d.dev->port_count(); ++p)  // a port waiting for its wire
+        if (d.dev->pending_frames(p)) {
+          const time_ns w = wire_free(d.dev, p);
+          if (!t || w < *t) t = w;
+        }
+    }
     if (!t || *t > limit) return false;
     now_ = *t;
     while (!events_.empty() && events_.top().at <= now_) {
@@ -111,7 +127,6 @@ class loopback_fabric {
       events_.pop();
       deliver(e);
     }
-    for (device* d : devices()) d->progress(now_);
     return true;
   }
   /// Steps until `done()` holds or no event is left before `limit`; returns done().
@@ -163,25 +178,54 @@ class loopback_fabric {
         if (e.dev == d && e.port == port) return &e;
     return nullptr;
   }
-  std::vector<device*> devices() const {
-    std::vector<device*> v;
-    for (const auto& l : links_)
-      for (const auto& e : l.ends)
-        if (e.dev && std::find(v.begin(), v.end(), e.dev) == v.end()) v.push_back(e.dev);
-    return v;
+  struct dev_state {
+    device* dev;
+    bool touched = true;                ///< its deadline may have changed
+    std::optional<time_ns> deadline{};  ///< cached next_deadline()
+  };
+  void add_device(device* d) {
+    for (const dev_state& s : devs_)
+      if (s.dev == d) return;
+    devs_.push_back({d});
   }
-  /// Progress at the current time and collect what the devices send, until they are idle.
+  /// The link and direction a device port sends on, or nullopt.
+  std::optional<std::pair<std::size_t, int>> out_of(const device* d, std::size_t port) const {
+    for (std::size_t l = 0; l < links_.size(); ++l)
+      for (int i = 0; i < 2; ++i)
+        if (links_[l].ends[static_cast<std::size_t>(i)].dev == d && links_[l].ends[static_cast<std::size_t>(i)].port == port)
+          return std::pair{l, i};
+    return std::nullopt;
+  }
+  /// Every port of d with frames waits for its wire (its work can wait too).
+  bool blocked(const device* d) const {
+    for (std::size_t p = 0; p < d->port_count(); ++p)
+      if (d->pending_frames(p) && wire_free(d, p) > now_) return true;
+    return false;
+  }
+  /// When port p of d may put its next frame on the wire (now when the wire is free).
+  time_ns wire_free(const device* d, std::size_t port) const {
+    const auto o = out_of(d, port);
+    if (!o) return now_;
+    return std::max(now_, links_[o->first].busy_until[static_cast<std::size_t>(o->second)]);
+  }
+  /// Lets each device that has work at the current time (posts, a due deadline, frames from a
+  /// receive) act, and routes what it sends, until all are idle.
   void settle() {
     for (int round = 0; round < 256; ++round) {
       bool more = false;
-      for (device* d : devices()) {
-        d->progress(now_);
+      for (dev_state& s : devs_) {
+        device* d = s.dev;
+        if (s.touched) s.deadline = d->next_deadline(), s.touched = false;
+        if ((s.deadline && *s.deadline <= now_) || d->busy()) {
+          d->progress(now_);
+          s.touched = true;
+        }
         for (std::size_t p = 0; p < d->port_count(); ++p)
-          while (auto f = d->take_frame(p)) {
+          while (d->pending_frames(p) && wire_free(d, p) <= now_) {
             more = true;
-            route(d, p, std::move(*f));
+            route(d, p, std::move(*d->take_frame(p)));
           }
-        more = more || d->busy();
+        more = more || (d->busy() && !blocked(d));
       }
       if (!more) return;
     }
@@ -208,6 +252,10 @@ class loopback_fabric {
       return;
     }
     const time_ns start = std::max(now_, k.busy_until[dir]);
+    if (k.cfg.rate > 0 && static_cast<double>(start - now_) * k.cfg.rate / 1e9 + static_cast<double>(f.size()) > static_cast<double>(k.cfg.queue_bytes)) {
+      ++stats_.queue_drops;
+      return;
+    }
     const time_ns wire_time = k.cfg.rate > 0 ? static_cast<time_ns>(static_cast<double>(f.size()) * 1e9 / k.cfg.rate) : 0;
     k.busy_until[dir] = start + wire_time;
     time_ns at = k.busy_until[dir] + k.cfg.latency;
@@ -252,10 +300,13 @@ class loopback_fabric {
     }
     to.dev->receive(to.port, e.frame, e.at);
     to.dev->recycle(std::move(e.frame));
+    for (dev_state& s : devs_)
+      if (s.dev == to.dev) s.touched = true;
   }
 
   std::uint64_t seed_;
   std::vector<link_state> links_;
+  std::vector<dev_state> devs_;
   std::vector<std::vector<std::vector<std::byte>>> raws_;
   std::priority_queue<event> events_;
   std::uint64_t seq_ = 0;
