@@ -10,6 +10,8 @@
 #include <vector>
 
 #include <benchmark/benchmark.h>
+
+#include <pushwire/rnic/fabric.hpp>
 #include <zlib.h>
 #if PUSHWIRE_BENCH_ISAL
 #include <isa-l/crc.h>
@@ -246,6 +248,113 @@ void BM_cell_sar_jumbo(benchmark::State& s) { cell_sar(s, 8192); }
 BENCHMARK(BM_cell_sar)->Arg(4096)->Arg(65536)->Arg(1048576)->ComputeStatistics("min", min_of);
 // The same with 8 KiB cells (a 9000-byte jumbo frame): per-cell costs amortised over 32x the data.
 BENCHMARK(BM_cell_sar_jumbo)->Arg(65536)->Arg(1048576)->ComputeStatistics("min", min_of);
+
+// The reference RNIC (spec/rnic.md §11): two devices on a loopback fabric with no virtual rate
+// or latency, one connected RC QP pair, registered buffers; every frame is built with its ICRC
+// (or cell CRCs), crosses the fabric, is verified and placed.
+struct rnic_bench {
+  rnic::loopback_fabric fab;
+  std::unique_ptr<rnic::device> a, b;
+  rnic::cq_memory acq{4096}, bcq{4096};
+  rnic::sq_memory asq{1024}, bsq{1024};
+  rnic::rq_memory arq{1024}, brq{1024};
+  std::vector<std::byte> abuf, bbuf;
+  rnic::memory_region amr{}, bmr{};
+  std::uint32_t qa = 0, qb = 0;
+  std::vector<rnic::work_completion> wc = std::vector<rnic::work_completion>(256);
+  explicit rnic_bench(std::size_t bytes, rnic::framing f = rnic::framing::roce) {
+    auto port = [&](std::uint8_t n) {
+      rnic::device_config c;
+      c.ports[0].mac = {2, 0, 0, 0, 0, n};
+      c.ports[0].gid = rnic::gid_v4(198, 18, 0, n);
+      c.ports[0].frame = f;
+      c.tx_queue = 1u << 16;
+      return c;
+    };
+    a = std::make_unique<rnic::device>(port(1));
+    b = std::make_unique<rnic::device>(port(2));
+    (void)fab.link(*a, 0, *b, 0, {.rate = 0, .latency = 0, .mtu = 1u << 16, .queue_bytes = ~std::size_t{0}});
+    abuf.assign(bytes, std::byte{0x5A});
+    bbuf.assign(bytes, std::byte{0});
+    const auto apd = *a->alloc_pd(), bpd = *b->alloc_pd();
+    amr = *a->reg_mr(apd, abuf.data(), abuf.size(), rnic::all_access);
+    bmr = *b->reg_mr(bpd, bbuf.data(), bbuf.size(), rnic::all_access);
+    const auto ac = *a->create_cq(acq), bc = *b->create_cq(bcq);
+    qa = *a->create_qp({.pd = apd, .send_cq = ac, .recv_cq = ac, .sq = &asq, .rq = &arq});
+    qb = *b->create_qp({.pd = bpd, .send_cq = bc, .recv_cq = bc, .sq = &bsq, .rq = &brq});
+    using M = rnic::qp_attr_mask;
+    for (auto [d, q, peer, to] : {std::tuple{a.get(), qa, qb, b.get()}, std::tuple{b.get(), qb, qa, a.get()}}) {
+      const rnic::address_vector av{.dmac = to->config().ports[0].mac, .dgid = to->config().ports[0].gid};
+      (void)d->modify_qp(q, {.state = rnic::qp_state::init, .access_flags = rnic::all_access}, M::state | M::pkey_index | M::port | M::access_flags);
+      (void)d->modify_qp(q, {.state = rnic::qp_state::rtr, .av = av, .path_mtu = 4096, .dest_qp_num = peer},
+                         M::state | M::av | M::path_mtu | M::dest_qpn | M::rq_psn | M::max_dest_rd_atomic | M::min_rnr_timer);
+      (void)d->modify_qp(q, {.state = rnic::qp_state::rts}, M::state | M::timeout | M::retry_cnt | M::rnr_retry | M::sq_psn | M::max_qp_rd_atomic);
+    }
+  }
+  /// Runs the fabric until `n` completions have been polled on a's CQ (and b's, for b_n).
+  bool wait(std::size_t n, std::size_t b_n = 0) {
+    std::size_t got = 0, got_b = 0;
+    return fab.run([&] {
+      got += acq.poll(wc);
+      got_b += bcq.poll(wc);
+      return got >= n && got_b >= b_n;
+    }, fab.now() + 10'000'000'000ull);
+  }
+};
+
+// An N-byte RDMA WRITE from a to b, completed: bytes processed N (compare BM_memcpy/N).
+void rnic_write(benchmark::State& state, rnic::framing f) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  rnic_bench r(n, f);
+  const rnic::sge s{r.amr.addr, static_cast<std::uint32_t>(n), r.amr.lkey};
+  for (auto _ : state) {
+    if (r.a->post_send(r.qa, {.opcode = rnic::wr_opcode::rdma_write, .sg_list = {&s, 1}, .remote_addr = r.bmr.addr, .rkey = r.bmr.rkey}) != rnic::errc{} ||
+        !r.wait(1))
+      state.SkipWithError("write did not complete");
+  }
+  if (r.bbuf[n - 1] != std::byte{0x5A}) state.SkipWithError("bytes not placed");
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * n));
+}
+void BM_rnic_write(benchmark::State& s) { rnic_write(s, rnic::framing::roce); }
+void BM_rnic_write_cell(benchmark::State& s) { rnic_write(s, rnic::framing::cell); }
+BENCHMARK(BM_rnic_write)->Arg(4096)->Arg(65536)->Arg(1048576)->ComputeStatistics("min", min_of);
+BENCHMARK(BM_rnic_write_cell)->Arg(4096)->Arg(65536)->Arg(1048576)->ComputeStatistics("min", min_of);
+
+// N-byte SENDs, 64 posted at a time (each batch completed at both ends): messages as items.
+void BM_rnic_send(benchmark::State& state) {
+  const auto n = static_cast<std::uint32_t>(state.range(0));
+  constexpr int batch = 64;
+  rnic_bench r(std::size_t{n} * batch);
+  const rnic::sge s{r.amr.addr, n, r.amr.lkey};
+  for (auto _ : state) {
+    for (int i = 0; i < batch; ++i) {
+      const rnic::sge d{r.bmr.addr + std::uint64_t{n} * static_cast<std::uint64_t>(i), n, r.bmr.lkey};
+      (void)r.b->post_recv(r.qb, {.sg_list = {&d, 1}});
+      (void)r.a->post_send(r.qa, {.opcode = rnic::wr_opcode::send, .flags = 0, .sg_list = {&s, 1}});
+    }
+    // unsignaled sends: the receives say they arrived
+    if (!r.wait(0, batch)) state.SkipWithError("sends did not arrive");
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * batch));
+}
+BENCHMARK(BM_rnic_send)->Arg(64)->ComputeStatistics("min", min_of);
+
+// One N-byte SEND from a to b and one back, each to a posted receive: time per round trip.
+void BM_rnic_pingpong(benchmark::State& state) {
+  const auto n = static_cast<std::uint32_t>(state.range(0));
+  rnic_bench r(n);
+  const rnic::sge sa{r.amr.addr, n, r.amr.lkey}, sb{r.bmr.addr, n, r.bmr.lkey};
+  for (auto _ : state) {
+    (void)r.b->post_recv(r.qb, {.sg_list = {&sb, 1}});
+    (void)r.a->post_recv(r.qa, {.sg_list = {&sa, 1}});
+    (void)r.a->post_send(r.qa, {.opcode = rnic::wr_opcode::send, .flags = 0, .sg_list = {&sa, 1}});
+    if (!r.wait(0, 1)) state.SkipWithError("ping lost");
+    (void)r.b->post_send(r.qb, {.opcode = rnic::wr_opcode::send, .flags = 0, .sg_list = {&sb, 1}});
+    if (!r.wait(1)) state.SkipWithError("pong lost");
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
+}
+BENCHMARK(BM_rnic_pingpong)->Arg(64)->ComputeStatistics("min", min_of);
 
 // Every path this CPU has, by name, for the record.
 const int registered_crc_paths = [] {

@@ -83,6 +83,7 @@ struct node {
     p.frame = f;
     c.ports = {p};
     c.window = window;
+    c.retry_forever = true;  // the soak asks whether data arrives intact, not whether a QP gives up (spec/rnic.md §10)
     dev = std::make_unique<device>(c);
     pd = *dev->alloc_pd();
     cq_mem = std::make_unique<cq_memory>(1u << 14);
@@ -208,6 +209,7 @@ class soak {
     fab_.run_until(fab_.now() + 10'000'000);  // let duplicates arrive after the last completion
     poll();
     if (tty) std::fprintf(stderr, "\r%80s\r", "");
+    for (const auto& line : failures_) std::fprintf(stderr, "pushwire-rnic: %s\n", line.c_str());
     t.completed = completed_;
     t.bytes = bytes_;
     t.lost = o_.messages - completed_;
@@ -322,6 +324,9 @@ class soak {
     }
     f->send_done = true;
     if (c.status != wc_status::success) {
+      if (failures_.empty() || failures_.size() < 5)
+        failures_.push_back("message " + std::to_string(f->id) + " (" + std::string{wire::enum_name(f->op)} + ", lane " +
+                            std::to_string(c.wr_id & 7) + ") completed " + std::string{wire::enum_name(c.status)});
       finish(*ln, *f, false);
       return;
     }
@@ -400,6 +405,7 @@ class soak {
   std::array<lane, lanes> lanes_{};
   std::uint32_t ah_ = 0;
   std::vector<std::uint32_t> a_dirty_ = std::vector<std::uint32_t>(lanes * window), b_dirty_ = std::vector<std::uint32_t>(lanes * window);
+  std::vector<std::string> failures_;  ///< the first few error completions, for stderr
   std::uint64_t posted_ = 0, done_ = 0, completed_ = 0, bytes_ = 0, duplicated_ = 0, misplaced_ = 0;
 };
 

@@ -221,9 +221,22 @@ TEST_CASE("requester: timeouts retransmit from the oldest unacknowledged PSN and
   CHECK(rq.state() == req_state::error);
 }
 
-TEST_CASE("requester: retry_cnt 7 means infinite, and progress restores the count") {
+TEST_CASE("requester: retry_cnt 7 is seven retries (IBTA), retry_forever never gives up, progress restores the count") {
   auto cfg = rc_cfg();
   cfg.retry_cnt = 7;
+  requester<8> r7(cfg);
+  (void)collect<qp_action_t>([&](qp_sink& o) { return r7.post({.id = 1, .op = wr_op::send, .length = 10}, 0, o); });
+  std::vector<qp_action_t> last;
+  for (int i = 0; i < 8; ++i) {
+    REQUIRE(r7.state() == req_state::active);
+    const time_ns t = *r7.deadline(timer_kind::retransmit);
+    last = collect<qp_action_t>([&](qp_sink& o) { return r7.on_timer(timer_kind::retransmit, t, o); });
+  }
+  CHECK(r7.state() == req_state::error);  // the 8th timeout: seven retries were sent
+  CHECK(r7.stats().timeouts == 7);
+  REQUIRE(only<qp_action::complete>(last).size() == 1);
+  CHECK(only<qp_action::complete>(last)[0].status == wc_status::retry_exceeded);
+  cfg.retry_forever = true;
   requester<8> rq(cfg);
   (void)collect<qp_action_t>([&](qp_sink& o) { return rq.post({.id = 1, .op = wr_op::send, .length = 10}, 0, o); });
   for (int i = 0; i < 50; ++i) {
@@ -233,6 +246,7 @@ TEST_CASE("requester: retry_cnt 7 means infinite, and progress restores the coun
   CHECK(rq.state() == req_state::active);
   CHECK(rq.stats().timeouts == 50);
   // retry_cnt 1: one timeout, then progress resets it, then one more is allowed
+  cfg.retry_forever = false;
   cfg.retry_cnt = 1;
   requester<8> r1(cfg);
   (void)collect<qp_action_t>([&](qp_sink& o) { return r1.post({.id = 1, .op = wr_op::send, .length = 10}, 0, o); });

@@ -296,15 +296,16 @@ struct lossy_link {
 /// (RC_POSTS=n posts the first n before exploring). The responder's first WRITE packet meets a page that is not resident until the
 /// fault resolves (an event). Bounds: 1 loss, 1 duplication, a packet overtakes at most one
 /// other, 3 packets per direction; a timer (retransmission, RNR / fault wait) fires once the
-/// link is empty (timeouts exceed the round trip), and one may fire early. retry_cnt and
-/// rnr_retry are 7 (infinite), so everything must complete, in order, successfully, once.
+/// link is empty (timeouts exceed the round trip), and one may fire early. The requester retries
+/// forever (retry_forever) and rnr_retry is 7 (infinite), so everything must complete, in order,
+/// successfully, once.
 struct rc_world {
   static inline const work_request script[] = {
       {.id = 1, .op = wr_op::write, .length = 400, .remote_va = 0, .rkey = 1},
       {.id = 2, .op = wr_op::send, .length = 100},
       {.id = 3, .op = wr_op::read, .length = 200, .remote_va = 0, .rkey = 1},
   };
-  requester<4> rq{{.mtu = 256, .window = 8, .timeout = 1000, .ackreq_every = 0}};
+  requester<4> rq{{.mtu = 256, .window = 8, .timeout = 1000, .retry_forever = true, .ackreq_every = 0}};
   responder<4> rs{{.mtu = 256}};
   lossy_link link;  ///< forward: to the responder
   std::size_t posted = 0;
@@ -433,7 +434,7 @@ struct dc_world {
       {{.id = 2, .op = wr_op::send, .length = 64}, B},
       {{.id = 3, .op = wr_op::write, .length = 64, .remote_va = 0, .rkey = 1}, A},
   };
-  dc_initiator<8, 4> dci{{.dci = 7, .req = {.mtu = 256, .window = 8, .timeout = 1000, .ackreq_every = 0}}};
+  dc_initiator<8, 4> dci{{.dci = 7, .req = {.mtu = 256, .window = 8, .timeout = 1000, .retry_forever = true, .ackreq_every = 0}}};
   dc_target<4> ta{{.dct = A.dct, .access_key = A.access_key, .resp = {.mtu = 256}}};
   dc_target<4> tb{{.dct = B.dct, .access_key = B.access_key, .resp = {.mtu = 256}}};
   lossy_link link;  ///< forward: to the targets (by destination QP)

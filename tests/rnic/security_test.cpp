@@ -179,7 +179,9 @@ TEST_CASE("faults: over 200 seeds every message arrives exactly once, in order p
       link_config link;
       link.latency = 2000;
       for (auto* d : {&link.a_to_b, &link.b_to_a}) *d = {.loss = 0.05, .duplicate = 0.05, .reorder = 0.05, .corrupt = 0.05};
-      pair p(f, seed, link);
+      device_config cfg;
+      cfg.retry_forever = true;  // the question is whether data arrives intact, not whether a QP gives up
+      pair p(f, seed, link, cfg);
       std::vector<std::uint32_t> qas, qbs;
       for (int i = 0; i < 2; ++i) {
         const auto [qa, qb] = p.connect(qp_type::rc, 1024);

@@ -9,7 +9,8 @@
 // - AckReq is set on the last packet of every message and on every `ackreq_every`-th packet.
 //   The responder ACKs only AckReq packets (coalescing the rest) and every READ / atomic.
 // - Go-back-N: a PSN-sequence-error NAK, a timeout or the end of an RNR / page-fault wait
-//   rewinds to the PSN named (a READ or atomic is re-issued whole).
+//   rewinds to the PSN named (an atomic is re-issued whole; a READ asks again for the rest,
+//   from its first unacknowledged response, as rxe does).
 // - Responses whose PSN is outside the outstanding range are stale and ignored (no state
 //   change): duplicates, and NAKs for packets already acknowledged.
 // - On RoCE a page-fault ACK is an RNR NAK (ib::page_fault_ack); a page_fault_aware requester
@@ -183,7 +184,8 @@ constexpr bool supports(service svc, wr_op op) {
 
 // ==== requester ==============================================================================
 
-/// The retry_cnt / rnr_retry value that means "retry forever" (IBTA 9.7.5.2.8 for rnr_retry).
+/// The rnr_retry value that means "retry forever" (IBTA 9.7.5.2.8). retry_cnt has no such
+/// value in the IBTA: 7 is seven retries (rxe's reading of 7 as infinite is a deviation).
 inline constexpr std::uint8_t infinite_retries = 7;
 
 struct requester_config {
@@ -193,7 +195,10 @@ struct requester_config {
   std::uint32_t start_psn = 0;   ///< 24 bits
   std::uint32_t window = 128;    ///< most packets unacknowledged at once, 1..2^23
   time_ns timeout = 1'048'576;   ///< local ACK timeout, ns (IBTA code 8: 4.096 us * 2^8)
-  std::uint8_t retry_cnt = infinite_retries;  ///< timeouts allowed without progress, 0..7 (7: infinite)
+  std::uint8_t retry_cnt = 7;  ///< timeouts allowed without progress, 0..7
+  /// Never give up on timeouts (not IBTA: for explorations and fuzzing, where an adversary may
+  /// lose any number of packets in a row and the question is what happens next).
+  bool retry_forever = false;
   std::uint8_t rnr_retry = infinite_retries;  ///< genuine RNR NAKs allowed without progress, 0..7 (7: infinite)
   std::uint32_t ackreq_every = 16;  ///< AckReq on every n-th packet too (0: last packets only)
   bool page_fault_aware = true;  ///< read RNR NAKs answering WRITE/READ/atomic as page-fault ACKs
@@ -325,7 +330,7 @@ class requester {
   static constexpr bool g_room(const requester& m, const req_input&) { return !m.q_.full(); }
   static constexpr bool g_all_done(const requester& m, const req_input& in) { return m.acks_all(in.pkt); }
   static constexpr bool g_rnr_left(const requester& m, const req_input&) { return m.cfg_.rnr_retry == infinite_retries || m.rnr_left_ > 0; }
-  static constexpr bool g_retry_left(const requester& m, const req_input&) { return m.cfg_.retry_cnt == infinite_retries || m.retry_left_ > 0; }
+  static constexpr bool g_retry_left(const requester& m, const req_input&) { return m.cfg_.retry_forever || m.retry_left_ > 0; }
 
   // ---- actions -------------------------------------------------------------------------
   static constexpr errc a_queue(requester& m, const req_input& in, qp_sink&) {
@@ -383,7 +388,7 @@ class requester {
   }
   static constexpr errc a_retransmit(requester& m, const req_input& in, qp_sink& out) {
     ++m.stats_.timeouts;
-    if (m.cfg_.retry_cnt != infinite_retries) --m.retry_left_;
+    if (!m.cfg_.retry_forever) --m.retry_left_;
     m.rto_.reset();
     m.rewind(m.una_);
     (void)in;
@@ -440,7 +445,10 @@ class requester {
       return;
     }
     cur_ = i;
-    cur_pkt_ = is_read_like(q_[i].wr.op) ? 0 : static_cast<std::uint32_t>(ib::psn_diff(psn, q_[i].first_psn));
+    // An atomic is re-issued whole; a READ from its first unacknowledged response (the rest of
+    // it, as rxe does), anything else from the packet named.
+    const wr_op op = q_[i].wr.op;
+    cur_pkt_ = op == wr_op::compare_swap || op == wr_op::fetch_add ? 0 : static_cast<std::uint32_t>(ib::psn_diff(psn, q_[i].first_psn));
     nxt_ = ib::psn_add(q_[i].first_psn, cur_pkt_);
   }
   constexpr void begin_wait(const req_input& in, qp_sink& out) {
@@ -504,7 +512,9 @@ class requester {
   constexpr void progress(std::uint32_t to, time_ns now, qp_sink& out) {
     // An ACK or NAK past an unfinished READ / atomic acknowledges only up to it: the
     // responder executed it but its response was lost, so it is re-issued (and replayed).
-    for (const wqe& w : q_)
+    // (WQEs are in PSN order: only those starting before `to` can be covered.)
+    for (const wqe& w : q_) {
+      if (!ib::psn_before(w.first_psn, to)) break;
       if (is_read_like(w.wr.op) && !w.done) {
         if (!ib::psn_before(to, ib::psn_add(w.first_psn, w.npkts))) {
           rewind(w.first_psn);
@@ -512,14 +522,17 @@ class requester {
         }
         break;
       }
+    }
     if (!ib::psn_after(to, una_)) return;
     una_ = to;
     if (nak_from_ && ib::psn_before(*nak_from_, una_)) nak_from_.reset();
     if (ib::psn_before(nxt_, una_)) rewind(una_);
     retry_left_ = cfg_.retry_cnt;
     rnr_left_ = cfg_.rnr_retry;
-    for (wqe& w : q_)
-      if (!is_read_like(w.wr.op) && ib::psn_before(ib::psn_add(w.first_psn, w.npkts - 1), una_)) w.done = true;
+    for (wqe& w : q_) {
+      if (!ib::psn_before(ib::psn_add(w.first_psn, w.npkts - 1), una_)) break;
+      if (!is_read_like(w.wr.op)) w.done = true;
+    }
     complete_done(out);
     if (ib::psn_before(una_, max_sent_)) {
       rto_ = now + cfg_.timeout;
@@ -566,7 +579,11 @@ class requester {
       p.offset = i * cfg_.mtu;
       p.length = wr.length - p.offset < cfg_.mtu ? wr.length - p.offset : cfg_.mtu;
     }
-    if (wr.op == wr_op::read || ((wr.op == wr_op::write || wr.op == wr_op::write_imm) && i == 0)) {
+    if (wr.op == wr_op::read) {  // packet i of a READ asks for the rest from response i
+      p.va = wr.remote_va + std::uint64_t{i} * cfg_.mtu;
+      p.rkey = wr.rkey;
+      p.dmalen = wr.length - i * cfg_.mtu;
+    } else if ((wr.op == wr_op::write || wr.op == wr_op::write_imm) && i == 0) {
       p.va = wr.remote_va;
       p.rkey = wr.rkey;
       p.dmalen = wr.length;
@@ -1174,11 +1191,23 @@ template <std::size_t RD>
 constexpr void responder<RD>::duplicate(const packet& p, qp_sink& out) {
   for (const rd_resource& r : rd_)
     if (!ib::psn_before(p.psn, r.first_psn) && ib::psn_before(p.psn, ib::psn_add(r.first_psn, r.npkts))) {
-      // Replay: same PSNs, same data (atomics: the saved result); once, while a replay of it
-      // is still queued (a requester that times out again does not multiply the stream).
+      // Replay: same PSNs, same data (atomics: the saved result). A READ may be asked again
+      // from any of its responses: the request must then be exactly the rest of the original
+      // (same R_Key, its VA and length from there), else it is dropped. Once while a replay of
+      // the same part is still queued (a requester that times out again does not multiply it).
+      rd_resource part = r;
+      if (!r.atomic && p.info().is(ib::op_class::read_request)) {
+        const auto i = static_cast<std::uint32_t>(ib::psn_diff(p.psn, r.first_psn));
+        if (p.rkey != r.req.rkey || p.va != r.req.va + std::uint64_t{i} * cfg_.mtu || p.dmalen != r.req.dmalen - i * cfg_.mtu) {
+          ++stats_.dropped;
+          out.push(qp_action::dropped{p.psn, errc::duplicate});
+          return;
+        }
+        part = {p.psn, r.npkts - i, false, p, 0};
+      }
       for (const pending& t : tx_)
-        if (t.stream && t.r.first_psn == r.first_psn) return;
-      queue_responses(r, out);
+        if (t.stream && t.r.first_psn == part.first_psn) return;
+      queue_responses(part, out);
       return;
     }
   // a SEND / WRITE already executed: acknowledge the latest PSN executed

@@ -11,6 +11,8 @@
 #include <system_error>
 #include <type_traits>
 #include <utility>
+#include <vector>
+#include <memory>
 
 #include <pushwire/flow/rc.hpp>
 #include <pushwire/wire/errc.hpp>
@@ -206,6 +208,33 @@ constexpr wc_opcode wc_opcode_of(flow::wr_op op) {
 
 /// Nanoseconds of virtual time (the fabric's clock; the device never reads one).
 using time_ns = flow::time_ns;
+
+namespace detail {
+/// std::allocator that leaves new elements default-initialised (bytes are not zeroed): frame
+/// buffers are written whole before they are read.
+template <class T>
+struct uninit_allocator : std::allocator<T> {
+  using value_type = T;
+  uninit_allocator() = default;
+  template <class U>
+  uninit_allocator(const uninit_allocator<U>&) noexcept {}  // NOLINT
+  template <class U>
+  struct rebind {
+    using other = uninit_allocator<U>;
+  };
+  template <class U>
+  void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... A>
+  void construct(U* p, A&&... a) {
+    ::new (static_cast<void*>(p)) U(std::forward<A>(a)...);
+  }
+};
+}  // namespace detail
+
+/// The bytes of one Ethernet frame a port sends or receives.
+using frame_bytes = std::vector<std::byte, detail::uninit_allocator<std::byte>>;
 
 }  // namespace pushwire::rnic
 

@@ -70,6 +70,9 @@ struct device_config {
   /// responses, and beyond twice it drops what it would still send (ACKs answering packets),
   /// counted: a NIC's transmit buffer is finite.
   std::size_t tx_queue = 4096;
+  /// Not IBTA: a QP never fails on retransmission timeouts (retry_cnt is ignored). For soaks and
+  /// fault tests, which ask whether data arrives intact under faults, not whether a QP gives up.
+  bool retry_forever = false;
   /// Packets a requester keeps unacknowledged (rxe's 128). Go-back-N resends them all after a
   /// loss, so a lossy fabric favours fewer.
   std::uint32_t window = 128;
@@ -438,17 +441,17 @@ class device {
     return false;
   }
   /// The next frame port `port` transmits (moved out), or nullopt.
-  std::optional<std::vector<std::byte>> take_frame(std::size_t port) {
+  std::optional<frame_bytes> take_frame(std::size_t port) {
     port_state& p = ports_[port];
     if (p.tx.empty()) return std::nullopt;
-    std::vector<std::byte> f = std::move(p.tx.front());
+    frame_bytes f = std::move(p.tx.front());
     p.tx.pop_front();
     return f;
   }
   /// Frames port `port` holds for the fabric.
   std::size_t pending_frames(std::size_t port) const { return ports_[port].tx.size(); }
   /// Returns a frame buffer to the device's pool (after the fabric delivered it).
-  void recycle(std::vector<std::byte>&& b) {
+  void recycle(frame_bytes&& b) {
     if (pool_.size() < 256) pool_.push_back(std::move(b));
   }
   /// A frame arrived on port `port` at `now`: it is validated and handed to its QP now.
@@ -486,10 +489,29 @@ class device {
   using dci_t = flow::dc_initiator<machine_sq, machine_pending>;
   using dct_t = flow::dc_target<max_rd_atomic>;
   static constexpr std::size_t sink_size = 64;
+  using actions_t = flow::action_list<flow::qp_action_t, sink_size>;
+  /// An action list for one machine call, reused (constructing one zeroes its whole storage):
+  /// nested calls (an action that leads to another machine call) take the next one.
+  class scratch {
+   public:
+    explicit scratch(device& d) : d_(d) {
+      if (d.lists_.size() == d.depth_) d.lists_.push_back(std::make_unique<actions_t>());
+      list_ = d.lists_[d.depth_++].get();
+      list_->out.clear();
+    }
+    ~scratch() { --d_.depth_; }
+    scratch(const scratch&) = delete;
+    scratch& operator=(const scratch&) = delete;
+    flow::qp_sink& out() { return list_->out; }
+
+   private:
+    device& d_;
+    actions_t* list_;
+  };
 
   struct port_state {
     port_config cfg{};
-    std::deque<std::vector<std::byte>> tx{};
+    std::deque<frame_bytes> tx{};
     std::unique_ptr<cell::reassembler> reasm{};
   };
   struct cq_state {
@@ -621,7 +643,8 @@ class device {
     if (to == qp_state::rts && (from == qp_state::rtr || from == qp_state::sqe)) {
       const flow::requester_config rc{.svc = svc, .mtu = machine_mtu(q), .dest_qp = q.attr.dest_qp_num,
                                       .start_psn = q.attr.sq_psn, .window = cfg_.window, .timeout = ack_timeout_ns(q.attr.timeout),
-                                      .retry_cnt = q.attr.retry_cnt, .rnr_retry = q.attr.rnr_retry};
+                                      .retry_cnt = q.attr.retry_cnt, .retry_forever = cfg_.retry_forever,
+                                      .rnr_retry = q.attr.rnr_retry};
       if (q.init.type == qp_type::dci) q.dci.emplace(typename dci_t::config{.dci = q.qpn, .req = rc});
       else q.req.emplace(rc);
     }
@@ -820,15 +843,15 @@ class device {
   /// its actions (payload: the packet it answered).
   template <class F>
   void run_sender(qp_state_t& q, std::span<const std::byte> payload, F&& f) {
-    flow::action_list<flow::qp_action_t, sink_size> a;
+    scratch a(*this);
     const requester_t* r = sender(q);
     const auto before = r ? r->stats() : typename requester_t::counters{};
-    f(a.out);
+    f(a.out());
     if (const requester_t* after = sender(q)) {
       stats_.retransmits += after->stats().retransmitted - before.retransmitted;
       stats_.pauses += after->stats().page_faults - before.page_faults;
     }
-    handle(q, a.out, payload);
+    handle(q, a.out(), payload);
   }
   void fire_timers(qp_state_t& q) {
     for (const auto k : {flow::timer_kind::retransmit, flow::timer_kind::wait}) {
@@ -858,10 +881,10 @@ class device {
   void pump(qp_state_t& q) {
     for (int guard = 0; guard < 1024 && tx_room(q); ++guard) {
       if ((q.resp && q.resp->wants_to_send()) || (q.dct && q.dct->wants_to_send())) {
-        flow::action_list<flow::qp_action_t, sink_size> a;
-        if (q.resp) q.resp->pump(a.out);
-        else q.dct->pump(a.out);
-        handle(q, a.out, {});
+        scratch a(*this);
+        if (q.resp) q.resp->pump(a.out());
+        else q.dct->pump(a.out());
+        handle(q, a.out(), {});
       } else if ((q.req && q.req->wants_to_send()) || (q.dci && q.dci->wants_to_send())) {
         run_sender(q, {}, [&](flow::qp_sink& out) {
           if (q.req) q.req->pump(now_, out);
@@ -1172,8 +1195,8 @@ class device {
   }
 
   // -- framing: transmit -------------------------------------------------------------------------
-  std::vector<std::byte> buffer(std::size_t n) {
-    std::vector<std::byte> b;
+  frame_bytes buffer(std::size_t n) {
+    frame_bytes b;
     if (!pool_.empty()) b = std::move(pool_.back()), pool_.pop_back();
     b.resize(n);
     return b;
@@ -1249,7 +1272,7 @@ class device {
                      const detail::send_record* rec, bool from_memory, std::uint32_t len) {
     ib::roce_packet r = flow::to_roce(p, frame_base(q, ps, av, p));
     const std::size_t head = ib::payload_offset(r);
-    std::vector<std::byte> f = buffer(head + len + 3 + ib::detail::icrc_size);  // pad at most 3
+    frame_bytes f = buffer(head + len + 3 + ib::detail::icrc_size);  // pad at most 3
     std::size_t at = head;
     if (!payload_segments(q, p, rec, from_memory, len, [&](std::byte* s, std::size_t n) {
           std::memcpy(f.data() + at, s, n);
@@ -1300,7 +1323,7 @@ class device {
     auto seg = cell::segmenter::make(form->spec, std::span<const std::span<const std::byte>>(pieces), ps.cfg.cell_payload);
     if (!seg) return;
     while (!seg->done()) {
-      std::vector<std::byte> f = buffer(seg->next_size());
+      frame_bytes f = buffer(seg->next_size());
       const auto n = seg->next(f);
       if (!n) return;
       f.resize(*n);
@@ -1379,7 +1402,7 @@ class device {
       return;
     }
     const bool request = p.info().request;
-    flow::action_list<flow::qp_action_t, sink_size> a;
+    scratch a(*this);
     current_src_qp_ = p.src_qp;
     current_is_write_ = p.info().is(ib::op_class::write);
     if (request) {
@@ -1395,19 +1418,19 @@ class device {
       }
       flow::step_result s{};
       if (q->resp) {
-        if (q->resp->refusal(a.out) != flow::errc{}) {  // its response queue is full: dropped, resent later
+        if (q->resp->refusal(a.out()) != flow::errc{}) {  // its response queue is full: dropped, resent later
           ++stats_.dropped_by_qp;
           return;
         }
-        s = q->resp->on_packet(p, a.out);
+        s = q->resp->on_packet(p, a.out());
       } else {
-        s = q->dct->on_packet(p, a.out);
+        s = q->dct->on_packet(p, a.out());
       }
       bool refused = !s.ok();
-      for (const auto& act : a.out)
+      for (const auto& act : a.out())
         if (std::holds_alternative<flow::qp_action::dropped>(act)) refused = true;
       if (refused) ++stats_.dropped_by_qp;
-      handle(*q, a.out, p.payload);
+      handle(*q, a.out(), p.payload);
       const bool failed = (q->resp && q->resp->state() == flow::resp_state::error) || (q->dct && q->dct->transport().state() == flow::resp_state::error);
       if (failed && q->state != qp_state::err && (q->init.type == qp_type::rc || q->init.type == qp_type::dct)) {
         // the responder NAKed a fatal error: the receive it consumed (if any) fails, the QP goes to ERR
@@ -1439,6 +1462,8 @@ class device {
   }
 
   device_config cfg_;
+  std::vector<std::unique_ptr<actions_t>> lists_;
+  std::size_t depth_ = 0;
   memory_table mem_;
   std::vector<port_state> ports_;
   std::vector<std::uint32_t> pds_;
@@ -1453,7 +1478,7 @@ class device {
   std::vector<std::uint32_t> doorbells_, srq_doorbells_;
   std::vector<pending_fault> faults_;
   std::vector<async_event> events_;
-  std::vector<std::vector<std::byte>> pool_;
+  std::vector<frame_bytes> pool_;
   time_ns now_ = 0;
   device_counters stats_{};
   std::uint32_t current_src_qp_ = 0;

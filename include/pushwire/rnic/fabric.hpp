@@ -80,13 +80,13 @@ class loopback_fabric {
   /// Sends `frame` from raw endpoint `raw` towards its device (it crosses the link).
   void inject(std::size_t raw, std::span<const std::byte> frame) {
     for (std::size_t l = 0; l < links_.size(); ++l)
-      if (links_[l].ends[1].raw == static_cast<int>(raw)) send(l, 1, std::vector<std::byte>(frame.begin(), frame.end()));
+      if (links_[l].ends[1].raw == static_cast<int>(raw)) send(l, 1, frame_bytes(frame.begin(), frame.end()));
   }
   /// The next frame the device sent to raw endpoint `raw`, or nullopt.
-  std::optional<std::vector<std::byte>> take(std::size_t raw) {
+  std::optional<frame_bytes> take(std::size_t raw) {
     auto& q = raws_.at(raw);
     if (q.empty()) return std::nullopt;
-    std::vector<std::byte> f = std::move(q.front());
+    frame_bytes f = std::move(q.front());
     q.erase(q.begin());
     return f;
   }
@@ -163,7 +163,8 @@ class loopback_fabric {
     std::uint64_t seq;
     std::size_t link;
     int to;  ///< the end it arrives at
-    std::vector<std::byte> frame;
+    frame_bytes frame;
+    device* from = nullptr;  ///< the sender, whose buffer pool gets the frame back
     friend bool operator<(const event& a, const event& b) { return a.at != b.at ? a.at > b.at : a.seq > b.seq; }
   };
 
@@ -230,7 +231,7 @@ class loopback_fabric {
       if (!more) return;
     }
   }
-  void route(device* d, std::size_t port, std::vector<std::byte>&& f) {
+  void route(device* d, std::size_t port, frame_bytes&& f) {
     for (std::size_t l = 0; l < links_.size(); ++l)
       for (int i = 0; i < 2; ++i)
         if (links_[l].ends[static_cast<std::size_t>(i)].dev == d && links_[l].ends[static_cast<std::size_t>(i)].port == port) {
@@ -241,9 +242,10 @@ class loopback_fabric {
     d->recycle(std::move(f));
   }
   /// A frame leaves end `from` of link l now: serialization, latency, then the faults.
-  void send(std::size_t l, int from, std::vector<std::byte>&& f) {
+  void send(std::size_t l, int from, frame_bytes&& f) {
     link_state& k = links_[l];
     const auto dir = static_cast<std::size_t>(from);
+    device* sender = k.ends[dir].dev;
     const direction_faults& fx = from == 0 ? k.cfg.a_to_b : k.cfg.b_to_a;
     auto& r = k.rng[dir];
     ++stats_.sent;
@@ -260,29 +262,30 @@ class loopback_fabric {
     k.busy_until[dir] = start + wire_time;
     time_ns at = k.busy_until[dir] + k.cfg.latency;
     std::uniform_real_distribution<double> u(0, 1);
-    if (u(r) < fx.loss) {
+    auto chance = [&](double p) { return p > 0 && u(r) < p; };  // no draw for a fault that is off
+    if (chance(fx.loss)) {
       ++stats_.lost;
       return;
     }
-    if (u(r) < fx.corrupt && !f.empty()) {
+    if (chance(fx.corrupt) && !f.empty()) {
       ++stats_.corrupted;
       const std::size_t bit = std::uniform_int_distribution<std::size_t>(0, f.size() * 8 - 1)(r);
       f[bit / 8] ^= static_cast<std::byte>(1u << (bit % 8));
     }
-    if (u(r) < fx.reorder) {
+    if (chance(fx.reorder)) {
       ++stats_.reordered;
       at += std::uniform_int_distribution<time_ns>(1, std::max<time_ns>(fx.max_reorder, 1))(r);
     }
-    if (u(r) < fx.delay) {
+    if (chance(fx.delay)) {
       ++stats_.delayed;
       at += std::uniform_int_distribution<time_ns>(1, std::max<time_ns>(fx.max_delay, 1))(r);
     }
-    if (u(r) < fx.duplicate) {
+    if (chance(fx.duplicate)) {
       ++stats_.duplicated;
       const time_ns later = at + std::uniform_int_distribution<time_ns>(0, std::max<time_ns>(fx.max_reorder, 1))(r);
-      events_.push({later, seq_++, l, 1 - from, f});
+      events_.push({later, seq_++, l, 1 - from, f, sender});
     }
-    events_.push({at, seq_++, l, 1 - from, std::move(f)});
+    events_.push({at, seq_++, l, 1 - from, std::move(f), sender});
   }
   void deliver(event& e) {
     const end& to = links_[e.link].ends[static_cast<std::size_t>(e.to)];
@@ -299,7 +302,7 @@ class loopback_fabric {
       return;
     }
     to.dev->receive(to.port, e.frame, e.at);
-    to.dev->recycle(std::move(e.frame));
+    (e.from ? e.from : to.dev)->recycle(std::move(e.frame));
     for (dev_state& s : devs_)
       if (s.dev == to.dev) s.touched = true;
   }
@@ -307,7 +310,7 @@ class loopback_fabric {
   std::uint64_t seed_;
   std::vector<link_state> links_;
   std::vector<dev_state> devs_;
-  std::vector<std::vector<std::vector<std::byte>>> raws_;
+  std::vector<std::vector<frame_bytes>> raws_;
   std::priority_queue<event> events_;
   std::uint64_t seq_ = 0;
   time_ns now_ = 0;
