@@ -1,6 +1,7 @@
 # The README's two commands:
-#   make demo   install missing Debian packages, build into build/, run the demo, then show its
-#               captures in tshark with the Wireshark plugin
+#   make demo   install missing Debian packages, build into build/, run the demo, show the reference
+#               RNIC (a polled WRITE and a short soak over a faulty link), then show the captures
+#               in tshark with the Wireshark plugin
 #   make test   install missing Debian packages, then build (warnings as errors) and ctest three
 #               times: g++-12 Release (build/), clang++-14 Release (build-clang/), g++-12 ASan+UBSan
 #               (build-asan/; the plugin's tshark tests run in the first two), then run every
@@ -64,6 +65,12 @@ demo: deps
 	@echo; echo "=== The same story in the seed's cells (EtherType 0x88B5): $(DIR_gcc)/demo-cells.pcap"
 	./$(DIR_gcc)/tools/pushwire-gen --framing cell --out $(DIR_gcc)/demo-cells.pcap
 	./$(DIR_gcc)/tools/pushwire-dump $(DIR_gcc)/demo-cells.pcap
+	@echo; echo "=== The reference RNIC: a WRITE_WITH_IMM with idata over the loopback fabric, polled (examples/rnic_loopback.cpp)"
+	./$(DIR_gcc)/examples/pushwire-rnic-loopback
+	@echo; echo "=== 500 messages between two RNICs over a link that loses, duplicates, reorders and corrupts 2% of frames"
+	./$(DIR_gcc)/tools/pushwire-rnic soak --messages 500 --loss 0.02 --dup 0.02 --reorder 0.02 --corrupt 0.02 --pcap $(DIR_gcc)/demo-rnic.pcap --json
+	@echo; echo "=== Its first frames, as the fabric's tap recorded them: $(DIR_gcc)/demo-rnic.pcap"
+	./$(DIR_gcc)/tools/pushwire-dump $(DIR_gcc)/demo-rnic.pcap | head -6
 	@if [ -f $(DIR_gcc)/plugins/4.0/epan/pushwire.so ]; then \
 	  echo; echo "=== Both captures in stock tshark with the pushwire plugin (dissectors/wireshark/tshark-pushwire)"; \
 	  dissectors/wireshark/tshark-pushwire --build $(DIR_gcc) -r $(DIR_gcc)/demo-roce.pcap; \

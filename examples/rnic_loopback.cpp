@@ -1,3 +1,4 @@
+// [readme]
 #include <cstdio>
 #include <pushwire/rnic/fabric.hpp>
 #include <pushwire/msg/idata.hpp>
@@ -36,3 +37,4 @@ int main() {
   const auto n = hcq.poll({wc, 1}) + icq.poll({wc + 1, 1});  // polled: no interrupt, no lock, no system call
   std::printf("%zu completions: wr %lu; idata 0x%08x, %u bytes\n", n, wc[0].wr_id, wc[1].imm, wc[1].byte_len);
 }
+// [/readme]

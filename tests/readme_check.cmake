@@ -1,7 +1,7 @@
 # ctest "examples: README shows the examples verbatim": the code between the [readme] markers of
 # each example that has them appears verbatim in README.md.
 file(READ "${SOURCE_DIR}/README.md" readme)
-foreach(example quickstart.cpp page_fault.cpp)
+foreach(example quickstart.cpp page_fault.cpp rnic_loopback.cpp)
   file(READ "${SOURCE_DIR}/examples/${example}" src)
   string(REGEX MATCH "// \\[readme\\]\n(.*)// \\[/readme\\]" _ "${src}")
   set(snippet "${CMAKE_MATCH_1}")

@@ -24,6 +24,7 @@
 #include <pushwire/ib/lan.hpp>
 #include <pushwire/ib/opcode.hpp>
 #include <pushwire/msg/msg.hpp>
+#include <pushwire/rnic/qp.hpp>
 #include <pushwire/wire/pcap.hpp>
 
 #include "specgen.hpp"
@@ -472,6 +473,30 @@ std::optional<std::string> render(std::string_view key) {
     out = render_cfg_data();
   } else if (kind == "flow") {
     out = render_flow(arg);
+  } else if (kind == "rnic_errors") {
+    std::string s = "| Code | Name | Meaning |\n|---:|---|---|\n";
+    for (std::size_t i = 0; i < rnic::errc_table.size(); ++i)
+      s += "| " + std::to_string(i + 1) + " | `" + std::string{rnic::errc_table[i].name} + "` | " +
+           std::string{rnic::errc_table[i].meaning} + " |\n";
+    out = s;
+  } else if (kind == "rnic_transitions") {
+    // Every (from, to) with a rule for some type: required and optional attributes per type.
+    auto names = [](rnic::qp_attr_mask m) {
+      std::string t;
+      for (const auto& n : rnic::qp_attr_mask_names)
+        if (rnic::any(m & static_cast<rnic::qp_attr_mask>(n.value))) t += (t.empty() ? "" : ", ") + std::string{n.name};
+      return t.empty() ? std::string{"-"} : t;
+    };
+    std::string s = "| From | To | Type | Required | Optional |\n|---|---|---|---|---|\n";
+    for (const auto from : {rnic::qp_state::reset, rnic::qp_state::init, rnic::qp_state::rtr, rnic::qp_state::rts,
+                            rnic::qp_state::sqd, rnic::qp_state::sqe})
+      for (const auto to : {rnic::qp_state::init, rnic::qp_state::rtr, rnic::qp_state::rts, rnic::qp_state::sqd})
+        for (const auto t : {rnic::qp_type::rc, rnic::qp_type::uc, rnic::qp_type::ud, rnic::qp_type::dci, rnic::qp_type::dct})
+          if (const auto r = rnic::transition_rule(t, from, to))
+            s += "| " + std::string{wire::enum_name(from)} + " | " + std::string{wire::enum_name(to)} + " | " +
+                 std::string{wire::enum_name(t)} + " | " + names(r->required) + " | " + names(r->optional) + " |\n";
+    s += "| any | RESET, ERR | all | - | - |\n";
+    out = s;
   } else if (kind == "flow_errors") {
     std::string s = "| Code | Name | Meaning |\n|---:|---|---|\n";
     for (std::size_t i = 0; i < flow::errc_table.size(); ++i)

@@ -5,6 +5,7 @@
   check_plugin.py decode  PLUGIN_SO CAPTURES_TOOL FILE.pcap [FILE.pcap ...]
   check_plugin.py robust  PLUGIN_SO CAPTURES_TOOL SEED COUNT FILE.pcap [FILE.pcap ...]
   check_plugin.py agree   PLUGIN_SO PUSHWIRE_DUMP FILE.pcap FILE.want
+  check_plugin.py tap     PLUGIN_SO PUSHWIRE_RNIC
 
 tshark ignores personal plugin directories when run as root (CI runs as root), so the plugin is
 staged under a fresh HOME in /tmp and tshark runs as uid 65534 through setpriv. Exit 77 (ctest
@@ -198,6 +199,27 @@ def agree(plugin, dump, pcap, want_path):
     print(f"{os.path.basename(pcap)}: {len(want)} cells; pushwire-dump and the plugin agree with the expected outcome")
 
 
+def tap(plugin, rnic):
+    """The reference RNIC's pcap tap (spec/rnic.md §8), in both framings: without corruption every
+    frame's CRC is good in the plugin; with corruption some are bad and the rest good."""
+    home = stage(plugin)
+    for framing, field in (("roce", "pushwire.icrc.status"), ("cell", "pushwire.cell.crc.status")):
+        for corrupt in ("0", "0.05"):
+            pcap = os.path.join(home, f"tap-{framing}-{corrupt}.pcap")
+            p = subprocess.run([rnic, "soak", "--messages", "200", "--framing", framing, "--corrupt", corrupt,
+                                "--pcap", pcap, "--json"], capture_output=True, text=True)
+            if p.returncode != 0:
+                sys.exit(f"FAIL: pushwire-rnic soak --framing {framing} --corrupt {corrupt}: {p.stdout}{p.stderr}")
+            os.chmod(pcap, 0o644)
+            lines = tshark(home, ["-r", pcap, "-T", "fields", "-e", field]).stdout.splitlines()
+            good, bad = lines.count("1"), lines.count("0")
+            print(f"{framing}, corrupt {corrupt}: {len(lines)} frames, {good} good, {bad} bad")
+            if corrupt == "0" and (bad != 0 or good != len(lines)):
+                sys.exit(f"FAIL: {framing} without corruption: {bad} bad, {len(lines) - good - bad} without a CRC status")
+            if corrupt != "0" and (bad == 0 or good == 0):
+                sys.exit(f"FAIL: {framing} with corruption: {good} good, {bad} bad")
+
+
 def main():
     if len(sys.argv) < 3:
         sys.exit(__doc__)
@@ -208,6 +230,8 @@ def main():
         decode(plugin, sys.argv[3], sys.argv[4:])
     elif mode == "agree":
         agree(plugin, sys.argv[3], sys.argv[4], sys.argv[5])
+    elif mode == "tap":
+        tap(plugin, sys.argv[3])
     elif mode == "robust":
         robust(plugin, sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), sys.argv[6:])
     else:
