@@ -139,10 +139,8 @@ enum class errc : std::uint8_t {
   window_full,
 };
 
-struct errc_info {
-  std::string_view name;
-  std::string_view meaning;
-};
+/// A code's name and meaning (wire::errc_info, the one shape of every error table).
+using wire::errc_info;
 
 /// Indexed by errc value - 1 (spec/flow.md lists it).
 inline constexpr std::array<errc_info, 20> errc_table{{

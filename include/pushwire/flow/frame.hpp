@@ -61,6 +61,16 @@ constexpr packet from_headers(const ib::opcode_info& op, const ib::bth& b, const
   if (const auto h = get.template operator()<ext::dcceth>()) p.dct = h->dct, p.dci = h->dci;
   return p;
 }
+/// A cell packet's WQPs, PSN and AckReq from p, with no VA/MH, idata or ACK info yet.
+constexpr void address_cell(const packet& p, cell::packet_spec& s) {
+  s.dst_wqp = p.dest_qp;
+  s.src_wqp = p.src_qp;
+  s.psn = p.psn;
+  s.ack_req = p.ack_req;
+  s.rdma.reset();
+  s.idata.reset();
+  s.ack.reset();
+}
 }  // namespace detail
 
 /// The packet of a validated RoCEv2 frame (the fast path: only the headers the opcode has are
@@ -171,13 +181,7 @@ constexpr wire::result<cell::packet_spec> to_cell(const packet& p, cell::packet_
   if (!p.known()) return none;
   const ib::opcode_info& op = p.info();
   if (op.tp != ib::transport::rc || op.pos != ib::position::only) return none;
-  base.dst_wqp = p.dest_qp;
-  base.src_wqp = p.src_qp;
-  base.psn = p.psn;
-  base.ack_req = p.ack_req;
-  base.rdma.reset();
-  base.idata.reset();
-  base.ack.reset();
+  detail::address_cell(p, base);
   if (op.any(op_class::send | op_class::write) && !op.is(op_class::invalidate)) {
     base.type = op.is(op_class::send) ? cell::cell_type::send : cell::cell_type::rdma_write;
     if (op.is(op_class::write)) base.rdma = cell::vamh{.va = p.va, .mh = p.rkey};
@@ -230,14 +234,8 @@ constexpr wire::result<cell_form> to_cell_form(const packet& p, cell::packet_spe
   b.padcnt = 0;
   if (auto e = ib::encode_headers(b, r.ext, p.info(), f.head); e.code != wire::errc{}) return e;
   f.head_len = p.info().header_len;
+  detail::address_cell(p, base);
   base.type = cell::cell_type::transport;
-  base.dst_wqp = p.dest_qp;
-  base.src_wqp = p.src_qp;
-  base.psn = p.psn;
-  base.ack_req = p.ack_req;
-  base.rdma.reset();
-  base.idata.reset();
-  base.ack.reset();
   f.spec = base;
   return f;
 }

@@ -377,24 +377,24 @@ class device {
     if (q->init.type == qp_type::dci || q->state == qp_state::reset) return errc::invalid_state;
     if (q->init.srq) return errc::invalid_argument;
     if (wr.sg_list.size() > max_sge) return errc::invalid_argument;
-    recv_wqe w;
-    w.wr_id = wr.wr_id;
-    w.num_sge = static_cast<std::uint8_t>(wr.sg_list.size());
-    std::copy(wr.sg_list.begin(), wr.sg_list.end(), w.sg.begin());
-    if (!q->init.rq->put(w)) return errc::queue_full;
+    if (!q->init.rq->put(descriptor(wr))) return errc::queue_full;
     doorbell(qpn);
     return {};
   }
   errc post_srq_recv(std::uint32_t srq, const recv_wr& wr) {
     if (srq >= srqs_.size()) return errc::not_found;
     if (wr.sg_list.size() > max_sge) return errc::invalid_argument;
+    if (!srqs_[srq]->mem->put(descriptor(wr))) return errc::queue_full;
+    srq_doorbells_.push_back(srq);
+    return {};
+  }
+  /// The receive descriptor of wr (its list has at most max_sge entries).
+  static recv_wqe descriptor(const recv_wr& wr) {
     recv_wqe w;
     w.wr_id = wr.wr_id;
     w.num_sge = static_cast<std::uint8_t>(wr.sg_list.size());
     std::copy(wr.sg_list.begin(), wr.sg_list.end(), w.sg.begin());
-    if (!srqs_[srq]->mem->put(w)) return errc::queue_full;
-    srq_doorbells_.push_back(srq);
-    return {};
+    return w;
   }
   /// The doorbell register: QP qpn has new descriptors in its rings (post_send and post_recv
   /// ring it; a caller that writes descriptors itself rings it after publishing them).
