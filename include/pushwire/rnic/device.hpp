@@ -145,7 +145,9 @@ struct device_counters {
   std::uint64_t faults_served = 0;
   std::uint64_t pauses = 0;              ///< requesters paused by a page-fault ACK
   std::uint64_t retransmits = 0;         ///< packets sent again by requesters
-  std::uint64_t retransmits_avoided = 0; ///< timeouts that fired while paused (no retransmission)
+  /// Retransmission timeouts the pauses spared: for each pause, how many local ACK timeouts its
+  /// delay spans (a sender without page-fault ACKs would have resent its window each time).
+  std::uint64_t retransmits_avoided = 0;
   std::uint64_t cq_overflows = 0;
   std::uint64_t completions = 0;
 };
@@ -849,7 +851,11 @@ class device {
     f(a.out());
     if (const requester_t* after = sender(q)) {
       stats_.retransmits += after->stats().retransmitted - before.retransmitted;
-      stats_.pauses += after->stats().page_faults - before.page_faults;
+      if (after->stats().page_faults != before.page_faults) {
+        stats_.pauses += after->stats().page_faults - before.page_faults;
+        if (const auto until = after->deadline(flow::timer_kind::wait); until && *until > now_)
+          stats_.retransmits_avoided += (*until - now_) / std::max<time_ns>(after->config().timeout, 1);
+      }
     }
     handle(q, a.out(), payload);
   }
@@ -859,8 +865,6 @@ class device {
       if (!r) return;
       const auto d = r->deadline(k);
       if (!d || *d > now_) continue;
-      // A retransmit timeout while paused on a page fault is ignored: a retransmission avoided.
-      if (k == flow::timer_kind::retransmit && r->state() == flow::req_state::paused) ++stats_.retransmits_avoided;
       run_sender(q, {}, [&](flow::qp_sink& out) {
         if (q.req) q.req->on_timer(k, now_, out);
         else q.dci->on_timer(k, now_, out);
