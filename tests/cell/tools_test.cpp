@@ -36,7 +36,7 @@ bool has(const std::string& line, const std::string& what) { return line.find(wh
 
 }  // namespace
 
-TEST_CASE("pushwire-gen --framing cell writes the scripted exchange; pushwire-dump --json decodes it", "[cells][tools]") {
+TEST_CASE("pushwire-gen --framing cell writes the scripted exchange, pushwire-dump --json decodes it", "[cells][tools]") {
   const std::string pcap = gen_cells();
   auto r = dump("--json '" + pcap + "'");
   REQUIRE(r.status == 0);

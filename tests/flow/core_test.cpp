@@ -86,7 +86,7 @@ TEST_CASE("static_vector and sink never allocate and never overflow") {
   CHECK(s.room() == 0);
 }
 
-TEST_CASE("step: first matching row whose guard holds; no row means event_not_allowed and no change") {
+TEST_CASE("step: first matching row whose guard holds, no row means event_not_allowed and no change") {
   struct ctx {
     int n = 0;
   };

@@ -193,7 +193,7 @@ TEST_CASE("DC: connect and disconnect packets build and parse as RoCEv2 with DCE
   CHECK_FALSE(back->bth.se);
 }
 
-TEST_CASE("DC initiator: with a small sink nothing is lost; pump() finishes what did not fit") {
+TEST_CASE("DC initiator: with a small sink nothing is lost, pump() finishes what did not fit") {
   dci_t dci{{.dci = 0x77, .req = {.mtu = 256, .window = 32}}};
   dct_t a{{.dct = A.dct, .access_key = A.access_key, .resp = {.mtu = 256}}};
   std::deque<packet> out, back;

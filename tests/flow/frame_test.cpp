@@ -192,7 +192,7 @@ TEST_CASE("frame adapters: to_cell refuses what cells cannot carry", "[flow][fra
   CHECK(c->ack->delay_us == 960u);
 }
 
-TEST_CASE("frame adapters: every opcode in a Transport cell packet and back; the native types where they exist", "[flow][frame]") {
+TEST_CASE("frame adapters: every opcode in a Transport cell packet and back, the native types where they exist", "[flow][frame]") {
   const auto five = test::hex<"0102030405">();
   const auto eight = test::hex<"0102030405060708">();
   const cell::mac_address dst{2, 0, 0, 0, 0, 2}, src{2, 0, 0, 0, 0, 1};

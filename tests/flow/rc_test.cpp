@@ -279,7 +279,7 @@ TEST_CASE("requester: an RNR NAK on a SEND waits the table's timer, counted agai
   CHECK(c[0].status == wc_status::rnr_retry_exceeded);
 }
 
-TEST_CASE("requester: a page-fault ACK pauses without counting; timeouts during the pause retransmit nothing") {
+TEST_CASE("requester: a page-fault ACK pauses without counting, timeouts during the pause retransmit nothing") {
   auto cfg = rc_cfg();
   cfg.retry_cnt = 0;  // any counted timeout would fail the QP
   cfg.rnr_retry = 0;
@@ -340,7 +340,7 @@ TEST_CASE("requester: READ responses are placed into their own request, size-che
   CHECK(only<qp_action::complete>(a)[0].wr_id == 2);
 }
 
-TEST_CASE("requester: the send queue is bounded and refuses with queue_full; UD and UC rules") {
+TEST_CASE("requester: the send queue is bounded and refuses with queue_full, UD and UC rules") {
   requester<2> rq(rc_cfg());
   step_result r;
   (void)collect<qp_action_t>([&](qp_sink& o) { return rq.post({.id = 1, .length = 1}, 0, o); });
@@ -409,7 +409,7 @@ TEST_CASE("responder: a duplicate SEND is re-acknowledged, never delivered twice
   CHECK(rs.receives() == 2);
 }
 
-TEST_CASE("responder: a duplicate READ is replayed with the same PSNs; a duplicate atomic returns the saved value") {
+TEST_CASE("responder: a duplicate READ is replayed with the same PSNs, a duplicate atomic returns the saved value") {
   std::uint64_t cell = 40;
   memory_port mem{&cell, nullptr, [](void* c, std::uint32_t, std::uint64_t, bool, std::uint64_t add, std::uint64_t) {
                     auto* v = static_cast<std::uint64_t*>(c);
@@ -463,7 +463,7 @@ TEST_CASE("responder: a gap gets one NAK sequence error, then silence until the 
   CHECK(rs.state() == resp_state::ready);
 }
 
-TEST_CASE("responder: no posted receive gives an RNR NAK; bad access NAKs and enters error; bad opcode order is invalid") {
+TEST_CASE("responder: no posted receive gives an RNR NAK, bad access NAKs and enters error, bad opcode order is invalid") {
   responder<4> rs({.mtu = mtu, .min_rnr_timer_us = 1000});
   packet p{.opcode = ib::opcode::rc_send_only, .psn = 0, .ack_req = true, .length = 8};
   auto a = collect<qp_action_t>([&](qp_sink& o) { return rs.on_packet(p, o); });

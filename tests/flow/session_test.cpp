@@ -39,7 +39,7 @@ concept can_unbind = requires(G g) { g.table().unbind(0u); };
 
 }  // namespace
 
-TEST_CASE("session table: only the owner binds; the application's group cannot write it") {
+TEST_CASE("session table: only the owner binds, the application's group cannot write it") {
   session_table<8> t = table_with_groups();
   CHECK(t.bind(0, tuple(0xE000), 1, 0x11) == errc::duplicate);   // session already bound
   CHECK(t.bind(20, tuple(0xC000), 1, 0x11) == errc::duplicate);  // tuple already bound

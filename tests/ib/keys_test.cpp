@@ -49,7 +49,7 @@ kvs with(kvs k, std::string key, std::string value) {
 
 }  // namespace
 
-TEST_CASE("keys: a ConnectX-4 CNP from its keys; lengths, IPv4 checksum and ICRC computed", "[ib][keys]") {
+TEST_CASE("keys: a ConnectX-4 CNP from its keys, lengths, IPv4 checksum and ICRC computed", "[ib][keys]") {
   const auto b = from_keys(cx4_keys);
   CHECK(b.error.empty());
   CHECK(wire::to_hex(b.frame) == wire::to_hex(cx4_cnp));

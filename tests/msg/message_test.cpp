@@ -64,7 +64,7 @@ TEST_CASE("dispatch calls the visitor with the typed message", "[msg][dispatch]"
   CHECK(calls == 0);
 }
 
-TEST_CASE("frame owns its bytes; decoded views do not", "[msg][frame]") {
+TEST_CASE("frame owns its bytes, decoded views do not", "[msg][frame]") {
   auto buf = std::make_unique<std::vector<std::byte>>(test::copy(vec::recv_pool.bytes));
   auto view = msg::decode<msg::buffer_recv_pool>(*buf);
   REQUIRE(view.has_value());

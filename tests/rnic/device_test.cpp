@@ -192,7 +192,7 @@ TEST_CASE("completions of QPs sharing a CQ come out in each QP's order", "[rnic]
   CHECK(interleaved);  // the QPs' completions did interleave on the CQ
 }
 
-TEST_CASE("a CQ is a ring polled by its owner bit; overflow raises cq_error, moves the QP to ERR and loses nothing", "[rnic][cq]") {
+TEST_CASE("a CQ is a ring polled by its owner bit, overflow raises cq_error, moves the QP to ERR and loses nothing", "[rnic][cq]") {
   pair p(framing::roce, 1, {}, {}, 4);  // CQs of 4 entries
   const auto [qa, qb] = p.connect(qp_type::rc);
   (void)qb;
@@ -295,7 +295,7 @@ TEST_CASE("QP states: modify_qp's attribute rules, posting rules, ERR flushes", 
   CHECK(!transition_rule(qp_type::dct, qp_state::rtr, qp_state::rts).has_value());
 }
 
-TEST_CASE("on-demand memory: the page-fault ACK pauses the requester without retransmission; the silent drop resends", "[rnic][odp]") {
+TEST_CASE("on-demand memory: the page-fault ACK pauses the requester without retransmission, the silent drop resends", "[rnic][odp]") {
   for (const framing f : {framing::roce, framing::cell}) {
   INFO("framing " << wire::enum_name(f));
   time_ns with_ack = 0, with_drop = 0;

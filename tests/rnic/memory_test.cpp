@@ -29,7 +29,7 @@ constexpr access_need rw{1, access::remote_write | access::remote_read};
 
 }  // namespace
 
-TEST_CASE("keys: index << 8 | variant; a reused index gets the next variant", "[rnic][memory]") {
+TEST_CASE("keys: index << 8 | variant, a reused index gets the next variant", "[rnic][memory]") {
   static_assert(make_key(0x12345, 0x67) == 0x1234567);
   static_assert(key_index(0x1234567) == 0x12345 && key_variant(0x1234567) == 0x67);
   memory_table m;

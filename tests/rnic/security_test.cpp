@@ -126,7 +126,7 @@ TEST_CASE("security: a DC target refuses another access key, nothing placed", "[
   CHECK(p.b.buf == snapshot);
 }
 
-TEST_CASE("security: UD with the wrong Q_Key is dropped; no receive consumed, nothing placed", "[rnic][security][ud]") {
+TEST_CASE("security: UD with the wrong Q_Key is dropped, no receive consumed, nothing placed", "[rnic][security][ud]") {
   pair p;
   const std::uint32_t ua = p.a.qp(qp_type::ud), ub = p.b.qp(qp_type::ud);
   REQUIRE(bring_up(*p.a.dev, ua, qp_type::ud, 0, {}) == errc{});

@@ -109,7 +109,7 @@ TEST_CASE("pushwire-dump FILE.pcap: the generated RoCE exchange, one JSON object
   CHECK(t.out.find("idata: pool 7, element 5, 256 bytes") != std::string::npos);
 }
 
-TEST_CASE("pushwire-dump FILE.pcap: a frame that is not RoCE gets an error key; a broken file exits 2", "[tools][dump][pcap]") {
+TEST_CASE("pushwire-dump FILE.pcap: a frame that is not RoCE gets an error key, a broken file exits 2", "[tools][dump][pcap]") {
   std::vector<std::byte> file;
   pcap::writer w{file};
   const auto arp = test::copy(test::hex<"ffffffffffff 020000000001 0806 0001080006040001">());

@@ -185,7 +185,7 @@ TEST_CASE("pushwire-gen frame --out appends an Enhanced Packet Block to a pcapng
   CHECK(read_file(raw).size() == w.out.size());
 }
 
-TEST_CASE("pushwire-gen frame: errors name the key, exit 2; usage exits 1", "[tools][gen]") {
+TEST_CASE("pushwire-gen frame: errors name the key, exit 2, usage exits 1", "[tools][gen]") {
   struct bad {
     std::string args, err;
   };
