@@ -6,8 +6,9 @@
 // Two devices on a loopback fabric whose link drops, duplicates, reorders and corrupts frames
 // with the given probabilities (fractions, each direction). N messages are mixed over four RC
 // queue pairs and a DC initiator serving two DC targets: SEND and WRITE, with and without
-// immediate, READ, COMPARE_SWAP and FETCH_ADD, 0 B to 64 KiB. Each is checked where it lands:
-// the bytes, the guard bytes around them, the receive completion, an atomic's original value.
+// immediate, READ, COMPARE_SWAP and FETCH_ADD, and on RC the read served as a write; 0 B to
+// 64 KiB. Each is checked where it lands: the bytes, the guard bytes around them, the receive
+// completion, an atomic's original value.
 // Prints one JSON object (--json) or lines: messages, completed, bytes, lost, duplicated,
 // misplaced_bytes, retransmits, page_faults, virtual_time_us, wall_s. Exit status 0 only when
 // every message completed and lost = duplicated = misplaced_bytes = 0; 1 otherwise; 2 on bad
@@ -241,18 +242,21 @@ class soak {
     const std::uint32_t lo = 1u << (e - 1), hi = std::min<std::uint32_t>(1u << e, max_size);
     return lo + static_cast<std::uint32_t>(rng_() % (hi - lo + 1));
   }
-  wr_opcode pick_op() {
+  /// The mix: SEND and WRITE with and without immediate, READ, the two atomics, and on RC
+  /// lanes the read served as a write.
+  wr_opcode pick_op(std::size_t lane) {
     static constexpr wr_opcode all[] = {wr_opcode::send, wr_opcode::send_with_imm, wr_opcode::rdma_write,
                                         wr_opcode::rdma_write_with_imm, wr_opcode::rdma_read, wr_opcode::atomic_cmp_and_swp,
-                                        wr_opcode::atomic_fetch_and_add};
-    return all[rng_() % 7];
+                                        wr_opcode::atomic_fetch_and_add, wr_opcode::read_as_write};
+    return all[rng_() % (dc(lane) ? 7 : 8)];
   }
+  static bool reads(wr_opcode op) { return op == wr_opcode::rdma_read || op == wr_opcode::read_as_write; }
 
   void post_more() {
     for (std::size_t l = 0; l < lanes && posted_ < o_.messages; ++l) {
       lane& ln = lanes_[l];
       while (!ln.free.empty() && posted_ < o_.messages) {
-        flight f{.id = ++posted_, .op = pick_op(), .slot = ln.free.front()};
+        flight f{.id = ++posted_, .op = pick_op(l), .slot = ln.free.front()};
         ln.free.pop_front();
         const bool atomic = f.op == wr_opcode::atomic_cmp_and_swp || f.op == wr_opcode::atomic_fetch_and_add;
         f.len = atomic ? 8 : pick_size();
@@ -260,16 +264,16 @@ class soak {
         // A's region holds the message (or receives the READ); B's region is back to the
         // sentinel (as far as the last message there reached), or holds what a READ fetches.
         reset(b_, f.slot, b_dirty_);
-        if (f.op == wr_opcode::rdma_read) reset(a_, f.slot, a_dirty_);
+        if (reads(f.op)) reset(a_, f.slot, a_dirty_);
         for (std::size_t i = 0; i < f.len; ++i) {
-          if (f.op == wr_opcode::rdma_read) b_.mem[at + i] = content(f.id, i);
+          if (reads(f.op)) b_.mem[at + i] = content(f.id, i);
           else a_.mem[at + i] = content(f.id, i);
         }
         // What each side's region may hold now: the message's bytes at B (its target or a READ's
         // source), and at A a READ's sink or the bytes sent (sources are never reset: a READ
         // resets as far as they reached).
         b_dirty_[f.slot] = f.len;
-        a_dirty_[f.slot] = f.op == wr_opcode::rdma_read ? f.len : std::max(a_dirty_[f.slot], f.len);
+        a_dirty_[f.slot] = reads(f.op) ? f.len : std::max(a_dirty_[f.slot], f.len);
         const sge s{a_.addr(at), f.len, a_.mr.lkey};
         send_wr wr{.wr_id = (f.id << 3) | l, .opcode = f.op, .sg_list = std::span(&s, 1), .imm = static_cast<std::uint32_t>(f.id)};
         wr.remote_addr = b_.addr(at);
@@ -331,7 +335,7 @@ class soak {
       return;
     }
     const std::size_t at = region(f->slot);
-    if (f->op == wr_opcode::rdma_read) {
+    if (reads(f->op)) {
       for (std::size_t i = 0; i < f->len; ++i) misplaced_ += a_.mem[at + i] != content(f->id, i);
       misplaced_ += guard_bytes(a_, f->slot, f->len);
     } else if (f->op == wr_opcode::atomic_cmp_and_swp || f->op == wr_opcode::atomic_fetch_and_add) {
@@ -358,7 +362,7 @@ class soak {
     if (!f.send_done || (f.recv_needed && !f.recv_done)) return;
     // What landed at B: the message, then untouched sentinel bytes.
     const std::size_t at = region(f.slot);
-    if (f.op != wr_opcode::rdma_read && f.op != wr_opcode::atomic_cmp_and_swp && f.op != wr_opcode::atomic_fetch_and_add) {
+    if (!reads(f.op) && f.op != wr_opcode::atomic_cmp_and_swp && f.op != wr_opcode::atomic_fetch_and_add) {
       for (std::size_t i = 0; i < f.len; ++i) misplaced_ += b_.mem[at + i] != content(f.id, i);
       misplaced_ += guard_bytes(b_, f.slot, f.len);
     }

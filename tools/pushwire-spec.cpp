@@ -450,7 +450,7 @@ std::optional<std::string> render(std::string_view key) {
                    render_ib_struct<ib::atomicacketh>(arg, "atomicacketh"), render_ib_struct<ib::immdt>(arg, "immdt"),
                    render_ib_struct<ib::ieth>(arg, "ieth"), render_ib_struct<ib::feth>(arg, "feth"),
                    render_ib_struct<ib::dceth>(arg, "dceth"), render_ib_struct<ib::dcceth>(arg, "dcceth"),
-                   render_ib_struct<ib::cnp_pad>(arg, "cnp_pad"), render_ib_struct<ib::eth_header>(arg, "eth_header"),
+                   render_ib_struct<ib::cnp_pad>(arg, "cnp_pad"), render_ib_struct<ib::sinketh>(arg, "sinketh"), render_ib_struct<ib::eth_header>(arg, "eth_header"),
                    render_ib_struct<ib::vlan_tag>(arg, "vlan_tag"), render_ib_struct<ib::ipv4_header>(arg, "ipv4_header"),
                    render_ib_struct<ib::ipv6_header>(arg, "ipv6_header"), render_ib_struct<ib::udp_header>(arg, "udp_header"),
                    render_ib_struct<ib::lid_mac>(arg, "lid_mac")})

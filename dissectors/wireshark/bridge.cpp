@@ -180,6 +180,7 @@ int pw_roce_inspect(const std::uint8_t* frame, std::size_t n, pw_roce* r) {
   r->reth_offset = at(ib::ext::reth);
   r->immdt_offset = at(ib::ext::immdt);
   r->aeth_offset = at(ib::ext::aeth);
+  r->sinketh_offset = at(ib::ext::sinketh);
   r->payload_offset = static_cast<std::size_t>(v.payload.data() - v.frame.data());
   r->payload_len = v.payload.size();
   const ib::bth b = v.bth();

@@ -52,7 +52,7 @@ typedef struct pw_roce {
     pw_err err;
     int icrc_state;
     uint32_t icrc, icrc_computed;
-    size_t icrc_offset, bth_offset, dceth_offset, dcceth_offset, reth_offset, immdt_offset, aeth_offset;
+    size_t icrc_offset, bth_offset, dceth_offset, dcceth_offset, reth_offset, immdt_offset, aeth_offset, sinketh_offset;
     size_t payload_offset, payload_len;
     uint8_t opcode, position;
     int se, dc, dc_connect, dc_disconnect, write, send, request, v6;

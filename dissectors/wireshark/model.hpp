@@ -360,6 +360,10 @@ inline model build() {
   m.add_struct<cell::ack_info>("cell_ack", "pushwire.cell", cell::ack_info::wireshark, "Cell");
   m.add_struct<ib::dceth>("dceth", "pushwire.dc", ib::dceth::wireshark, "DCETH");
   m.add_struct<ib::dcceth>("dcceth", "pushwire.dc", ib::dcceth::wireshark, "DCCETH");
+  // A read served as a write (pushwire's opcode 0xC0, unknown to stock Wireshark): its RETH (the
+  // source) and SinkETH (where the data goes).
+  m.add_struct<ib::reth>("raw_reth", "pushwire.read_as_write", "pushwire.read_as_write", "RETH");
+  m.add_struct<ib::sinketh>("sinketh", "pushwire.sink", ib::sinketh::wireshark, "SinkETH");
 
   // Fields that no struct describes: computed values, checksums and cross-frame references.
   const std::string cks = "checksum";
@@ -410,6 +414,7 @@ inline model build() {
       {"pushwire.write.outside", "PI_PROTOCOL", "PI_WARN", "RDMA write outside the element it starts in"},
       {"pushwire.page_fault", "PI_SEQUENCE", "PI_NOTE", "Page-fault ACK: the sender pauses"},
       {"pushwire.dc.connect", "PI_SEQUENCE", "PI_CHAT", "DC connect or disconnect"},
+      {"pushwire.read_as_write", "PI_SEQUENCE", "PI_CHAT", "Read served as a write"},
   };
   return m;
 }

@@ -261,6 +261,16 @@ static int dissect_pushwire_post(tvbuff_t *tvb, packet_info *pinfo, proto_tree *
         col_append_fstr(pinfo->cinfo, COL_INFO, " [%s dct=0x%06x dci=0x%06x]", r.dc_disconnect ? "DC disconnect" : "DC connect",
                         tvb_get_ntoh24(tvb, (int)r.dcceth_offset + 1), tvb_get_ntoh24(tvb, (int)r.dcceth_offset + 5));
     }
+    if (r.sinketh_offset) {  /* pushwire's READ_AS_WRITE: the source, then the sink */
+        pw_walk(tvb, sub, (int)r.reth_offset, (int)r.reth_offset + 16, &pw_layout_raw_reth);
+        pw_walk(tvb, sub, (int)r.sinketh_offset, (int)r.sinketh_offset + 12, &pw_layout_sinketh);
+        const guint32 dmalen = tvb_get_ntohl(tvb, (int)r.reth_offset + 12);
+        expert_add_info_format(pinfo, ti, &ei_pushwire_read_as_write,
+                               "Read served as a write: %u bytes at 0x%" PRIx64 " (R_Key 0x%08x) into 0x%" PRIx64 " (R_Key 0x%08x)",
+                               dmalen, tvb_get_ntoh64(tvb, (int)r.reth_offset), tvb_get_ntohl(tvb, (int)r.reth_offset + 8),
+                               tvb_get_ntoh64(tvb, (int)r.sinketh_offset), tvb_get_ntohl(tvb, (int)r.sinketh_offset + 8));
+        col_append_fstr(pinfo->cinfo, COL_INFO, " [read as write %u bytes]", dmalen);
+    }
     if (r.write && r.immdt_offset) {
         show_idata(tvb, sub, (int)r.immdt_offset, r.imm);
         guint32 pool, element, nbytes;

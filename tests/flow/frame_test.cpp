@@ -39,6 +39,7 @@ packet full_packet(opcode op, std::span<const std::byte> payload) {
       case ib::ext::ieth: p.imm = 0x07050100; break;
       case ib::ext::dcceth: p.dct = 0xABC, p.dci = 0xDEF; break;
       case ib::ext::cnp_pad: break;
+      case ib::ext::sinketh: p.sink_va = 0x5000, p.sink_rkey = 0x77; break;
     }
   }
   return p;
@@ -232,7 +233,7 @@ TEST_CASE("frame adapters: every opcode in a Transport cell packet and back, the
     CHECK(*got == p);
   }
   CHECK(native == 5);  // RC SEND_ONLY [_WITH_IMMEDIATE], RDMA_WRITE_ONLY [_WITH_IMMEDIATE], ACKNOWLEDGE (an ACK)
-  CHECK(transport == 86 - native);
+  CHECK(transport == 87 - native);
   // A Transport packet whose BTH disagrees with the cell header is refused.
   packet p = full_packet(opcode::rc_rdma_read_request, {});
   p.dest_qp = 0x11;

@@ -92,6 +92,15 @@ TEST_CASE("requester: segmentation follows FIRST/MIDDLE/LAST/ONLY, AckReq on las
   CHECK(sent<void>(collect<qp_action_t>([&](qp_sink& o) { return rq3.post({.id = 1, .op = wr_op::send_imm, .length = 0, .imm = 5}, 0, o); }))[0].opcode == ib::opcode::rc_send_only_with_immediate);
 }
 
+TEST_CASE("requester: the packet that fills the window asks for an ACK (window below ackreq_every)") {
+  requester<8> rq({.mtu = 256, .dest_qp = 0x11, .start_psn = 0, .window = 4, .ackreq_every = 16});
+  const auto p = sent<void>(collect<qp_action_t>([&](qp_sink& o) { return rq.post({.id = 1, .op = wr_op::write, .length = 10 * 256, .rkey = 1}, 0, o); }));
+  REQUIRE(p.size() == 4);  // the window
+  CHECK(!p[0].ack_req);
+  CHECK(!p[2].ack_req);
+  CHECK(p[3].ack_req);  // else no ACK would come before the timeout
+}
+
 TEST_CASE("requester: every packet builds a valid RoCEv2 frame that parses back") {
   requester<8> rq({.mtu = 256, .window = 64});
   std::vector<packet> all;
@@ -338,6 +347,65 @@ TEST_CASE("requester: READ responses are placed into their own request, size-che
   CHECK(placed[0] == qp_action::read_data{2, mtu, 1500 - mtu, 2});
   REQUIRE(only<qp_action::complete>(a).size() == 1);
   CHECK(only<qp_action::complete>(a)[0].wr_id == 2);
+}
+
+TEST_CASE("read as write: one 0xC0 request, served by a write, its ACK and those behind it wait for served()") {
+  requester<8> rq({.mtu = mtu, .dest_qp = 0x11, .start_psn = 0});
+  auto a = collect<qp_action_t>([&](qp_sink& o) {
+    return rq.post({.id = 7, .op = wr_op::read_as_write, .length = 3000, .remote_va = 0x1000, .rkey = 0x33, .sink_va = 0x9000, .sink_rkey = 0x44}, 0, o);
+  });
+  auto p = sent<void>(a);
+  REQUIRE(p.size() == 1);  // one packet whatever the length: the data comes back as a write
+  CHECK(p[0].opcode == ib::opcode::rc_read_as_write);
+  CHECK(ib::code(p[0].opcode) == 0xC0);
+  CHECK((p[0].va == 0x1000 && p[0].rkey == 0x33 && p[0].dmalen == 3000 && p[0].sink_va == 0x9000 && p[0].sink_rkey == 0x44));
+  CHECK(p[0].length == 0);
+  CHECK(p[0].ack_req);
+  CHECK(!supports(service::uc, wr_op::read_as_write));
+  CHECK(!supports(service::dc, wr_op::read_as_write));
+  // Responder: the request asks to be served; a SEND behind it is placed, but no ACK goes out
+  // until the write is served.
+  responder<4> rs({.mtu = mtu, .peer_qp = 9});
+  rs.post_receive(1);
+  a = collect<qp_action_t>([&](qp_sink& o) { return rs.on_packet(p[0], o); });
+  const auto serves = only<qp_action::serve>(a);
+  REQUIRE(serves.size() == 1);
+  CHECK(serves[0] == qp_action::serve{0, 0x1000, 0x33, 3000, 0x9000, 0x44});
+  CHECK(sent<void>(a).empty());
+  a = collect<qp_action_t>([&](qp_sink& o) { return rs.on_packet({.opcode = ib::opcode::rc_send_only, .psn = 1, .ack_req = true, .length = 8}, o); });
+  CHECK(only<qp_action::place>(a).size() == 1);
+  CHECK(sent<void>(a).empty());
+  // The request again (the requester timed out): nothing more is served or sent.
+  a = collect<qp_action_t>([&](qp_sink& o) { return rs.on_packet(p[0], o); });
+  CHECK(only<qp_action::serve>(a).empty());
+  CHECK(sent<void>(a).empty());
+  CHECK(!rs.wants_to_send());
+  rs.served(0, true);
+  REQUIRE(rs.wants_to_send());
+  a = collect<qp_action_t>([&](qp_sink& o) { rs.pump(o); return step_result{}; });
+  const auto acks = sent<void>(a);
+  REQUIRE(acks.size() >= 2);
+  CHECK(acks[0].psn == 0);  // the request's ACK first, then what waited behind it
+  CHECK(ib::syndrome{acks[0].aeth.syndrome}.kind() == ib::aeth_kind::ack);
+  CHECK(acks.back().psn == 1);
+  // The ACK completes the requester's work request.
+  a = collect<qp_action_t>([&](qp_sink& o) { return rq.on_packet(acks[0], 0, o); });
+  REQUIRE(only<qp_action::complete>(a).size() == 1);
+  CHECK(only<qp_action::complete>(a)[0].wr_id == 7);
+  CHECK(only<qp_action::complete>(a)[0].status == wc_status::success);
+  // A write that failed: the ACK becomes a NAK remote access error, and the responder fails.
+  responder<4> r2({.mtu = mtu, .peer_qp = 9});
+  (void)collect<qp_action_t>([&](qp_sink& o) { return r2.on_packet(p[0], o); });
+  r2.served(0, false);
+  a = collect<qp_action_t>([&](qp_sink& o) { r2.pump(o); return step_result{}; });
+  REQUIRE(sent<void>(a).size() == 1);
+  CHECK(ib::syndrome{sent<void>(a)[0].aeth.syndrome}.nak_reason() == ib::nak_code::remote_access_error);
+  CHECK(r2.state() == resp_state::error);
+  // Not on UC.
+  responder<4> r3({.svc = service::uc, .mtu = mtu});
+  packet uc = p[0];
+  a = collect<qp_action_t>([&](qp_sink& o) { return r3.on_packet(uc, o); });
+  CHECK(only<qp_action::serve>(a).empty());
 }
 
 TEST_CASE("requester: the send queue is bounded and refuses with queue_full, UD and UC rules") {

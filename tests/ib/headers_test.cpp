@@ -77,9 +77,9 @@ TEST_CASE("opcode table: every entry is consistent", "[ib][opcode]") {
     INFO(static_cast<int>(o.code) << " " << o.name);
     CHECK(seen.insert({o.code, o.tp == transport::dc}).second);  // no duplicate
     ++per[static_cast<int>(o.tp)];
-    // Transport bits agree with the transport (DC shares RD's).
+    // Transport bits agree with the transport (DC shares RD's); 110 is manufacturer-specific.
     const int cls = o.code >> 5;
-    if (o.tp == transport::rc) CHECK(cls == 0);
+    if (o.tp == transport::rc) CHECK((cls == 0 || (cls == 6 && o.is(op_class::read_as_write))));
     if (o.tp == transport::uc) CHECK(cls == 1);
     if (o.tp == transport::rd || o.tp == transport::dc) CHECK(cls == 2);
     if (o.tp == transport::ud) CHECK(cls == 3);
@@ -96,7 +96,7 @@ TEST_CASE("opcode table: every entry is consistent", "[ib][opcode]") {
     if (o.tp == transport::rd) CHECK(o.chain[0] == ext::rdeth);
     if (o.tp == transport::ud) CHECK(o.chain[0] == ext::deth);
   }
-  CHECK(per[0] == 25);  // RC: all but RESYNC
+  CHECK(per[0] == 26);  // RC: all but RESYNC, and pushwire's READ_AS_WRITE
   CHECK(per[1] == 12);  // UC: sends and writes
   CHECK(per[2] == 23);  // RD: 0x40-0x55 and FLUSH
   CHECK(per[3] == 2);   // UD: SEND_ONLY, SEND_ONLY_IMM
@@ -105,7 +105,7 @@ TEST_CASE("opcode table: every entry is consistent", "[ib][opcode]") {
   // Everything else is reserved: 256 codes, DC reading.
   int known = 0;
   for (int c = 0; c < 256; ++c) known += find_opcode(static_cast<std::uint8_t>(c)) != nullptr;
-  CHECK(known == 25 + 12 + 23 + 2 + 1);
+  CHECK(known == 26 + 12 + 23 + 2 + 1);
   // The chains the notes spell out.
   CHECK(info(opcode::rc_rdma_write_only_with_immediate).headers().size() == 2);  // RETH ImmDt
   CHECK(info(opcode::rc_rdma_write_only_with_immediate).offset_of(ext::immdt) == 28);
@@ -125,6 +125,8 @@ TEST_CASE("opcode table: every entry is consistent", "[ib][opcode]") {
   CHECK(find_opcode(0x51)->id == opcode::dc_acknowledge);
   CHECK(find_opcode(0x65)->id == opcode::ud_send_only_with_immediate);
   CHECK(find_opcode(0x81)->id == opcode::cnp);
+  CHECK(find_opcode(0xC0)->id == opcode::rc_read_as_write);  // pushwire's, in the manufacturer-specific range
+  CHECK(info(opcode::rc_read_as_write).offset_of(ext::sinketh) == 12 + 16);
   CHECK(code(opcode::rd_send_first) == 0x40);
 }
 

@@ -131,6 +131,7 @@ roce_packet spec_for(const opcode_info& o, std::size_t payload_len, std::vector<
       case ext::ieth: s.ext.set<ext::ieth>({.value = 0x1234}); break;
       case ext::dcceth: s.ext.set<ext::dcceth>({.dct = 1, .dci = 2}); break;
       case ext::cnp_pad: s.ext.set<ext::cnp_pad>({}); break;
+      case ext::sinketh: s.ext.set<ext::sinketh>({.va = 0x7F0000002000, .r_key = 0x2B8}); break;
     }
   }
   payload.resize(o.payload ? (o.fixed_payload ? o.fixed_payload : payload_len) : 0);

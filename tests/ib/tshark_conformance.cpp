@@ -130,6 +130,7 @@ int main(int argc, char** argv) {
   for (const opcode_info& o : opcodes) {
     if (o.tp != transport::rc && o.tp != transport::uc && o.tp != transport::ud) continue;
     if (o.any(op_class::flush | op_class::atomic_write)) continue;  // newer than Wireshark 4.0
+    if (o.is(op_class::read_as_write)) continue;                      // pushwire's own: unknown to Wireshark
     for (std::size_t len = 0; len <= 5; ++len) {
       if (!o.payload && len) continue;
       roce_packet s;

@@ -593,3 +593,56 @@ TEST_CASE("armed notification: a callback once, after the next completion", "[rn
   CHECK(cq_seen == p.a.scq);
   CHECK(p.a.poll_send().size() == 3);
 }
+
+TEST_CASE("a read serviced as a write: one 0xC0 request, the data comes back as the responder's RDMA WRITE", "[rnic][read_as_write]") {
+  for (const framing f : {framing::roce, framing::cell}) {
+    INFO("framing " << wire::enum_name(f));
+    pair p(f);
+    const std::string path = std::string{PUSHWIRE_WORKDIR "/rnic-raw-"} + std::string{wire::enum_name(f)} + ".pcap";
+    std::system("mkdir -p '" PUSHWIRE_WORKDIR "'");
+    REQUIRE(p.fab.tap(path) == errc{});
+    const auto [qa, qb] = p.connect(qp_type::rc);
+    (void)qb;
+    const auto src = pattern_bytes(3000, 21);
+    std::copy(src.begin(), src.end(), p.b.buf.begin() + 0x7000);
+    // A WRITE before and a SEND after: completions stay in order around the served read.
+    const sge w = p.a.at(0, 100), sink = p.a.at(0x5000, 3000), r = p.b.at(0x100, 128);
+    REQUIRE(p.b.dev->post_recv(qb, {.wr_id = 30, .sg_list = std::span(&r, 1)}) == errc{});
+    REQUIRE(p.a.dev->post_send(qa, {.wr_id = 1, .opcode = wr_opcode::rdma_write, .sg_list = std::span(&w, 1), .remote_addr = p.b.addr(0x9000), .rkey = p.b.mr.rkey}) == errc{});
+    REQUIRE(p.a.dev->post_send(qa, {.wr_id = 2, .opcode = wr_opcode::read_as_write, .sg_list = std::span(&sink, 1), .remote_addr = p.b.addr(0x7000), .rkey = p.b.mr.rkey}) == errc{});
+    REQUIRE(p.a.dev->post_send(qa, {.wr_id = 3, .opcode = wr_opcode::send, .sg_list = std::span(&w, 1)}) == errc{});
+    p.settle();
+    const auto sc = p.a.poll_send();
+    REQUIRE(sc.size() == 3);
+    for (std::size_t i = 0; i < 3; ++i) {
+      CHECK(sc[i].wr_id == i + 1);
+      CHECK(sc[i].status == wc_status::success);
+    }
+    CHECK(sc[1].opcode == wc_opcode::rdma_read);
+    CHECK(sc[1].byte_len == 3000);
+    CHECK(equal_bytes(p.a, 0x5000, src));
+    CHECK(p.b.poll_send().empty());  // the responder's own WRITE completes nothing on its CQ
+    CHECK(p.b.poll_recv().size() == 1);
+  }
+  // A sink without remote write is refused before anything is sent; a bad source key is NAKed.
+  pair p;
+  const auto [qa, qb] = p.connect(qp_type::rc);
+  (void)qb;
+  std::vector<std::byte> local(4096);
+  const memory_region ro = *p.a.dev->reg_mr(p.a.pd, local.data(), local.size(), access::local_write);
+  const sge bad_sink{ro.addr, 64, ro.lkey}, sink = p.a.at(0x5000, 64);
+  REQUIRE(p.a.dev->post_send(qa, {.wr_id = 1, .opcode = wr_opcode::read_as_write, .sg_list = std::span(&bad_sink, 1), .remote_addr = p.b.addr(0), .rkey = p.b.mr.rkey}) == errc{});
+  p.settle();
+  auto c = p.a.poll_send();
+  REQUIRE(c.size() == 1);
+  CHECK(c[0].status == wc_status::local_protection_error);
+  const auto [qa2, qb2] = p.connect(qp_type::rc);
+  (void)qb2;
+  const auto snapshot = p.a.buf;
+  REQUIRE(p.a.dev->post_send(qa2, {.wr_id = 2, .opcode = wr_opcode::read_as_write, .sg_list = std::span(&sink, 1), .remote_addr = p.b.addr(0), .rkey = make_key(999, 0)}) == errc{});
+  p.settle();
+  c = p.a.poll_send();
+  REQUIRE(c.size() == 1);
+  CHECK(c[0].status == wc_status::remote_access_error);
+  CHECK(p.a.buf == snapshot);
+}

@@ -59,6 +59,7 @@ constexpr packet from_headers(const ib::opcode_info& op, const ib::bth& b, const
   if (const auto h = get.template operator()<ext::immdt>()) p.imm = h->value;
   if (const auto h = get.template operator()<ext::ieth>()) p.imm = h->value;
   if (const auto h = get.template operator()<ext::dcceth>()) p.dct = h->dct, p.dci = h->dci;
+  if (const auto h = get.template operator()<ext::sinketh>()) p.sink_va = h->va, p.sink_rkey = h->r_key;
   return p;
 }
 /// A cell packet's WQPs, PSN and AckReq from p, with no VA/MH, idata or ACK info yet.
@@ -113,6 +114,7 @@ constexpr ib::roce_packet to_roce(const packet& p, ib::roce_packet base = {}) {
       case ib::ext::ieth: base.ext.set<ib::ext::ieth>({.value = p.imm}); break;
       case ib::ext::dcceth: base.ext.set<ib::ext::dcceth>({.dct = p.dct, .dci = p.dci}); break;
       case ib::ext::cnp_pad: base.ext.set<ib::ext::cnp_pad>({}); break;
+      case ib::ext::sinketh: base.ext.set<ib::ext::sinketh>({.va = p.sink_va, .r_key = p.sink_rkey}); break;
     }
   }
   return base;

@@ -51,6 +51,8 @@ struct packet {
   std::uint32_t rkey = 0, dmalen = 0;
   std::uint32_t imm = 0;  ///< ImmDt, or IETH's R_Key
   std::uint64_t swap = 0, compare = 0;  ///< AtomicETH (FETCH_ADD adds `swap`)
+  std::uint64_t sink_va = 0;    ///< SinkETH (READ_AS_WRITE): where the responder writes the data
+  std::uint32_t sink_rkey = 0;
   ib::feth feth{};  ///< FLUSH: selectivity and placement type
   // Responses.
   ib::aeth aeth{};
@@ -76,7 +78,7 @@ struct packet {
   friend constexpr bool operator==(const packet& a, const packet& b) {
     auto fields = [](const packet& p) {
       return std::tie(p.opcode, p.psn, p.ack_req, p.se, p.dest_qp, p.p_key, p.fecn, p.becn, p.wr_id, p.offset, p.length, p.va,
-                      p.rkey, p.dmalen, p.imm, p.swap, p.compare, p.feth, p.aeth, p.orig, p.fault_delay_us, p.dc_key,
+                      p.rkey, p.dmalen, p.imm, p.swap, p.compare, p.sink_va, p.sink_rkey, p.feth, p.aeth, p.orig, p.fault_delay_us, p.dc_key,
                       p.dct, p.dci, p.q_key, p.src_qp);
     };
     return fields(a) == fields(b) && std::ranges::equal(a.payload, b.payload);

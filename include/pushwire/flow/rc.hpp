@@ -6,7 +6,8 @@
 // Decisions (spec/flow.md §2):
 // - PSNs are assigned when a work request is posted; a message takes ceil(length / mtu)
 //   PSNs (at least 1); a READ request takes as many as its responses.
-// - AckReq is set on the last packet of every message and on every `ackreq_every`-th packet.
+// - AckReq is set on the last packet of every message, on every `ackreq_every`-th packet, and
+//   on the packet that fills the window.
 //   The responder ACKs only AckReq packets (coalescing the rest) and every READ / atomic.
 // - Go-back-N: a PSN-sequence-error NAK, a timeout or the end of an RNR / page-fault wait
 //   rewinds to the PSN named (an atomic is re-issued whole; a READ asks again for the rest,
@@ -34,8 +35,10 @@
 namespace pushwire::flow {
 
 /// Work request operations. dc_connect / dc_disconnect are DC only (opcode 0x55).
-enum class wr_op : std::uint8_t { send, send_imm, write, write_imm, read, compare_swap, fetch_add, dc_connect, dc_disconnect };
-inline constexpr std::array<wire::named_value, 9> wr_op_names{{
+/// Work request operations. dc_connect / dc_disconnect are DC only (opcode 0x55); read_as_write
+/// is RC only (pushwire's opcode 0xC0: the responder writes the data into the sink).
+enum class wr_op : std::uint8_t { send, send_imm, write, write_imm, read, compare_swap, fetch_add, dc_connect, dc_disconnect, read_as_write };
+inline constexpr std::array<wire::named_value, 10> wr_op_names{{
     {wr_op::send, "SEND"},
     {wr_op::send_imm, "SEND_WITH_IMM"},
     {wr_op::write, "RDMA_WRITE"},
@@ -45,6 +48,7 @@ inline constexpr std::array<wire::named_value, 9> wr_op_names{{
     {wr_op::fetch_add, "FETCH_ADD"},
     {wr_op::dc_connect, "DC_CONNECT"},
     {wr_op::dc_disconnect, "DC_DISCONNECT"},
+    {wr_op::read_as_write, "READ_AS_WRITE"},
 }};
 constexpr std::span<const wire::named_value> wire_enum_names(wr_op) { return wr_op_names; }
 
@@ -60,6 +64,8 @@ struct work_request {
   std::uint64_t dc_key = 0;   ///< DC: DCETH access key
   std::uint32_t dci = 0;      ///< DC: this initiator's number (DCCETH)
   std::uint32_t q_key = 0;    ///< UD: DETH Q_Key
+  std::uint64_t sink_va = 0;  ///< READ_AS_WRITE: where the responder writes the data (SinkETH)
+  std::uint32_t sink_rkey = 0;
   friend constexpr bool operator==(const work_request&, const work_request&) = default;
 };
 
@@ -122,6 +128,17 @@ struct receive {
 };
 /// Responder: a packet was dropped (why: errc).
 struct dropped { std::uint32_t psn; errc why; friend constexpr bool operator==(const dropped&, const dropped&) = default; };
+/// Responder: serve a READ_AS_WRITE by an RDMA WRITE of dmalen bytes at (rkey, va) into
+/// (sink_rkey, sink_va), sent from this QP's own send queue; then call served(psn, ok). Its ACK
+/// (and every response after it) waits until then.
+struct serve {
+  std::uint32_t psn;
+  std::uint64_t va;
+  std::uint32_t rkey, dmalen;
+  std::uint64_t sink_va;
+  std::uint32_t sink_rkey;
+  friend constexpr bool operator==(const serve&, const serve&) = default;
+};
 /// Requester: an accepted READ response's payload (its packet's) goes to bytes
 /// [offset, offset + length) of work request wr_id's local buffer.
 struct read_data {
@@ -132,7 +149,8 @@ struct read_data {
 }  // namespace qp_action
 
 using qp_action_t = std::variant<qp_action::transmit, qp_action::complete, qp_action::set_timer, qp_action::cancel_timer,
-                                 qp_action::place, qp_action::receive, qp_action::dropped, qp_action::read_data>;
+                                 qp_action::place, qp_action::receive, qp_action::dropped, qp_action::read_data,
+                                 qp_action::serve>;
 using qp_sink = sink<qp_action_t>;
 
 /// Packets for message `wr` at path MTU `mtu` (READ: its responses).
@@ -141,7 +159,8 @@ constexpr std::uint32_t packets_for(const work_request& wr, std::uint32_t mtu) {
     case wr_op::compare_swap:
     case wr_op::fetch_add:
     case wr_op::dc_connect:
-    case wr_op::dc_disconnect: return 1;
+    case wr_op::dc_disconnect:
+    case wr_op::read_as_write: return 1;
     default: return wr.length == 0 ? 1 : static_cast<std::uint32_t>((std::uint64_t{wr.length} + mtu - 1) / mtu);
   }
 }
@@ -162,6 +181,7 @@ constexpr ib::operation request_operation(const work_request& wr, std::uint32_t 
     case wr_op::fetch_add: return fetch_add;
     case wr_op::dc_connect:
     case wr_op::dc_disconnect: return connect;
+    case wr_op::read_as_write: return ib::operation::read_as_write;
   }
   return send_only;
 }
@@ -176,8 +196,8 @@ constexpr bool supports(service svc, wr_op op) {
   switch (svc) {
     case service::ud: return op == wr_op::send || op == wr_op::send_imm;
     case service::uc: return op <= wr_op::write_imm;
-    case service::rc: return op <= wr_op::fetch_add;
-    case service::dc: return true;
+    case service::rc: return op <= wr_op::fetch_add || op == wr_op::read_as_write;
+    case service::dc: return op != wr_op::read_as_write;
   }
   return false;
 }
@@ -286,6 +306,15 @@ class requester {
   constexpr step_result resolved(time_ns now, qp_sink& out);
   /// Send more (after a call that ran out of sink room).
   constexpr void pump(time_ns now, qp_sink& out);
+  /// The peer's WRITE packets arrived on this QP: while the oldest unacknowledged request is a
+  /// READ_AS_WRITE being served by them, they are its progress, as READ responses are a READ's:
+  /// the retransmission timer restarts (the request's ACK comes when the write is done).
+  constexpr void peer_progress(time_ns now, qp_sink& out) {
+    if (!rto_ || q_.empty() || q_.front().done || q_.front().wr.op != wr_op::read_as_write || q_.front().first_psn != una_) return;
+    if (out.room() == 0) return;
+    rto_ = now + cfg_.timeout;
+    out.push(qp_action::set_timer{timer_kind::retransmit, *rto_});
+  }
 
   constexpr req_state state() const { return st_; }
   /// pump() has work: packets the window allows, or completions held back by a full sink.
@@ -575,11 +604,17 @@ class requester {
     p.ack_req = reliable() && (last || read_like || wr.op == wr_op::dc_connect || wr.op == wr_op::dc_disconnect ||
                                (cfg_.ackreq_every && (p.psn % cfg_.ackreq_every) == cfg_.ackreq_every - 1));
     p.se = wr.op == wr_op::dc_disconnect;
-    if (!read_like && wr.op != wr_op::dc_connect && wr.op != wr_op::dc_disconnect) {
+    if (!read_like && wr.op != wr_op::dc_connect && wr.op != wr_op::dc_disconnect && wr.op != wr_op::read_as_write) {
       p.offset = i * cfg_.mtu;
       p.length = wr.length - p.offset < cfg_.mtu ? wr.length - p.offset : cfg_.mtu;
     }
-    if (wr.op == wr_op::read) {  // packet i of a READ asks for the rest from response i
+    if (wr.op == wr_op::read_as_write) {  // one request: the source at the responder, the sink here
+      p.va = wr.remote_va;
+      p.rkey = wr.rkey;
+      p.dmalen = wr.length;
+      p.sink_va = wr.sink_va;
+      p.sink_rkey = wr.sink_rkey;
+    } else if (wr.op == wr_op::read) {  // packet i of a READ asks for the rest from response i
       p.va = wr.remote_va + std::uint64_t{i} * cfg_.mtu;
       p.rkey = wr.rkey;
       p.dmalen = wr.length - i * cfg_.mtu;
@@ -682,7 +717,10 @@ constexpr void requester<SQ>::pump(time_ns now, qp_sink& out) {
   while (cur_ < q_.size() && window_open() && out.room() > timer_room) {
     wqe& w = q_[cur_];
     if (credit_blocks(w)) break;
-    const packet p = make_packet(w, cur_pkt_);
+    packet p = make_packet(w, cur_pkt_);
+    // The packet that fills the window asks for an ACK too: else, with a window smaller than
+    // ackreq_every, nothing in flight would and only the timeout could open it again.
+    if (reliable() && static_cast<std::uint32_t>(ib::psn_diff(ib::psn_add(p.psn, 1), una_)) >= cfg_.window) p.ack_req = true;
     out.push(qp_action::transmit{p});
     ++stats_.sent;
     if (ib::psn_before(p.psn, max_sent_)) ++stats_.retransmitted;
@@ -885,8 +923,22 @@ class responder {
   /// response streams before it (responses go out in PSN order). For a layer that answers on
   /// the responder's behalf (the DC target's connects); refusal() must be errc{}.
   constexpr void acknowledge(const packet& req, ib::syndrome s, qp_sink& out) { respond(req, s, out); }
-  /// Responses are queued (pump() has work).
-  constexpr bool wants_to_send() const { return !tx_.empty(); }
+  /// The READ_AS_WRITE of PSN psn was served (its write completed: ok), or failed (its ACK becomes
+  /// a NAK remote access error and the responder enters error). Then pump() sends it and what
+  /// waited behind it. An unknown PSN changes nothing.
+  constexpr void served(std::uint32_t psn, bool ok) {
+    for (pending& t : tx_)
+      if (!t.stream && !t.ready && t.single.psn == psn) {
+        t.ready = true;
+        if (!ok) {
+          t.single.aeth.syndrome = ib::syndrome::nak(ib::nak_code::remote_access_error).raw;
+          st_ = resp_state::error;
+        }
+        return;
+      }
+  }
+  /// Responses are queued and one can go (pump() has work).
+  constexpr bool wants_to_send() const { return !tx_.empty() && tx_.front().ready; }
   /// The application posted n receive buffers.
   constexpr void post_receive(std::uint32_t n) { recv_ += n; }
   /// Receives available are n (a shared receive queue's count, set before each packet).
@@ -990,6 +1042,7 @@ class responder {
     std::uint8_t syndrome = 0;
     std::uint32_t msn = 0;
     packet single{};
+    bool ready = true;  ///< false: a READ_AS_WRITE's ACK waiting for served()
   };
   constexpr bool reliable() const { return cfg_.svc == service::rc || cfg_.svc == service::dc; }
   constexpr resp_event classify(const packet& p, std::uint32_t& delay) const;
@@ -1010,7 +1063,7 @@ class responder {
     }
     // A plain ACK behind another plain ACK replaces it (the later one acknowledges more).
     pending& b = tx_.back();
-    if (!b.stream && s.kind() == ib::aeth_kind::ack && ib::syndrome{b.single.aeth.syndrome}.kind() == ib::aeth_kind::ack) {
+    if (!b.stream && b.ready && s.kind() == ib::aeth_kind::ack && ib::syndrome{b.single.aeth.syndrome}.kind() == ib::aeth_kind::ack) {
       b.single = a;
       return;
     }
@@ -1102,13 +1155,15 @@ constexpr resp_event responder<RD>::classify(const packet& p, std::uint32_t& del
   const bool first_like = o.starts();
   const bool is_send = o.is(op_class::send), is_write = o.is(op_class::write), is_read = o.is(op_class::read_request);
   const bool is_atomic = o.is(op_class::atomic);
+  const bool is_raw = o.is(op_class::read_as_write);  // a READ served as a WRITE: checked as a READ
   // Operations this responder does not execute (FLUSH, ATOMIC_WRITE, RESYNC, DC connect).
-  if (!is_send && !is_write && !is_read && !is_atomic) return resp_event::invalid;
+  if (!is_send && !is_write && !is_read && !is_atomic && !is_raw) return resp_event::invalid;
+  if (is_raw && cfg_.svc != service::rc) return resp_event::invalid;  // RC only
   // opcode sequence (IBTA 9.7.3): middle/last continue a message of the same kind
   if (first_like && in_msg_) return resp_event::invalid;
   if (!first_like && (!in_msg_ || msg_is_send_ != is_send)) return resp_event::invalid;
   if (p.length > cfg_.mtu || (!o.ends() && p.length != cfg_.mtu)) return resp_event::invalid;
-  if (is_read && !read_ok(p.dmalen)) return resp_event::invalid;
+  if ((is_read || is_raw) && !read_ok(p.dmalen)) return resp_event::invalid;
   if (is_write) {  // the payloads of a WRITE add up to its DMA length, exactly
     const std::uint64_t so_far = (first_like ? 0 : std::uint64_t{msg_bytes_}) + p.length;
     const std::uint32_t dmalen = first_like ? p.dmalen : msg_dmalen_;
@@ -1117,15 +1172,15 @@ constexpr resp_event responder<RD>::classify(const packet& p, std::uint32_t& del
   const bool needs_receive = (is_send && first_like) || (is_write && o.is(op_class::immediate));
   if (needs_receive && recv_ == 0) return resp_event::no_receive;
   if (is_send && mem_.receive_fits && !mem_.receive_fits(mem_.ctx, first_like ? 0 : msg_bytes_, p.length)) return resp_event::invalid;
-  if (is_write || is_read || is_atomic) {
-    const bool own_address = first_like || is_read || is_atomic;  // else the message's, continued
+  if (is_write || is_read || is_atomic || is_raw) {
+    const bool own_address = first_like || is_read || is_atomic || is_raw;  // else the message's, continued
     const std::uint64_t va = own_address ? p.va : msg_va_ + msg_bytes_;
     const std::uint32_t rkey = own_address ? p.rkey : msg_rkey_;
     // A WRITE's first packet checks its whole DMA length (as rxe does), so a WRITE that would
     // run out of its key places nothing; later packets check their own bytes again.
-    const std::uint32_t len = is_read ? p.dmalen : is_atomic ? ib::atomic_operand_size : is_write && first_like ? p.dmalen : p.length;
+    const std::uint32_t len = is_read || is_raw ? p.dmalen : is_atomic ? ib::atomic_operand_size : is_write && first_like ? p.dmalen : p.length;
     if (mem_.check) {
-      const access_result a = mem_.check(mem_.ctx, rkey, va, len, is_read ? access_kind::read : is_atomic ? access_kind::atomic : access_kind::write);
+      const access_result a = mem_.check(mem_.ctx, rkey, va, len, is_read || is_raw ? access_kind::read : is_atomic ? access_kind::atomic : access_kind::write);
       if (a.kind == access_result::access_error) return resp_event::access_error;
       if (a.kind == access_result::page_fault) {
         delay = a.delay_us;
@@ -1150,6 +1205,19 @@ constexpr void responder<RD>::execute(const packet& p, qp_sink& out) {
     ++msn_;
     ++stats_.messages;
     queue_responses(r, out);
+    return;
+  }
+  if (o.is(op_class::read_as_write)) {  // its ACK waits for the write (served())
+    epsn_ = ib::psn_add(epsn_, 1);
+    ++msn_;
+    ++stats_.messages;
+    packet a{};
+    a.opcode = opcode_on(cfg_.svc, ib::operation::acknowledge);
+    a.psn = p.psn;
+    a.dest_qp = cfg_.peer_qp;
+    a.aeth = {.syndrome = credit_ack().raw, .msn = msn_};
+    tx_.push_back({.stream = false, .single = a, .ready = false});
+    out.push(qp_action::serve{p.psn, p.va, p.rkey, p.dmalen, p.sink_va, p.sink_rkey});
     return;
   }
   if (o.is(op_class::atomic)) {
@@ -1245,6 +1313,7 @@ template <std::size_t RD>
 constexpr void responder<RD>::pump(qp_sink& out) {
   while (!tx_.empty() && out.room() > 0) {
     pending& t = tx_.front();
+    if (!t.ready) return;  // responses keep PSN order behind a write being served
     if (!t.stream) {
       out.push(qp_action::transmit{t.single});
       tx_.pop_front();

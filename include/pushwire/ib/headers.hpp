@@ -151,6 +151,19 @@ struct cnp_pad {
   PUSHWIRE_STRUCT(cnp_pad, (wire::reserved<std::uint64_t>, resv0), (wire::reserved<std::uint64_t>, resv1));
 };
 
+/// Sink ETH, 12 bytes after the RETH of a read serviced as a write (pushwire's
+/// manufacturer-specific opcode 0xC0, spec/roce.md §4): where the responder writes the data the
+/// RETH names, in the requester's memory.
+struct sinketh {
+  static constexpr std::string_view wireshark = "pushwire.sink";
+  PUSHWIRE_STRUCT(sinketh,
+      /// the requester's virtual address the data goes to
+      (std::uint64_t, va),
+      /// the requester's key for it (remote write)
+      (std::uint32_t, r_key));
+};
+
+static_assert(wire::fixed_size<sinketh> == 12);
 static_assert(wire::fixed_size<bth> == 12 && wire::fixed_size<rdeth> == 4 && wire::fixed_size<deth> == 8 &&
               wire::fixed_size<reth> == 16 && wire::fixed_size<atomiceth> == 28 && wire::fixed_size<aeth> == 4 &&
               wire::fixed_size<atomicacketh> == 8 && wire::fixed_size<immdt> == 4 && wire::fixed_size<ieth> == 4 &&

@@ -1,6 +1,6 @@
 // The opcode table, in the style of Linux rxe's rxe_opcode.c: one entry per BTH opcode the
-// library knows (86: RC, UC, RD, UD, DC, CNP), each with its name, transport, operation, class
-// flags, extended-header chain (offsets computed from the header descriptions in headers.hpp),
+// library knows (87: RC, UC, RD, UD, DC, CNP, and pushwire's manufacturer-specific
+// READ_AS_WRITE 0xC0), each with its name, transport, operation, class flags, extended-header chain (offsets computed from the header descriptions in headers.hpp),
 // payload rule and position in a message. Outside this file nothing names an opcode by number or
 // classifies one by its name: code asks the entry (`info(op).is(op_class::send)`) or names it
 // (`ib::opcode::rc_rdma_write_only_with_immediate`).
@@ -27,10 +27,10 @@
 namespace pushwire::ib {
 
 /// Extended transport headers, in the order they may follow the BTH.
-enum class ext : std::uint8_t { rdeth, deth, dceth, feth, reth, atomiceth, aeth, atomicacketh, immdt, ieth, dcceth, cnp_pad };
+enum class ext : std::uint8_t { rdeth, deth, dceth, feth, reth, atomiceth, aeth, atomicacketh, immdt, ieth, dcceth, cnp_pad, sinketh };
 
 /// The described type of each ext, in ext order (sizes and offsets derive from these).
-using ext_types = std::tuple<rdeth, deth, dceth, feth, reth, atomiceth, aeth, atomicacketh, immdt, ieth, dcceth, cnp_pad>;
+using ext_types = std::tuple<rdeth, deth, dceth, feth, reth, atomiceth, aeth, atomicacketh, immdt, ieth, dcceth, cnp_pad, sinketh>;
 inline constexpr std::size_t ext_count = std::tuple_size_v<ext_types>;
 template <ext E>
 using ext_type = std::tuple_element_t<static_cast<std::size_t>(E), ext_types>;
@@ -42,7 +42,7 @@ inline constexpr auto ext_sizes = []<std::size_t... I>(std::index_sequence<I...>
 inline constexpr std::array<wire::named_value, ext_count> ext_names{{
     {ext::rdeth, "RDETH"}, {ext::deth, "DETH"}, {ext::dceth, "DCETH"}, {ext::feth, "FETH"},
     {ext::reth, "RETH"}, {ext::atomiceth, "AtomicETH"}, {ext::aeth, "AETH"}, {ext::atomicacketh, "AtomicAckETH"},
-    {ext::immdt, "ImmDt"}, {ext::ieth, "IETH"}, {ext::dcceth, "DCCETH"}, {ext::cnp_pad, "CNP"},
+    {ext::immdt, "ImmDt"}, {ext::ieth, "IETH"}, {ext::dcceth, "DCCETH"}, {ext::cnp_pad, "CNP"}, {ext::sinketh, "SinkETH"},
 }};
 constexpr std::span<const wire::named_value> wire_enum_names(ext) { return ext_names; }
 
@@ -73,7 +73,7 @@ enum class operation : std::uint8_t {
   rdma_write_first, rdma_write_middle, rdma_write_last, rdma_write_last_with_immediate, rdma_write_only,
   rdma_write_only_with_immediate, rdma_read_request, rdma_read_response_first, rdma_read_response_middle,
   rdma_read_response_last, rdma_read_response_only, acknowledge, atomic_acknowledge, compare_swap, fetch_add,
-  resync, send_last_with_invalidate, send_only_with_invalidate, flush, atomic_write, connect, cnp,
+  resync, send_last_with_invalidate, send_only_with_invalidate, flush, atomic_write, connect, cnp, read_as_write,
 };
 
 /// Class flags of an opcode (op_class values combine with |). An entry has exactly one of
@@ -101,6 +101,7 @@ enum class op_class : std::uint32_t {
   connect = 1u << 18,       ///< DC connect / disconnect
   cnp = 1u << 19,           ///< RoCEv2 congestion notification
   payload = 1u << 20,       ///< carries a payload (possibly empty)
+  read_as_write = 1u << 21, ///< a READ the responder serves as an RDMA WRITE (pushwire's 0xC0)
 };
 constexpr op_class operator|(op_class a, op_class b) {
   return static_cast<op_class>(static_cast<std::uint32_t>(a) | static_cast<std::uint32_t>(b));
@@ -108,14 +109,14 @@ constexpr op_class operator|(op_class a, op_class b) {
 constexpr op_class operator&(op_class a, op_class b) {
   return static_cast<op_class>(static_cast<std::uint32_t>(a) & static_cast<std::uint32_t>(b));
 }
-inline constexpr std::array<wire::named_value, 21> op_class_names{{
+inline constexpr std::array<wire::named_value, 22> op_class_names{{
     {op_class::request, "request"}, {op_class::response, "response"}, {op_class::send, "send"},
     {op_class::write, "write"}, {op_class::read_request, "read_request"}, {op_class::read_response, "read_response"},
     {op_class::atomic, "atomic"}, {op_class::ack, "ack"}, {op_class::immediate, "immediate"},
     {op_class::invalidate, "invalidate"}, {op_class::first, "first"}, {op_class::middle, "middle"},
     {op_class::last, "last"}, {op_class::only, "only"}, {op_class::ack_req, "ack_req"}, {op_class::flush, "flush"},
     {op_class::atomic_write, "atomic_write"}, {op_class::resync, "resync"}, {op_class::connect, "connect"},
-    {op_class::cnp, "cnp"}, {op_class::payload, "payload"},
+    {op_class::cnp, "cnp"}, {op_class::payload, "payload"}, {op_class::read_as_write, "read_as_write"},
 }};
 constexpr std::span<const wire::named_value> wire_enum_names(op_class) { return op_class_names; }
 
@@ -207,7 +208,8 @@ constexpr std::span<const wire::named_value> wire_enum_names(op_class) { return 
   X(dc_fetch_add,                      0x054, fetch_add) \
   X(dc_flush,                          0x05C, flush) \
   X(dc_connect,                        0x055, connect) \
-  X(cnp,                               0x081, cnp)
+  X(cnp,                               0x081, cnp) \
+  X(rc_read_as_write,                  0x0C0, read_as_write)
 
 /// A BTH opcode, by name (rc_send_first ... cnp); code() is its byte.
 enum class opcode : std::uint16_t {
@@ -314,8 +316,11 @@ inline constexpr op_def ops[] = {
     {atomic_write, "ATOMIC_WRITE", only, true, 8, true, op_class::atomic_write, 1, {ext::reth}},
     {connect, "CONNECT", only, false, 0, true, op_class::connect, 1, {ext::dcceth}},
     {cnp, "CNP", only, false, 0, true, op_class::cnp, 1, {ext::cnp_pad}},
+    // pushwire's manufacturer-specific opcode (IBTA reserves 0xC0-0xFF for them): a READ served as
+    // an RDMA WRITE into the sink (spec/roce.md §4)
+    {read_as_write, "READ_AS_WRITE", only, false, 0, true, op_class::read_as_write, 2, {ext::reth, ext::sinketh}},
 };
-static_assert(std::size(ops) == static_cast<std::size_t>(operation::cnp) + 1);
+static_assert(std::size(ops) == static_cast<std::size_t>(operation::read_as_write) + 1);
 
 constexpr const op_def& def(operation o) { return ops[static_cast<std::size_t>(o)]; }
 inline constexpr auto operation_names = []<std::size_t... I>(std::index_sequence<I...>) {
@@ -324,6 +329,7 @@ inline constexpr auto operation_names = []<std::size_t... I>(std::index_sequence
 
 constexpr transport transport_of(std::uint16_t value) {
   if (value == 0x81) return transport::cnp;
+  if (value == 0xC0) return transport::rc;  // pushwire's manufacturer-specific READ_AS_WRITE, on RC
   if (value & 0x100) return transport::rd;
   switch (value >> 5) {
     case 0: return transport::rc;
@@ -513,13 +519,14 @@ static_assert([] {
   }
   return true;
 }());
-static_assert(opcodes.size() == 86);
+static_assert(opcodes.size() == 87);
 static_assert(info(opcode::rc_rdma_write_only_with_immediate).header_len == 12 + 16 + 4);
 static_assert(info(opcode::ud_send_only).header_len == 20);
 static_assert(info(opcode::dc_connect).header_len == 12 + 8 + 16);
 static_assert(info(opcode::dc_rdma_write_only).offset_of(ext::reth) == 12 + 8 + 4 + 8);  // DC: BTH DCETH RDETH DETH RETH
 static_assert(info(opcode::rd_rdma_write_only).header_len == 12 + 4 + 8 + 16);
 static_assert(code(opcode::rd_rdma_write_only) == code(opcode::dc_rdma_write_only));
-static_assert(!find_opcode(0x18) && !find_opcode(0xE0) && !find_opcode(0x80));
+static_assert(!find_opcode(0x18) && !find_opcode(0xE0) && !find_opcode(0x80) && !find_opcode(0xC1));
+static_assert(info(opcode::rc_read_as_write).header_len == 12 + 16 + 12);
 
 }  // namespace pushwire::ib

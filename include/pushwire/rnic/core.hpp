@@ -197,7 +197,8 @@ constexpr wc_opcode wc_opcode_of(flow::wr_op op) {
     case flow::wr_op::send_imm: return wc_opcode::send;
     case flow::wr_op::write:
     case flow::wr_op::write_imm: return wc_opcode::rdma_write;
-    case flow::wr_op::read: return wc_opcode::rdma_read;
+    case flow::wr_op::read:
+    case flow::wr_op::read_as_write: return wc_opcode::rdma_read;
     case flow::wr_op::compare_swap: return wc_opcode::compare_swap;
     case flow::wr_op::fetch_add: return wc_opcode::fetch_add;
     default: return wc_opcode::send;

@@ -162,6 +162,8 @@ struct send_record {
   wc_opcode op = wc_opcode::send;
   bool signaled = true, done = false;
   bool fatal = false;  ///< a local error: the send queue fails once this completes (in order)
+  /// The device's own WRITE serving a peer's READ_AS_WRITE of this PSN: no ring slot, no CQE.
+  std::optional<std::uint32_t> serves{};
   wc_status status = wc_status::success;
   std::uint32_t vendor_err = 0;
 };
@@ -443,15 +445,18 @@ class device {
     return false;
   }
   /// The next frame port `port` transmits (moved out), or nullopt.
+  /// Responses (ACKs, NAKs, READ responses) go before requests, so a port busy with requests
+  /// does not delay the acknowledgements its peers wait for.
   std::optional<frame_bytes> take_frame(std::size_t port) {
     port_state& p = ports_[port];
-    if (p.tx.empty()) return std::nullopt;
-    frame_bytes f = std::move(p.tx.front());
-    p.tx.pop_front();
+    auto& q = !p.responses.empty() ? p.responses : p.tx;
+    if (q.empty()) return std::nullopt;
+    frame_bytes f = std::move(q.front());
+    q.pop_front();
     return f;
   }
   /// Frames port `port` holds for the fabric.
-  std::size_t pending_frames(std::size_t port) const { return ports_[port].tx.size(); }
+  std::size_t pending_frames(std::size_t port) const { return ports_[port].tx.size() + ports_[port].responses.size(); }
   /// Returns a frame buffer to the device's pool (after the fabric delivered it).
   void recycle(frame_bytes&& b) {
     if (pool_.size() < 256) pool_.push_back(std::move(b));
@@ -513,7 +518,8 @@ class device {
 
   struct port_state {
     port_config cfg{};
-    std::deque<frame_bytes> tx{};
+    std::deque<frame_bytes> tx{};         ///< requests (the QPs' sends, the device's own WRITEs)
+    std::deque<frame_bytes> responses{};  ///< ACKs, NAKs, READ and atomic responses: sent first
     std::unique_ptr<cell::reassembler> reasm{};
   };
   struct cq_state {
@@ -750,7 +756,7 @@ class device {
     r.wqe = w;
     r.signaled = (w.flags & send_signaled) || q.init.sq_sig_all;
     const auto op = static_cast<wr_opcode>(w.opcode);
-    const bool known_op = w.opcode <= static_cast<std::uint8_t>(wr_opcode::atomic_fetch_and_add);
+    const bool known_op = is_known(op);
     r.op = known_op ? wc_opcode_of(flow_op(op)) : wc_opcode::send;
     q.sends.push_back(r);
     detail::send_record& rec = q.sends.back();
@@ -775,6 +781,7 @@ class device {
                           .rkey = w.rkey, .imm = w.imm, .swap = w.swap, .compare = w.compare_add,
                           .dest_qp = w.remote_qpn, .dc_key = w.dc_key, .q_key = w.remote_qkey};
     if (op == wr_opcode::atomic_fetch_and_add) wr.swap = w.compare_add;  // the machines carry the addend in swap
+    if (op == wr_opcode::read_as_write) wr.sink_va = w.sg[0].addr, wr.sink_rkey = w.sg[0].lkey;
     if (op == wr_opcode::atomic_cmp_and_swp || op == wr_opcode::atomic_fetch_and_add) wr.length = 8;
     flow::step_result s{};
     const std::uint64_t seq = rec.seq;
@@ -801,8 +808,8 @@ class device {
   }
   /// Local checks of a send descriptor: its opcode on this QP, its scatter/gather list.
   errc check_send(const qp_state_t& q, const send_wqe& w) const {
-    if (w.opcode > static_cast<std::uint8_t>(wr_opcode::atomic_fetch_and_add)) return errc::invalid_argument;
     const auto op = static_cast<wr_opcode>(w.opcode);
+    if (!is_known(op)) return errc::invalid_argument;
     if (!flow::supports(service_of(q.init.type), flow_op(op))) return errc::invalid_argument;
     if ((w.flags & send_inline) && (w.inline_len > max_inline || op == wr_opcode::rdma_read ||
                                     op == wr_opcode::atomic_cmp_and_swp || op == wr_opcode::atomic_fetch_and_add))
@@ -812,6 +819,12 @@ class device {
     const bool atomic = op == wr_opcode::atomic_cmp_and_swp || op == wr_opcode::atomic_fetch_and_add;
     if (atomic && (send_length(w) != 8 || w.num_sge != 1)) return errc::invalid_argument;
     if (atomic && w.remote_addr % 8) return errc::misaligned;
+    // READ_AS_WRITE: one local entry, the sink the peer writes into (remote write).
+    if (op == wr_opcode::read_as_write && ((w.flags & send_inline) || w.num_sge != 1)) return errc::invalid_argument;
+    if (op == wr_opcode::read_as_write)
+      if (const errc e = mem_.check(w.sg[0].lkey, w.sg[0].addr, w.sg[0].length, {q.init.pd, access::remote_write | access::local_write});
+          e != errc{} && e != errc::page_fault)
+        return e;
     if (w.flags & send_inline) return {};
     // READ and atomics write their results locally: local write is needed
     const access need = op == wr_opcode::rdma_read || atomic ? access::local_write : access::none;
@@ -919,8 +932,43 @@ class device {
         complete_receive(q, *r);
       } else if (const auto* d = std::get_if<flow::qp_action::read_data>(&act)) {
         place_read(q, *d, payload);
+      } else if (const auto* sv = std::get_if<flow::qp_action::serve>(&act)) {
+        serve(q, *sv);
       }
     }
+  }
+  /// A peer's READ_AS_WRITE: the device's own RDMA WRITE of the data from this QP's send queue
+  /// (after what is queued there); its completion tells the responder (complete_send).
+  void serve(qp_state_t& q, const flow::qp_action::serve& sv) {
+    detail::send_record r;
+    r.seq = q.next_seq++;
+    r.wqe.opcode = static_cast<std::uint8_t>(wr_opcode::rdma_write);
+    r.wqe.num_sge = 1;
+    r.wqe.sg[0] = {sv.va, sv.dmalen, sv.rkey};  // the responder checked (rkey, va, dmalen) for remote read
+    r.wqe.remote_addr = sv.sink_va;
+    r.wqe.rkey = sv.sink_rkey;
+    r.op = wc_opcode::rdma_write;
+    r.signaled = false;
+    r.serves = sv.psn;
+    q.sends.push_back(r);
+    const flow::work_request wr{.id = r.seq, .op = flow::wr_op::write, .length = sv.dmalen, .remote_va = sv.sink_va, .rkey = sv.sink_rkey};
+    flow::step_result s{};
+    if (q.req && q.req->queue_room() > 0) run_sender(q, {}, [&](flow::qp_sink& out) { s = q.req->post(wr, now_, out); });
+    else s = {-1, flow::errc::queue_full};
+    if (!s.ok())  // no send queue to serve it from (a QP not in RTS, or a full machine): refused
+      if (detail::send_record* rec = send_of(q, r.seq); rec && !rec->done) {
+        rec->done = true;
+        rec->status = wc_status::local_qp_operation_error;
+        served(q, sv.psn, false);
+      }
+  }
+  /// Tells the responder its READ_AS_WRITE of psn was served (or not) and sends what waited.
+  void served(qp_state_t& q, std::uint32_t psn, bool ok) {
+    if (!q.resp) return;
+    q.resp->served(psn, ok);
+    scratch a(*this);
+    q.resp->pump(a.out());
+    handle(q, a.out(), {});
   }
   detail::send_record* send_of(qp_state_t& q, std::uint64_t seq) {
     if (q.sends.empty() || seq < q.sends.front().seq) return nullptr;
@@ -936,6 +984,11 @@ class device {
     if (!r || r->done) return;
     r->done = true;
     r->status = status_of(c.status);
+    if (r->serves) {  // the device's own WRITE for a peer's READ_AS_WRITE
+      served(q, *r->serves, r->status == wc_status::success);
+      if (r->status != wc_status::success && r->status != wc_status::flushed) to_error(q);
+      return;
+    }
     // The request a failed connect was for reports the connect's error, not a flush.
     if (r->status == wc_status::flushed && q.connect_error) r->status = *std::exchange(q.connect_error, std::nullopt);
     if (r->status == wc_status::success && (c.op == flow::wr_op::compare_swap || c.op == flow::wr_op::fetch_add)) {
@@ -1132,6 +1185,10 @@ class device {
   void flush_completions(qp_state_t& q) {
     while (!q.sends.empty() && q.sends.front().done) {
       const detail::send_record& r = q.sends.front();
+      if (r.serves) {  // the device's own: no entry, no ring slot
+        q.sends.pop_front();
+        continue;
+      }
       const bool write = r.signaled || r.status != wc_status::success;
       if (write) {
         cqe e{};
@@ -1254,7 +1311,7 @@ class device {
     const bool from_memory = op.is(ib::op_class::read_response);
     if (from_memory && mem_.check(p.rkey, p.va, len, {q.init.pd, access::remote_read}) != errc{}) return;  // no longer readable
     if (op.request && op.payload && !rec) return;
-    if (ps.tx.size() >= 2 * cfg_.tx_queue) {
+    if ((op.request ? ps.tx : ps.responses).size() >= 2 * cfg_.tx_queue) {
       ++stats_.dropped_tx_full;
       return;
     }
@@ -1290,7 +1347,7 @@ class device {
     if (!n) return;
     f.resize(*n);
     stats_.bytes_out += f.size();
-    ps.tx.push_back(std::move(f));
+    (p.info().request ? ps.tx : ps.responses).push_back(std::move(f));
   }
   ib::roce_packet frame_base(qp_state_t& q, const port_state& ps, const address_vector& av, const flow::packet& p) {
     ib::roce_packet b{};
@@ -1332,7 +1389,7 @@ class device {
       if (!n) return;
       f.resize(*n);
       stats_.bytes_out += f.size();
-      ps.tx.push_back(std::move(f));
+      (p.info().request ? ps.tx : ps.responses).push_back(std::move(f));
     }
   }
 
@@ -1435,6 +1492,11 @@ class device {
         if (std::holds_alternative<flow::qp_action::dropped>(act)) refused = true;
       if (refused) ++stats_.dropped_by_qp;
       handle(*q, a.out(), p.payload);
+      // The peer's WRITE on this QP may be serving our READ_AS_WRITE: progress for its timer.
+      if (q->req && p.info().is(ib::op_class::write)) {
+        scratch k(*this);
+        q->req->peer_progress(now_, k.out());
+      }
       const bool failed = (q->resp && q->resp->state() == flow::resp_state::error) || (q->dct && q->dct->transport().state() == flow::resp_state::error);
       if (failed && q->state != qp_state::err && (q->init.type == qp_type::rc || q->init.type == qp_type::dct)) {
         // the responder NAKed a fatal error: the receive it consumed (if any) fails, the QP goes to ERR

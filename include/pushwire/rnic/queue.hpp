@@ -40,11 +40,15 @@ enum class wr_opcode : std::uint8_t {
   rdma_read = 4,
   atomic_cmp_and_swp = 5,
   atomic_fetch_and_add = 6,
+  /// pushwire's: a READ the responder serves as an RDMA WRITE into the one local entry, which
+  /// must allow remote write (spec/rnic.md §7). RC only; not a verbs opcode.
+  read_as_write = 0x80,
 };
-inline constexpr std::array<wire::named_value, 7> wr_opcode_names{{
+inline constexpr std::array<wire::named_value, 8> wr_opcode_names{{
     {wr_opcode::rdma_write, "RDMA_WRITE"}, {wr_opcode::rdma_write_with_imm, "RDMA_WRITE_WITH_IMM"},
     {wr_opcode::send, "SEND"}, {wr_opcode::send_with_imm, "SEND_WITH_IMM"}, {wr_opcode::rdma_read, "RDMA_READ"},
     {wr_opcode::atomic_cmp_and_swp, "ATOMIC_CMP_AND_SWP"}, {wr_opcode::atomic_fetch_and_add, "ATOMIC_FETCH_AND_ADD"},
+    {wr_opcode::read_as_write, "READ_AS_WRITE"},
 }};
 constexpr std::span<const wire::named_value> wire_enum_names(wr_opcode) { return wr_opcode_names; }
 
@@ -58,9 +62,13 @@ constexpr flow::wr_op flow_op(wr_opcode o) {
     case wr_opcode::rdma_read: return flow::wr_op::read;
     case wr_opcode::atomic_cmp_and_swp: return flow::wr_op::compare_swap;
     case wr_opcode::atomic_fetch_and_add: return flow::wr_op::fetch_add;
+    case wr_opcode::read_as_write: return flow::wr_op::read_as_write;
   }
   return flow::wr_op::send;
 }
+
+/// Whether o is one of the opcodes above.
+constexpr bool is_known(wr_opcode o) { return !wire::enum_name(o).empty(); }
 
 /// Send flags (ibv_send_flags' values).
 inline constexpr std::uint8_t send_fence = 1, send_signaled = 2, send_solicited = 4, send_inline = 8;

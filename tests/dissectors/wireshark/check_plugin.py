@@ -218,6 +218,13 @@ def tap(plugin, rnic):
                 sys.exit(f"FAIL: {framing} without corruption: {bad} bad, {len(lines) - good - bad} without a CRC status")
             if corrupt != "0" and (bad == 0 or good == 0):
                 sys.exit(f"FAIL: {framing} with corruption: {good} good, {bad} bad")
+            if framing == "roce" and corrupt == "0":
+                # The reads served as writes (pushwire's 0xC0) show their source and sink.
+                rows = tshark(home, ["-r", pcap, "-Y", "pushwire.opcode == 0xc0", "-T", "fields",
+                                     "-e", "pushwire.read_as_write.dmalen", "-e", "pushwire.sink.va"]).stdout.splitlines()
+                if not rows or any(len(r.split("\t")) != 2 or not all(r.split("\t")) for r in rows):
+                    sys.exit(f"FAIL: read-as-write frames without their RETH and SinkETH fields: {rows[:3]}")
+                print(f"roce: {len(rows)} reads served as writes, each with its source length and sink")
 
 
 def main():
