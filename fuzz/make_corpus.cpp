@@ -62,7 +62,9 @@ std::vector<flow::packet> packets() {
   for (const auto& wr : {flow::work_request{.id = 1, .op = flow::wr_op::send, .length = 600},
                          flow::work_request{.id = 2, .op = flow::wr_op::write_imm, .length = 300, .remote_va = 64, .rkey = 3, .imm = 0x07050100},
                          flow::work_request{.id = 3, .op = flow::wr_op::read, .length = 700, .remote_va = 64, .rkey = 3},
-                         flow::work_request{.id = 4, .op = flow::wr_op::fetch_add, .length = 8, .remote_va = 64, .rkey = 3, .swap = 1}}) {
+                         flow::work_request{.id = 4, .op = flow::wr_op::fetch_add, .length = 8, .remote_va = 64, .rkey = 3, .swap = 1},
+                         flow::work_request{.id = 5, .op = flow::wr_op::read_as_write, .length = 500, .remote_va = 64, .rkey = 3,
+                                            .sink_va = 0x9000, .sink_rkey = 4}}) {
     rq.post(wr, 0, s);
     take(s);
   }
