@@ -4,8 +4,9 @@
 #               in tshark with the Wireshark plugin
 #   make test   install missing Debian packages, then build (warnings as errors) and ctest three
 #               times: g++-12 Release (build/), clang++-14 Release (build-clang/), g++-12 ASan+UBSan
-#               (build-asan/; the plugin's tshark tests run in the first two), then run every
-#               libFuzzer target for 20 s (clang++-14, ASan+UBSan, build-fuzz/)
+#               (build-asan/; the plugin's tshark tests run in the first two), then the CRC and
+#               codec tests cross-built for aarch64 and run under qemu-aarch64 (build-aarch64/),
+#               then every libFuzzer target for 20 s (clang++-14, ASan+UBSan, build-fuzz/)
 # Both are idempotent and work as root on a fresh Debian 12 clone (or with sudo).
 
 SHELL := /bin/bash
@@ -14,9 +15,11 @@ JOBS ?= $(shell nproc)
 # Debian packages the build, tests and benchmarks need (tshark and python3-scapy are the
 # independent oracles of the conformance tests; libisal-dev and zlib1g-dev are benchmark peers;
 # libwireshark-dev and wireshark-dev build the Wireshark plugin, which the tests run in tshark
-# as an unprivileged user through setpriv, from util-linux; ccache speeds up rebuilds).
+# as an unprivileged user through setpriv, from util-linux; ccache speeds up rebuilds;
+# g++-12-aarch64-linux-gnu and qemu-user build and run the aarch64 CRC paths' tests).
 PACKAGES := cmake make pkg-config gcc-12 g++-12 clang-14 libclang-rt-14-dev libboost-dev catch2 libbenchmark-dev \
-            zlib1g-dev libisal-dev tshark python3-scapy libwireshark-dev wireshark-dev util-linux ccache
+            zlib1g-dev libisal-dev tshark python3-scapy libwireshark-dev wireshark-dev util-linux ccache \
+            g++-12-aarch64-linux-gnu qemu-user
 
 # ccache is the compiler launcher when it is on PATH (evaluated when a recipe runs, after deps).
 # Paths inside the clone are hashed relative to it, so clones in other directories share hits.
@@ -50,8 +53,9 @@ DIR_gcc   := build
 DIR_clang := build-clang
 DIR_asan  := build-asan
 DIR_fuzz  := build-fuzz
+DIR_aarch64 := build-aarch64
 
-.PHONY: demo test deps test-gcc test-clang test-asan test-fuzz bench bench-wireshark spec clean
+.PHONY: demo test deps test-gcc test-clang test-asan test-aarch64 test-fuzz bench bench-wireshark spec clean
 
 demo: deps
 	cmake -S . -B $(DIR_gcc) $(CONFIG_gcc) $(LAUNCHER)
@@ -84,12 +88,17 @@ test: deps
 	$(MAKE) --no-print-directory test-gcc
 	$(MAKE) --no-print-directory test-clang
 	$(MAKE) --no-print-directory test-asan
+	$(MAKE) --no-print-directory test-aarch64
 	$(MAKE) --no-print-directory test-fuzz
 
 test-gcc test-clang test-asan: test-%:
 	cmake -S . -B $(DIR_$*) $(CONFIG_$*) $(LAUNCHER)
 	cmake --build $(DIR_$*) -j $(JOBS)
 	ctest --test-dir $(DIR_$*) -j $(JOBS) --output-on-failure
+
+# The CRC and codec tests for aarch64, under qemu-aarch64 (tests/aarch64/Makefile).
+test-aarch64:
+	$(MAKE) --no-print-directory -f tests/aarch64/Makefile OUT=$(DIR_aarch64) CCACHE=$(CCACHE) -j $(JOBS) run
 
 # Every libFuzzer target for PUSHWIRE_FUZZ_SECONDS (20 s) under ASan+UBSan with clang++-14; a
 # crash fails (fuzz/README.md). Prints each target's exec/s and coverage.
@@ -128,4 +137,4 @@ spec:
 	cmake --build $(DIR_gcc) --target spec
 
 clean:
-	rm -rf $(DIR_gcc) $(DIR_clang) $(DIR_asan) $(DIR_fuzz)
+	rm -rf $(DIR_gcc) $(DIR_clang) $(DIR_asan) $(DIR_fuzz) $(DIR_aarch64)

@@ -1,15 +1,21 @@
 // pushwire-bench: codec throughput beside same-run baselines (memcpy, zlib's crc32).
 // Names: BM_encode_<Function>, BM_decode_<Function>, BM_decode_message, BM_memcpy/N, BM_zlib_crc32/N,
 // BM_crc32/N, BM_crc32c/N (dispatched), BM_crc32_<path>/N, BM_crc32c_<path>/N (each path this CPU
-// has), BM_isal_crc32/N, BM_isal_crc32c/N (Intel ISA-L, when built with it),
+// has, and BM_crc32_copy_<path>/N, BM_crc32c_copy_<path>/N, the fused copy), BM_isal_crc32/N,
+// BM_isal_crc32c/N (Intel ISA-L, when built with it); --crc-crossover measures sse42_below;
 // BM_roce_parse_verify/N (a RoCEv2 frame with an N-byte payload).
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <string_view>
+#include <cstdlib>
+#include <cstdio>
+#include <chrono>
 #include <string>
 #include <vector>
 
 #include <benchmark/benchmark.h>
+#include <unistd.h>
 
 #include <pushwire/rnic/fabric.hpp>
 #include <zlib.h>
@@ -153,6 +159,20 @@ void BM_isal_crc32c(benchmark::State& s) {
                        static_cast<int>(b.size()), 0xFFFFFFFF);
   });
 }
+// ISA-L's own kernels for CPUs without AVX-512 (its dispatcher picks them there; the library
+// exports them): BM_isal_crc32_by8_02 (AVX, 128-bit PCLMULQDQ) and BM_isal_crc32c_01 (crc32
+// instruction, 3 streams, PCLMULQDQ merge): the same-run peers of the AVX2 path on this CPU.
+extern "C" std::uint32_t crc32_gzip_refl_by8_02(std::uint32_t, const unsigned char*, std::uint64_t);
+extern "C" unsigned int crc32_iscsi_01(unsigned char*, int, unsigned int);
+void BM_isal_crc32_by8_02(benchmark::State& s) {
+  crc_bench(s, [](auto b) { return crc32_gzip_refl_by8_02(0, reinterpret_cast<const unsigned char*>(b.data()), b.size()); });
+}
+void BM_isal_crc32c_01(benchmark::State& s) {
+  crc_bench(s, [](auto b) {
+    return crc32_iscsi_01(const_cast<unsigned char*>(reinterpret_cast<const unsigned char*>(b.data())),
+                          static_cast<int>(b.size()), 0xFFFFFFFF);
+  });
+}
 #endif
 
 // With --benchmark_repetitions, also report the minimum: on a shared machine it is the least
@@ -166,6 +186,8 @@ BENCHMARK(BM_crc32c)->PUSHWIRE_BENCH_SIZES;
 #if PUSHWIRE_BENCH_ISAL
 BENCHMARK(BM_isal_crc32)->PUSHWIRE_BENCH_SIZES;
 BENCHMARK(BM_isal_crc32c)->PUSHWIRE_BENCH_SIZES;
+BENCHMARK(BM_isal_crc32_by8_02)->PUSHWIRE_BENCH_SIZES;
+BENCHMARK(BM_isal_crc32c_01)->PUSHWIRE_BENCH_SIZES;
 #endif
 
 // A whole RoCEv2 frame parse with ICRC verification: RC RDMA_WRITE_ONLY over IPv4 with an N-byte
@@ -356,18 +378,40 @@ void BM_rnic_pingpong(benchmark::State& state) {
 }
 BENCHMARK(BM_rnic_pingpong)->Arg(64)->ComputeStatistics("min", min_of);
 
-// Every path this CPU has, by name, for the record.
+// Every path this CPU has, by name: BM_crc32_<path>/N, BM_crc32c_<path>/N, and the fused copy
+// BM_crc32_copy_<path>/N, BM_crc32c_copy_<path>/N (bytes copied and checksummed; memcpy is
+// BM_memcpy/N).
+template <class F>
+void crc_copy_bench(benchmark::State& state, F f) {
+  const auto src = crc_input(static_cast<std::size_t>(state.range(0)));
+  std::vector<std::byte> dst(src.size());
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(src.data());
+    auto c = f(std::span<std::byte>(dst), std::span<const std::byte>(src));
+    benchmark::DoNotOptimize(c);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * src.size()));
+}
 const int registered_crc_paths = [] {
-  using wire::crc::path;
-  for (path p : {path::portable, path::sse42, path::pclmul, path::vpclmul}) {
-    if (!wire::crc::available(p)) continue;
-    const std::string n{wire::crc::to_string(p)};
-    if (p != path::sse42)
+  namespace crc = wire::crc;
+  for (const auto& name : crc::path_names) {
+    const auto p = static_cast<crc::path>(name.value);
+    if (!crc::available(p)) continue;
+    const std::string n{name.name};
+    if (crc::implements(p, crc::crc32_poly)) {
       benchmark::RegisterBenchmark(("BM_crc32_" + n).c_str(), [p](benchmark::State& s) {
-        crc_bench(s, [p](auto b) { return wire::crc::crc32_with(p, b); });
+        crc_bench(s, [p](auto b) { return crc::crc32_with(p, b); });
       })->PUSHWIRE_BENCH_SIZES;
+      benchmark::RegisterBenchmark(("BM_crc32_copy_" + n).c_str(), [p](benchmark::State& s) {
+        crc_copy_bench(s, [p](auto d, auto b) { return crc::crc32_copy_with(p, d, b); });
+      })->PUSHWIRE_BENCH_SIZES;
+    }
     benchmark::RegisterBenchmark(("BM_crc32c_" + n).c_str(), [p](benchmark::State& s) {
-      crc_bench(s, [p](auto b) { return wire::crc::crc32c_with(p, b); });
+      crc_bench(s, [p](auto b) { return crc::crc32c_with(p, b); });
+    })->PUSHWIRE_BENCH_SIZES;
+    benchmark::RegisterBenchmark(("BM_crc32c_copy_" + n).c_str(), [p](benchmark::State& s) {
+      crc_copy_bench(s, [p](auto d, auto b) { return crc::crc32c_copy_with(p, d, b); });
     })->PUSHWIRE_BENCH_SIZES;
   }
   return 0;
@@ -383,6 +427,85 @@ const int registered = [] {
   return 0;
 }();
 
+// --crc-crossover: for each folding path, the input size from which it computes CRC-32C faster
+// than sse42 (wire::crc::sse42_below, spec/crc.md §2). Each size is timed as the best of 15
+// rounds of enough calls to take ~20 us; "from" is the smallest size after which folding wins at
+// every larger size sampled (16..4096 bytes).
+int crc_crossover() {
+  namespace crc = wire::crc;
+  if (!crc::available(crc::path::sse42)) {
+    std::printf("sse42 is not available on this CPU: no crossover to measure\n");
+    return 0;
+  }
+  std::vector<std::size_t> sizes;
+  for (std::size_t n = 16; n <= 4096; n += n < 512 ? 16 : n < 1024 ? 64 : 256) sizes.push_back(n);
+  const auto buf = crc_input(4096);
+  const auto time_ns = [&](crc::path p, std::size_t n) {
+    const std::span<const std::byte> s(buf.data(), n);
+    const int calls = static_cast<int>(std::max<std::size_t>(20, 200000 / (n + 64)));
+    double best = 1e30;
+    for (int round = 0; round < 15; ++round) {
+      std::uint32_t acc = 0;
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < calls; ++i) acc += crc::crc32c_with(p, s, acc);
+      const auto t1 = std::chrono::steady_clock::now();
+      benchmark::DoNotOptimize(acc);
+      best = std::min(best, std::chrono::duration<double, std::nano>(t1 - t0).count() / calls);
+    }
+    return best;
+  };
+  const bool tty = isatty(STDERR_FILENO);
+  std::printf("%-16s %s\n", "folding path", "CRC-32C faster than sse42 from (bytes); ns at 64 / 256 / 1024 B, fold vs sse42");
+  for (crc::path fold : {crc::path::pclmul, crc::path::vpclmul_avx2, crc::path::vpclmul_avx512}) {
+    if (!crc::available(fold)) continue;
+    std::size_t from = 0;  // 0: folding wins from the smallest size
+    std::string at;
+    for (std::size_t n : sizes) {
+      if (tty) std::fprintf(stderr, "\r%s %zu bytes   ", crc::to_string(fold).data(), n);
+      const double f = time_ns(fold, n), x = time_ns(crc::path::sse42, n);
+      if (f >= x) from = n + 1;
+      if (n == 64 || n == 256 || n == 1024) {
+        char cell[48];
+        std::snprintf(cell, sizeof cell, " %.1f/%.1f", f, x);
+        at.append(cell);
+      }
+    }
+    if (tty) std::fprintf(stderr, "\r%40s\r", "");
+    if (from > sizes.back()) std::printf("%-16s never (up to %zu bytes);%s\n", crc::to_string(fold).data(), sizes.back(), at.c_str());
+    else std::printf("%-16s %zu;%s\n", crc::to_string(fold).data(), from, at.c_str());
+  }
+  return 0;
+}
+
 }  // namespace
 
-BENCHMARK_MAIN();
+// Reports the CRC paths in the benchmark context (a bad PUSHWIRE_CRC_PATH exits 2, saying why),
+// then runs Google Benchmark, or --crc-crossover.
+int main(int argc, char** argv) {
+  namespace crc = wire::crc;
+  const char* env = std::getenv("PUSHWIRE_CRC_PATH");
+  const auto sel = crc::select(env ? env : "");
+  if (sel.error != crc::select_errc{}) {
+    std::fprintf(stderr, "pushwire-bench: PUSHWIRE_CRC_PATH=%s: %s: %.*s\n", env, wire::enum_name(sel.error).data(),
+                 static_cast<int>(sel.culprit.size()), sel.culprit.data());
+    return 2;
+  }
+  const auto describe = [](const crc::choice& c) {
+    std::string s;
+    if (c.small_below) s.append(crc::to_string(c.small)).append(" below ").append(std::to_string(c.small_below)).append(" bytes, then ");
+    return s.append(crc::to_string(c.large));
+  };
+  std::string avail;
+  for (const auto& n : crc::path_names)
+    if (crc::available(static_cast<crc::path>(n.value))) avail.append(avail.empty() ? "" : " ").append(n.name);
+  benchmark::AddCustomContext("crc_paths_available", avail);
+  benchmark::AddCustomContext("crc32_path", describe(crc::selected().crc32));
+  benchmark::AddCustomContext("crc32c_path", describe(crc::selected().crc32c));
+  for (int i = 1; i < argc; ++i)
+    if (std::string_view(argv[i]) == "--crc-crossover") return crc_crossover();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,7 +1,15 @@
-// CRC-32 and CRC-32C: the check values at compile time and run time, every dispatch path against
-// the byte-at-a-time reference at every length 0..4096 and every alignment 0..63, large inputs,
-// incremental updates and combine.
+// CRC-32 and CRC-32C: the check values at compile time and run time; every path this CPU has
+// against the byte-at-a-time reference (every length 0..1200 and every alignment 0..63, random
+// lengths up to 70 000 at every alignment, continuing from a register), the fused copy (the
+// destination compared, nothing written around it), concat and combine; which paths exist
+// (against /proc/cpuinfo on x86-64); PUSHWIRE_CRC_PATH's syntax and its errors.
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
 #include <random>
+#include <set>
+#include <sstream>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -23,15 +31,48 @@ static_assert(crc::reference::crc32("6789", crc::reference::crc32("12345")) == 0
 static_assert(crc::crc32_combine(crc::reference::crc32("12345"), crc::reference::crc32("6789"), 4) == 0xCBF43926);
 static_assert(crc::crc32c_combine(crc::reference::crc32c("1"), crc::reference::crc32c("23456789"), 8) == 0xE3069283);
 static_assert(crc::reference::crc32("") == 0 && crc::crc32_combine(0x12345678, 0, 0) == 0x12345678);
+static_assert(crc::implements(path::sse42, crc::crc32c_poly) && !crc::implements(path::sse42, crc::crc32_poly));
+static_assert(crc::implements(path::pmull, crc::crc32_poly) && crc::implements(path::vpclmul_avx2, crc::crc32c_poly));
 
 namespace {
-
-constexpr path all_paths[] = {path::portable, path::sse42, path::pclmul, path::vpclmul};
 
 std::vector<std::byte> random_bytes(std::size_t n, std::uint32_t seed) {
   std::mt19937 rng(seed);
   std::vector<std::byte> v(n);
   for (auto& b : v) b = static_cast<std::byte>(rng());
+  return v;
+}
+
+// Every path this CPU runs; each a test section would repeat, so the list is built once.
+std::vector<path> runnable() {
+  std::vector<path> v;
+  for (const auto& n : crc::path_names)
+    if (crc::available(static_cast<path>(n.value))) v.push_back(static_cast<path>(n.value));
+  return v;
+}
+
+struct poly {
+  std::uint32_t value;
+  const char* name;
+  std::uint32_t (*ref)(std::span<const std::byte>, std::uint32_t);
+  std::uint32_t (*with)(path, std::span<const std::byte>, std::uint32_t);
+  std::uint32_t (*copy_with)(path, std::span<std::byte>, std::span<const std::byte>, std::uint32_t);
+  std::uint32_t (*concat_with)(path, std::span<const std::byte>, std::span<const std::byte>, std::uint32_t);
+};
+const poly polys[] = {
+    {crc::crc32_poly, "crc32", [](std::span<const std::byte> d, std::uint32_t c) { return crc::reference::crc32(d, c); },
+     crc::crc32_with, crc::crc32_copy_with, crc::crc32_concat_with},
+    {crc::crc32c_poly, "crc32c", [](std::span<const std::byte> d, std::uint32_t c) { return crc::reference::crc32c(d, c); },
+     crc::crc32c_with, crc::crc32c_copy_with, crc::crc32c_concat_with},
+};
+
+constexpr std::size_t max_random = 70000, max_align = 64;
+
+// The reference CRC of buf[a, a + n) for every n: one byte-at-a-time pass per alignment.
+std::vector<std::uint32_t> prefix_crcs(const poly& P, std::span<const std::byte> from, std::uint32_t start) {
+  std::vector<std::uint32_t> v(from.size() + 1);
+  v[0] = start;
+  for (std::size_t i = 0; i < from.size(); ++i) v[i + 1] = P.ref(from.subspan(i, 1), v[i]);
   return v;
 }
 
@@ -41,68 +82,168 @@ TEST_CASE("crc: check values at run time, on every path", "[wire][crc]") {
   const auto digits = test::copy(test::hex<"313233343536373839">());  // "123456789"
   CHECK(crc::crc32(digits) == 0xCBF43926u);
   CHECK(crc::crc32c(digits) == 0xE3069283u);
-  for (path p : all_paths) {
-    INFO(crc::to_string(p) << (crc::available(p) ? "" : " (not on this CPU: portable runs)"));
-    if (p != path::sse42) CHECK(crc::crc32_with(p, digits) == 0xCBF43926u);
+  for (path p : runnable()) {
+    INFO(crc::to_string(p));
+    if (crc::implements(p, crc::crc32_poly)) CHECK(crc::crc32_with(p, digits) == 0xCBF43926u);
     CHECK(crc::crc32c_with(p, digits) == 0xE3069283u);
   }
-  UNSCOPED_INFO("dispatch on this CPU: crc32 " << crc::to_string(crc::best_crc32()) << ", crc32c "
-                                               << crc::to_string(crc::best_crc32c()));
   CHECK(crc::available(path::portable));
 }
 
-TEST_CASE("crc: every path equals the reference at every length 0..4096 and alignment 0..63", "[wire][crc]") {
-  constexpr std::size_t max_len = 4096, max_align = 64;
-  const auto buf = random_bytes(max_len + max_align, 1);
-  for (path p : all_paths) {
-    if (!crc::available(p)) {
-      WARN("path " << crc::to_string(p) << " not available on this CPU; skipped");
-      continue;
+#if PUSHWIRE_CRC_X86 && defined(__linux__)
+TEST_CASE("crc: the x86-64 paths available are those /proc/cpuinfo's flags allow", "[wire][crc]") {
+  std::ifstream in("/proc/cpuinfo");
+  std::set<std::string> flags;
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("flags", 0) == 0) {
+      std::istringstream words(line.substr(line.find(':') + 1));
+      for (std::string w; words >> w;) flags.insert(w);
+      break;
     }
+  REQUIRE(flags.count("sse2"));
+  const auto has = [&](std::initializer_list<const char*> names) {
+    return std::all_of(names.begin(), names.end(), [&](const char* f) { return flags.count(f) > 0; });
+  };
+  const bool pclmul = has({"pclmulqdq", "ssse3", "sse4_1", "sse4_2"});
+  CHECK(crc::available(path::pclmul) == pclmul);
+  CHECK(crc::available(path::sse42) == pclmul);
+  CHECK(crc::available(path::vpclmul_avx2) == (pclmul && has({"avx2", "vpclmulqdq"})));
+  CHECK(crc::available(path::vpclmul_avx512) == (pclmul && has({"avx2", "vpclmulqdq", "avx512f", "avx512bw", "avx512vl"})));
+  CHECK_FALSE(crc::available(path::pmull));
+  CHECK_FALSE(crc::available(path::armv8_crc));
+}
+#endif
+
+#if PUSHWIRE_CRC_ARM && defined(__linux__)
+#include <asm/hwcap.h>
+TEST_CASE("crc: the aarch64 paths available are those AT_HWCAP's named bits allow", "[wire][crc]") {
+  const unsigned long hw = getauxval(AT_HWCAP);
+  CHECK(crc::available(path::armv8_crc) == ((hw & HWCAP_CRC32) != 0));
+  CHECK(crc::available(path::pmull) == ((hw & HWCAP_CRC32) && (hw & HWCAP_PMULL)));
+  CHECK_FALSE(crc::available(path::sse42));
+  CHECK_FALSE(crc::available(path::vpclmul_avx512));
+}
+#endif
+
+// PUSHWIRE_CRC_EXPECT="NAME ...": paths the machine running the tests is known to have
+// (tests/aarch64/Makefile sets it for qemu), so that none of them is skipped unnoticed.
+TEST_CASE("crc: the paths this run expects are available", "[wire][crc]") {
+  const char* expect = std::getenv("PUSHWIRE_CRC_EXPECT");
+  std::istringstream names(expect ? expect : "");
+  for (std::string name; names >> name;) {
+    INFO(name);
+    const auto r = crc::select(name);
+    CHECK(r.error == crc::select_errc{});
+  }
+}
+
+TEST_CASE("crc: automatic() runs the widest folding path, sse42 below its crossover", "[wire][crc]") {
+  const crc::selection s = crc::automatic();
+  for (const crc::choice& c : {s.crc32, s.crc32c}) {
+    CHECK(crc::available(c.large));
+    CHECK(crc::available(c.small));
+  }
+  CHECK(crc::implements(s.crc32.large, crc::crc32_poly));
+  CHECK(s.crc32.small_below == 0);
+  if (crc::available(path::vpclmul_avx512)) CHECK(s.crc32.large == path::vpclmul_avx512);
+  else if (crc::available(path::vpclmul_avx2)) CHECK(s.crc32.large == path::vpclmul_avx2);
+  else if (crc::available(path::pmull)) CHECK(s.crc32.large == path::pmull);
+  if (crc::available(path::sse42)) {
+    CHECK(s.crc32c.small == path::sse42);
+    CHECK(s.crc32c.small_below == crc::sse42_below(s.crc32c.large));
+  }
+  UNSCOPED_INFO("crc32 " << crc::to_string(s.crc32.large) << ", crc32c " << crc::to_string(s.crc32c.small) << " below "
+                         << s.crc32c.small_below << " bytes, then " << crc::to_string(s.crc32c.large));
+}
+
+TEST_CASE("crc: every path equals the reference at every length 0..1200 and alignment 0..63", "[wire][crc]") {
+  constexpr std::size_t max_len = 1200;
+  const auto buf = random_bytes(max_len + max_align, 1);
+  for (const poly& P : polys)
     for (std::size_t a = 0; a < max_align; ++a) {
-      // The reference, one byte further each step (the same as reference::crc32 of the prefix).
-      std::uint32_t ref32 = 0, ref32c = 0;
-      for (std::size_t n = 0; n <= max_len; ++n) {
-        const std::span<const std::byte> s(buf.data() + a, n);
-        if (p != path::sse42 && crc::crc32_with(p, s, 0) != ref32) FAIL("crc32 " << crc::to_string(p) << " len " << n << " align " << a);
-        if (crc::crc32c_with(p, s, 0) != ref32c) FAIL("crc32c " << crc::to_string(p) << " len " << n << " align " << a);
-        if (n < max_len) {
-          ref32 = crc::reference::crc32(std::span<const std::byte>(buf.data() + a + n, 1), ref32);
-          ref32c = crc::reference::crc32c(std::span<const std::byte>(buf.data() + a + n, 1), ref32c);
-        }
+      const auto ref = prefix_crcs(P, std::span(buf).subspan(a, max_len), 0);
+      for (path p : runnable()) {
+        if (!crc::implements(p, P.value)) continue;
+        for (std::size_t n = 0; n <= max_len; ++n)
+          if (P.with(p, std::span(buf).subspan(a, n), 0) != ref[n])
+            FAIL(P.name << " " << crc::to_string(p) << " len " << n << " align " << a);
       }
     }
-  }
 }
 
-TEST_CASE("crc: large inputs and a nonzero start", "[wire][crc]") {
-  for (std::size_t n : {std::size_t{65536}, std::size_t{65536 + 13}, std::size_t{1 << 20}, std::size_t{(1 << 20) + 1001}}) {
-    const auto buf = random_bytes(n, static_cast<std::uint32_t>(n));
-    const std::uint32_t r32 = crc::reference::crc32(std::span<const std::byte>(buf), 0xDEADBEEF);
-    const std::uint32_t r32c = crc::reference::crc32c(std::span<const std::byte>(buf), 0xDEADBEEF);
-    for (path p : all_paths) {
-      if (!crc::available(p)) continue;
-      INFO(crc::to_string(p) << " n=" << n);
-      if (p != path::sse42) CHECK(crc::crc32_with(p, buf, 0xDEADBEEF) == r32);
-      CHECK(crc::crc32c_with(p, buf, 0xDEADBEEF) == r32c);
+TEST_CASE("crc: every path equals the reference at random lengths to 70000, every alignment, from any register",
+          "[wire][crc]") {
+  const auto buf = random_bytes(max_random + max_align, 2);
+  std::mt19937 rng(3);
+  for (const poly& P : polys)
+    for (std::size_t a = 0; a < max_align; ++a) {
+      const std::uint32_t start = static_cast<std::uint32_t>(rng());
+      const auto ref = prefix_crcs(P, std::span(buf).subspan(a, max_random), start);
+      for (int i = 0; i < 12; ++i) {
+        const std::size_t n = i < 4 ? rng() % 2048 : rng() % (max_random + 1);
+        for (path p : runnable())
+          if (crc::implements(p, P.value) && P.with(p, std::span(buf).subspan(a, n), start) != ref[n])
+            FAIL(P.name << " " << crc::to_string(p) << " len " << n << " align " << a);
+      }
+      if (P.with(path::portable, std::span(buf).subspan(a, max_random), start) != ref[max_random]) FAIL("portable");
     }
-    CHECK(crc::crc32(buf, 0xDEADBEEF) == r32);
-    CHECK(crc::crc32c(buf, 0xDEADBEEF) == r32c);
-  }
 }
 
-TEST_CASE("crc: scattered pieces, and combine", "[wire][crc]") {
+TEST_CASE("crc: the fused copy on every path copies exactly the source and returns its CRC", "[wire][crc]") {
+  const auto src_buf = random_bytes(max_random + max_align, 5);
+  std::vector<std::byte> dst(max_random + 3 * max_align);
+  std::mt19937 rng(6);
+  for (const poly& P : polys)
+    for (path p : runnable()) {
+      if (!crc::implements(p, P.value)) continue;
+      for (int i = 0; i < 600; ++i) {
+        const std::size_t n = i < 300 ? static_cast<std::size_t>(i) : i < 500 ? rng() % 4096 : rng() % (max_random + 1);
+        const std::size_t sa = rng() % max_align, da = max_align + rng() % max_align;
+        std::fill(dst.begin(), dst.end(), std::byte{0xEE});
+        const std::span<const std::byte> src(src_buf.data() + sa, n);
+        const std::uint32_t start = static_cast<std::uint32_t>(rng());
+        const std::uint32_t got = P.copy_with(p, std::span(dst).subspan(da, n), src, start);
+        INFO(P.name << " " << crc::to_string(p) << " n " << n << " src align " << sa << " dst align " << da);
+        if (got != P.ref(src, start)) FAIL("CRC");
+        if (!std::equal(src.begin(), src.end(), dst.begin() + static_cast<std::ptrdiff_t>(da))) FAIL("copy");
+        const auto untouched = [](auto first, auto last) {
+          return std::all_of(first, last, [](std::byte b) { return b == std::byte{0xEE}; });
+        };
+        if (!untouched(dst.begin(), dst.begin() + static_cast<std::ptrdiff_t>(da)) ||
+            !untouched(dst.begin() + static_cast<std::ptrdiff_t>(da + n), dst.end()))
+          FAIL("a byte outside the destination was written");
+      }
+    }
+  std::vector<std::byte> big_dst(1 << 20);
+  const auto big = random_bytes(1 << 20, 12);
+  CHECK(crc::crc32c_copy(big_dst, big) == crc::reference::crc32c(std::span<const std::byte>(big)));
+  CHECK(big_dst == big);
+  CHECK(crc::crc32_copy(big_dst, std::span<const std::byte>(big).first(1000), 7) ==
+        crc::reference::crc32(std::span<const std::byte>(big).first(1000), 7));
+  static_assert([] {
+    std::array<std::byte, 9> d{};
+    const std::array<std::byte, 9> s{std::byte{'1'}, std::byte{'2'}, std::byte{'3'}, std::byte{'4'}, std::byte{'5'},
+                                     std::byte{'6'}, std::byte{'7'}, std::byte{'8'}, std::byte{'9'}};
+    return crc::crc32c_copy(d, s) == 0xE3069283 && d == s;
+  }());
+}
+
+TEST_CASE("crc: scattered pieces, and combine of the CRCs every path computes", "[wire][crc]") {
   const auto buf = random_bytes(10000, 3);
   std::mt19937 rng(4);
   for (int i = 0; i < 2000; ++i) {
     const std::size_t n = rng() % buf.size();
     const std::size_t cut = n ? rng() % (n + 1) : 0;
     const std::span<const std::byte> all(buf.data(), n), a = all.first(cut), b = all.subspan(cut);
-    const std::uint32_t whole = crc::crc32(all), whole_c = crc::crc32c(all);
+    const std::uint32_t whole = crc::reference::crc32(all), whole_c = crc::reference::crc32c(all);
     REQUIRE(crc::crc32(b, crc::crc32(a)) == whole);
     REQUIRE(crc::crc32c(b, crc::crc32c(a)) == whole_c);
-    REQUIRE(crc::crc32_combine(crc::crc32(a), crc::crc32(b), b.size()) == whole);
-    REQUIRE(crc::crc32c_combine(crc::crc32c(a), crc::crc32c(b), b.size()) == whole_c);
+    for (path p : runnable()) {
+      INFO(crc::to_string(p) << " n " << n << " cut " << cut);
+      if (crc::implements(p, crc::crc32_poly))
+        REQUIRE(crc::crc32_combine(crc::crc32_with(p, a), crc::crc32_with(p, b), b.size()) == whole);
+      REQUIRE(crc::crc32c_combine(crc::crc32c_with(p, a), crc::crc32c_with(p, b), b.size()) == whole_c);
+    }
   }
 }
 
@@ -119,49 +260,89 @@ TEST_CASE("crc: the run-time crc32c_combine equals shift-and-add multiplication"
   check(0xFFFFFFFF, 0, 1);
 }
 
-TEST_CASE("crc: crc32_concat equals the CRC of the concatenation, on every path", "[wire][crc]") {
+TEST_CASE("crc: concat equals the CRC of the concatenation, on every path", "[wire][crc]") {
   const auto buf = random_bytes(8192, 5);
-  for (path p : {path::portable, path::pclmul, path::vpclmul}) {
-    if (!crc::available(p)) continue;
-    for (std::size_t hn = 0; hn <= 112; ++hn)
-      for (std::size_t tn : {std::size_t{0}, std::size_t{1}, std::size_t{15}, std::size_t{16}, std::size_t{17},
-                             std::size_t{63}, std::size_t{64}, std::size_t{255}, std::size_t{256}, std::size_t{1000},
-                             std::size_t{4096}, std::size_t{4100}}) {
-        const std::span<const std::byte> h(buf.data(), hn), t(buf.data() + 200, tn);
-        std::vector<std::byte> cat(h.begin(), h.end());
-        cat.insert(cat.end(), t.begin(), t.end());
-        const std::uint32_t want = crc::reference::crc32(std::span<const std::byte>(cat), 0x1234);
-        if (crc::crc32_concat_with(p, h, t, 0x1234) != want) FAIL(crc::to_string(p) << " head " << hn << " tail " << tn);
-      }
-  }
+  for (const poly& P : polys)
+    for (path p : runnable()) {
+      if (!crc::implements(p, P.value)) continue;
+      for (std::size_t hn = 0; hn <= 112; ++hn)
+        for (std::size_t tn : {0, 1, 15, 16, 17, 63, 64, 127, 128, 255, 256, 511, 512, 1000, 4096, 4100}) {
+          const std::span<const std::byte> h(buf.data(), hn), t(buf.data() + 200, tn);
+          std::vector<std::byte> cat(h.begin(), h.end());
+          cat.insert(cat.end(), t.begin(), t.end());
+          if (P.concat_with(p, h, t, 0x1234) != P.ref(cat, 0x1234))
+            FAIL(P.name << " " << crc::to_string(p) << " head " << hn << " tail " << tn);
+        }
+    }
   CHECK(crc::crc32_concat(buf, std::span(buf).first(3)) == crc::crc32(std::span(buf).first(3), crc::crc32(buf)));
+  CHECK(crc::crc32c_concat(buf, std::span(buf).first(3)) == crc::crc32c(std::span(buf).first(3), crc::crc32c(buf)));
 }
 
-TEST_CASE("crc: crc32c_copy copies and equals the CRC, on every path, every length and alignment", "[wire][crc]") {
-  const auto buf = random_bytes(4096 + 128, 11);
-  std::vector<std::byte> dst(4096 + 256);
-  for (path p : {path::portable, path::sse42, path::pclmul, path::vpclmul}) {
-    if (!crc::available(p)) continue;
-    for (std::size_t n = 0; n <= 1100; n += (n < 300 ? 1 : 37))
-      for (std::size_t a : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{33}}) {
-        std::fill(dst.begin(), dst.end(), std::byte{0xEE});
-        const std::span<const std::byte> src(buf.data() + a, n);
-        const std::uint32_t got = crc::crc32c_copy_with(p, std::span(dst).subspan(3 + a, n), src, 0x5A5A5A5A);
-        if (got != crc::reference::crc32c(src, 0x5A5A5A5A)) FAIL(crc::to_string(p) << " n " << n << " align " << a);
-        if (!std::equal(src.begin(), src.end(), dst.begin() + 3 + static_cast<std::ptrdiff_t>(a))) FAIL("copy " << n);
-        // Nothing written outside the destination.
-        if (dst[2 + a] != std::byte{0xEE} || dst[3 + a + n] != std::byte{0xEE}) FAIL("overrun " << n);
-      }
+TEST_CASE("crc: PUSHWIRE_CRC_PATH's syntax", "[wire][crc]") {
+  const crc::selection base = crc::automatic();
+  const auto ok = [&](std::string_view text) {
+    const auto r = crc::select(text, base);
+    INFO(text << ": " << wire::enum_name(r.error) << " " << r.culprit);
+    REQUIRE(r.error == crc::select_errc{});
+    return r.value;
+  };
+  CHECK(ok("") == base);
+  CHECK(ok("auto") == base);
+  const crc::choice portable{path::portable, path::portable, 0};
+  CHECK(ok("portable") == crc::selection{portable, portable});
+  CHECK(ok("crc32c=portable") == crc::selection{base.crc32, portable});
+  CHECK(ok("crc32=portable") == crc::selection{portable, base.crc32c});
+  CHECK(ok("crc32=portable,crc32c=auto") == crc::selection{portable, base.crc32c});
+  for (path p : runnable()) {
+    const auto s = ok(crc::to_string(p));
+    const crc::choice forced{p, p, 0};
+    CHECK(s.crc32c == forced);
+    CHECK(s.crc32 == (crc::implements(p, crc::crc32_poly) ? forced : base.crc32));
   }
-  std::vector<std::byte> big_dst(1 << 20);
-  const auto big = random_bytes(1 << 20, 12);
-  CHECK(crc::crc32c_copy(big_dst, big) == crc::reference::crc32c(std::span<const std::byte>(big)));
-  CHECK(big_dst == big);
-  CHECK(crc::crc32_copy(big_dst, std::span<const std::byte>(big).first(1000), 7) == crc::reference::crc32(std::span<const std::byte>(big).first(1000), 7));
-  static_assert([] {
-    std::array<std::byte, 9> d{};
-    const std::array<std::byte, 9> s{std::byte{'1'}, std::byte{'2'}, std::byte{'3'}, std::byte{'4'}, std::byte{'5'},
-                                     std::byte{'6'}, std::byte{'7'}, std::byte{'8'}, std::byte{'9'}};
-    return crc::crc32c_copy(d, s) == 0xE3069283 && d == s;
-  }());
+  const auto refused = [&](std::string_view text, crc::select_errc e, std::string_view culprit) {
+    const auto r = crc::select(text, base);
+    INFO(text);
+    CHECK(r.error == e);
+    CHECK(r.culprit == culprit);
+    CHECK(r.value == base);
+  };
+  using E = crc::select_errc;
+  refused("bogus", E::unknown_path, "bogus");
+  refused("crc32c=Portable", E::unknown_path, "Portable");
+  refused("crc32=", E::unknown_path, "");
+  refused("crc64=portable", E::syntax, "crc64=portable");
+  refused("portable,", E::syntax, "");
+  refused(",portable", E::syntax, "");
+  refused("portable,,crc32=portable", E::syntax, "");
+  for (const auto& n : crc::path_names)
+    if (!crc::available(static_cast<path>(n.value))) refused(n.name, E::unavailable, n.name);
+  if (crc::available(path::sse42)) refused("crc32=sse42", E::wrong_polynomial, "crc32=sse42");
+  else refused("crc32=sse42", E::unavailable, "sse42");
 }
+
+#ifdef PUSHWIRE_CRC_SELECTED
+#include "../support/process.hpp"
+
+TEST_CASE("crc: PUSHWIRE_CRC_PATH forces a path, and a bad value stops the process with its reason", "[wire][crc]") {
+  const std::string tool = PUSHWIRE_CRC_SELECTED;
+  const auto auto_run = test::run_command(tool);
+  REQUIRE(auto_run.status == 0);
+  const crc::selection s = crc::automatic();
+  CHECK(auto_run.out.find("crc32 " + std::string(crc::to_string(s.crc32.large))) != std::string::npos);
+  for (path p : runnable()) {
+    const std::string name{crc::to_string(p)};
+    const auto r = test::run_command("PUSHWIRE_CRC_PATH=" + name + " " + tool);
+    INFO(name << ": " << r.out << r.err);
+    CHECK(r.status == 0);
+    CHECK(r.out.find("crc32c " + name + " at every size") != std::string::npos);
+    CHECK(r.out.find("check values good") != std::string::npos);
+  }
+  for (const char* bad : {"bogus", "crc32=sse42", "pmull,vpclmul_avx512,armv8_crc,pclmul", "x=1"}) {
+    const auto r = test::run_command(std::string("PUSHWIRE_CRC_PATH=") + bad + " " + tool);
+    INFO(bad << ": " << r.out << r.err);
+    CHECK(r.status != 0);
+    CHECK(r.out.find("check values") == std::string::npos);  // no CRC ran
+    CHECK(r.err.find(std::string("pushwire: PUSHWIRE_CRC_PATH=") + bad + ": ") != std::string::npos);
+  }
+}
+#endif
