@@ -135,12 +135,13 @@ struct selection {
 };
 
 /// The input size below which sse42 computes CRC-32C faster than folding path `fold`, as
-/// measured (spec/crc.md §2; `pushwire-bench --crc-crossover` measures it again). 0: never.
+/// measured on one CPU (spec/crc.md §2; `pushwire-bench --crc-crossover` measures it again).
+/// 0: never; SIZE_MAX: at every size.
 constexpr std::size_t sse42_below(path fold) {
   switch (fold) {
-    case path::vpclmul_avx512: return 0;
-    case path::vpclmul_avx2: return 0;
-    case path::pclmul: return 0;
+    case path::vpclmul_avx512: return 256;
+    case path::vpclmul_avx2: return 1536;
+    case path::pclmul: return SIZE_MAX;  // sse42 is faster at every size
     default: return 0;
   }
 }

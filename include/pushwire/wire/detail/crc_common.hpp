@@ -26,7 +26,7 @@ inline constexpr std::uint32_t crc32c_poly = 0x82F63B78;  // Castagnoli
 enum class path : std::uint8_t {
   portable,        ///< slice-by-16 tables, any CPU
   sse42,           ///< x86-64 crc32 instruction, three interleaved streams joined by PCLMULQDQ (CRC-32C)
-  pclmul,          ///< x86-64 PCLMULQDQ folding, 4 x 128-bit lanes
+  pclmul,          ///< x86-64 PCLMULQDQ folding, 8 x 128-bit lanes
   vpclmul_avx2,    ///< x86-64 VPCLMULQDQ folding on 256-bit AVX2 lanes, 8 of them
   vpclmul_avx512,  ///< x86-64 VPCLMULQDQ folding on 512-bit AVX-512 lanes, 8 of them
   armv8_crc,       ///< aarch64 crc32x / crc32cx, three interleaved streams

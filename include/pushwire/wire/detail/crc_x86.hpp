@@ -143,7 +143,7 @@ PUSHWIRE_TARGET_PCLMUL inline std::uint32_t finish(__m128i r, const std::byte* p
 }
 
 // Register after n >= 16 bytes; `init` is XORed into the first 16-byte lane (the register, or
-// what a preceding part of the message folds to); 4 x 128-bit lanes.
+// what a preceding part of the message folds to); 8 x 128-bit lanes from 256 bytes, then 4.
 template <std::uint32_t Poly, class Out = no_copy>
 PUSHWIRE_TARGET_PCLMUL inline std::uint32_t pclmul_lanes(__m128i init, const std::byte* p, std::size_t n, Out out = {}) {
   using F = folding<Poly>;
@@ -160,6 +160,28 @@ PUSHWIRE_TARGET_PCLMUL inline std::uint32_t pclmul_lanes(__m128i init, const std
   p += 64;
   n -= 64;
   const __m128i k512 = kreg(F::k512);
+  if (n >= 192) {  // eight chains: four alone are latency-bound
+    __m128i x4 = ld(p), x5 = ld(p + 16), x6 = ld(p + 32), x7 = ld(p + 48);
+    p += 64;
+    n -= 64;
+    const __m128i k1024 = kreg(F::k1024);
+    while (n >= 128) {
+      x0 = _mm_xor_si128(fold(x0, k1024), ld(p));
+      x1 = _mm_xor_si128(fold(x1, k1024), ld(p + 16));
+      x2 = _mm_xor_si128(fold(x2, k1024), ld(p + 32));
+      x3 = _mm_xor_si128(fold(x3, k1024), ld(p + 48));
+      x4 = _mm_xor_si128(fold(x4, k1024), ld(p + 64));
+      x5 = _mm_xor_si128(fold(x5, k1024), ld(p + 80));
+      x6 = _mm_xor_si128(fold(x6, k1024), ld(p + 96));
+      x7 = _mm_xor_si128(fold(x7, k1024), ld(p + 112));
+      p += 128;
+      n -= 128;
+    }
+    x0 = _mm_xor_si128(fold(x0, k512), x4);
+    x1 = _mm_xor_si128(fold(x1, k512), x5);
+    x2 = _mm_xor_si128(fold(x2, k512), x6);
+    x3 = _mm_xor_si128(fold(x3, k512), x7);
+  }
   while (n >= 64) {
     x0 = _mm_xor_si128(fold(x0, k512), ld(p));
     x1 = _mm_xor_si128(fold(x1, k512), ld(p + 16));
@@ -233,44 +255,18 @@ PUSHWIRE_TARGET_AVX2 inline __m256i fold256(__m256i r, __m256i k, __m256i next) 
                           next);
 }
 
-// Register after n >= 16 bytes: 8 x 256-bit lanes (256 bytes per step) from 512 bytes, then 4
-// lanes, then one, then the 128-bit finish.
-template <std::uint32_t Poly, class Out = no_copy>
-PUSHWIRE_TARGET_AVX2 inline std::uint32_t avx2_lanes(__m128i init, const std::byte* p, std::size_t n, Out out = {}) {
+// Four lanes covering the 128 bytes before p, then the rest of the input: four lanes while 128
+// bytes remain, one while 32 do, then the 128-bit finish.
+template <std::uint32_t Poly, class Out>
+PUSHWIRE_TARGET_AVX2 inline std::uint32_t avx2_four(__m256i y0, __m256i y1, __m256i y2, __m256i y3, const std::byte* p,
+                                                    std::size_t n, Out out) {
   using F = folding<Poly>;
-  if (n < 128) return pclmul_lanes<Poly>(init, p, n, out);
   const auto ld = [&](const std::byte* q) PUSHWIRE_TARGET_AVX2 {
     const __m256i v = load256(q);
     put256(out, q, v);
     return v;
   };
-  __m256i y0 = _mm256_xor_si256(ld(p), _mm256_set_m128i(_mm_setzero_si128(), init));
-  __m256i y1 = ld(p + 32), y2 = ld(p + 64), y3 = ld(p + 96);
-  p += 128;
-  n -= 128;
   const __m256i k1024 = kreg256(F::k1024);
-  if (n >= 384) {
-    __m256i y4 = ld(p), y5 = ld(p + 32), y6 = ld(p + 64), y7 = ld(p + 96);
-    p += 128;
-    n -= 128;
-    const __m256i k2048 = kreg256(F::k2048);
-    while (n >= 256) {
-      y0 = fold256(y0, k2048, ld(p));
-      y1 = fold256(y1, k2048, ld(p + 32));
-      y2 = fold256(y2, k2048, ld(p + 64));
-      y3 = fold256(y3, k2048, ld(p + 96));
-      y4 = fold256(y4, k2048, ld(p + 128));
-      y5 = fold256(y5, k2048, ld(p + 160));
-      y6 = fold256(y6, k2048, ld(p + 192));
-      y7 = fold256(y7, k2048, ld(p + 224));
-      p += 256;
-      n -= 256;
-    }
-    y0 = fold256(y0, k1024, y4);
-    y1 = fold256(y1, k1024, y5);
-    y2 = fold256(y2, k1024, y6);
-    y3 = fold256(y3, k1024, y7);
-  }
   while (n >= 128) {
     y0 = fold256(y0, k1024, ld(p));
     y1 = fold256(y1, k1024, ld(p + 32));
@@ -292,9 +288,49 @@ PUSHWIRE_TARGET_AVX2 inline std::uint32_t avx2_lanes(__m128i init, const std::by
   return finish<Poly>(r, p, n, nullptr, out);
 }
 
+// Eight lanes (covering the 256 bytes before p) merged to four, then avx2_four.
 template <std::uint32_t Poly, class Out>
-PUSHWIRE_ENTRY_AVX2 inline std::uint32_t run_avx2(std::uint32_t reg, const std::byte* p, std::size_t n, Out out) {
-  return avx2_lanes<Poly>(_mm_cvtsi32_si128(static_cast<int>(reg)), p, n, out);
+PUSHWIRE_TARGET_AVX2 inline std::uint32_t avx2_eight(__m256i y0, __m256i y1, __m256i y2, __m256i y3, __m256i y4,
+                                                     __m256i y5, __m256i y6, __m256i y7, const std::byte* p,
+                                                     std::size_t n, Out out) {
+  const __m256i k1024 = kreg256(folding<Poly>::k1024);
+  return avx2_four<Poly>(fold256(y0, k1024, y4), fold256(y1, k1024, y5), fold256(y2, k1024, y6),
+                         fold256(y3, k1024, y7), p, n, out);
+}
+
+// Register after n >= 16 bytes: 8 x 256-bit lanes (256 bytes per step) from 512 bytes, then 4
+// lanes, then one, then the 128-bit finish.
+template <std::uint32_t Poly, class Out = no_copy>
+PUSHWIRE_TARGET_AVX2 inline std::uint32_t avx2_lanes(__m128i init, const std::byte* p, std::size_t n, Out out = {}) {
+  using F = folding<Poly>;
+  if (n < 128) return pclmul_lanes<Poly>(init, p, n, out);
+  const auto ld = [&](const std::byte* q) PUSHWIRE_TARGET_AVX2 {
+    const __m256i v = load256(q);
+    put256(out, q, v);
+    return v;
+  };
+  __m256i y0 = _mm256_xor_si256(ld(p), _mm256_set_m128i(_mm_setzero_si128(), init));
+  __m256i y1 = ld(p + 32), y2 = ld(p + 64), y3 = ld(p + 96);
+  p += 128;
+  n -= 128;
+  if (n < 384) return avx2_four<Poly>(y0, y1, y2, y3, p, n, out);
+  __m256i y4 = ld(p), y5 = ld(p + 32), y6 = ld(p + 64), y7 = ld(p + 96);
+  p += 128;
+  n -= 128;
+  const __m256i k2048 = kreg256(F::k2048);
+  while (n >= 256) {
+    y0 = fold256(y0, k2048, ld(p));
+    y1 = fold256(y1, k2048, ld(p + 32));
+    y2 = fold256(y2, k2048, ld(p + 64));
+    y3 = fold256(y3, k2048, ld(p + 96));
+    y4 = fold256(y4, k2048, ld(p + 128));
+    y5 = fold256(y5, k2048, ld(p + 160));
+    y6 = fold256(y6, k2048, ld(p + 192));
+    y7 = fold256(y7, k2048, ld(p + 224));
+    p += 256;
+    n -= 256;
+  }
+  return avx2_eight<Poly>(y0, y1, y2, y3, y4, y5, y6, y7, p, n, out);
 }
 
 template <std::uint32_t Poly>
@@ -323,44 +359,18 @@ PUSHWIRE_TARGET_AVX512 inline __m512i fold512(__m512i r, __m512i k, __m512i next
                                    _mm512_clmulepi64_epi128(r, k, 0x11), next, 0x96);
 }
 
-// Register after n >= 16 bytes: 8 x 512-bit lanes (512 bytes per step; four chains alone are
-// latency-bound) from 1024 bytes, then 4 lanes, then one, then the 128-bit finish.
-template <std::uint32_t Poly, class Out = no_copy>
-PUSHWIRE_TARGET_AVX512 inline std::uint32_t avx512_lanes(__m128i init, const std::byte* p, std::size_t n, Out out = {}) {
+// Four lanes covering the 256 bytes before p, then the rest of the input: four lanes while 256
+// bytes remain, one while 64 do, then the 128-bit finish.
+template <std::uint32_t Poly, class Out>
+PUSHWIRE_TARGET_AVX512 inline std::uint32_t avx512_four(__m512i z0, __m512i z1, __m512i z2, __m512i z3,
+                                                        const std::byte* p, std::size_t n, Out out) {
   using F = folding<Poly>;
-  if (n < 256) return pclmul_lanes<Poly>(init, p, n, out);
   const auto ld = [&](const std::byte* q) PUSHWIRE_TARGET_AVX512 {
     const __m512i v = load512(q);
     put512(out, q, v);
     return v;
   };
-  __m512i z0 = _mm512_xor_si512(ld(p), _mm512_zextsi128_si512(init));
-  __m512i z1 = ld(p + 64), z2 = ld(p + 128), z3 = ld(p + 192);
-  p += 256;
-  n -= 256;
   const __m512i k2048 = kreg512(F::k2048);
-  if (n >= 768) {
-    __m512i z4 = ld(p), z5 = ld(p + 64), z6 = ld(p + 128), z7 = ld(p + 192);
-    p += 256;
-    n -= 256;
-    const __m512i k4096 = kreg512(F::k4096);
-    while (n >= 512) {
-      z0 = fold512(z0, k4096, ld(p));
-      z1 = fold512(z1, k4096, ld(p + 64));
-      z2 = fold512(z2, k4096, ld(p + 128));
-      z3 = fold512(z3, k4096, ld(p + 192));
-      z4 = fold512(z4, k4096, ld(p + 256));
-      z5 = fold512(z5, k4096, ld(p + 320));
-      z6 = fold512(z6, k4096, ld(p + 384));
-      z7 = fold512(z7, k4096, ld(p + 448));
-      p += 512;
-      n -= 512;
-    }
-    z0 = fold512(z0, k2048, z4);
-    z1 = fold512(z1, k2048, z5);
-    z2 = fold512(z2, k2048, z6);
-    z3 = fold512(z3, k2048, z7);
-  }
   while (n >= 256) {
     z0 = fold512(z0, k2048, ld(p));
     z1 = fold512(z1, k2048, ld(p + 64));
@@ -388,14 +398,56 @@ PUSHWIRE_TARGET_AVX512 inline std::uint32_t avx512_lanes(__m128i init, const std
   return finish<Poly>(r, p, n, nullptr, out);
 }
 
+// Eight lanes (covering the 512 bytes before p) merged to four, then avx512_four.
+template <std::uint32_t Poly, class Out>
+PUSHWIRE_TARGET_AVX512 inline std::uint32_t avx512_eight(__m512i z0, __m512i z1, __m512i z2, __m512i z3, __m512i z4,
+                                                         __m512i z5, __m512i z6, __m512i z7, const std::byte* p,
+                                                         std::size_t n, Out out) {
+  const __m512i k2048 = kreg512(folding<Poly>::k2048);
+  return avx512_four<Poly>(fold512(z0, k2048, z4), fold512(z1, k2048, z5), fold512(z2, k2048, z6),
+                           fold512(z3, k2048, z7), p, n, out);
+}
+
+// Register after n >= 16 bytes: 8 x 512-bit lanes (512 bytes per step; four chains alone are
+// latency-bound) from 1024 bytes, then 4 lanes, then one, then the 128-bit finish.
+template <std::uint32_t Poly, class Out = no_copy>
+PUSHWIRE_TARGET_AVX512 inline std::uint32_t avx512_lanes(__m128i init, const std::byte* p, std::size_t n, Out out = {}) {
+  using F = folding<Poly>;
+  if (n < 256) return pclmul_lanes<Poly>(init, p, n, out);
+  const auto ld = [&](const std::byte* q) PUSHWIRE_TARGET_AVX512 {
+    const __m512i v = load512(q);
+    put512(out, q, v);
+    return v;
+  };
+  __m512i z0 = _mm512_xor_si512(ld(p), _mm512_zextsi128_si512(init));
+  __m512i z1 = ld(p + 64), z2 = ld(p + 128), z3 = ld(p + 192);
+  p += 256;
+  n -= 256;
+  if (n >= 768) {
+    __m512i z4 = ld(p), z5 = ld(p + 64), z6 = ld(p + 128), z7 = ld(p + 192);
+    p += 256;
+    n -= 256;
+    const __m512i k4096 = kreg512(F::k4096);
+    while (n >= 512) {
+      z0 = fold512(z0, k4096, ld(p));
+      z1 = fold512(z1, k4096, ld(p + 64));
+      z2 = fold512(z2, k4096, ld(p + 128));
+      z3 = fold512(z3, k4096, ld(p + 192));
+      z4 = fold512(z4, k4096, ld(p + 256));
+      z5 = fold512(z5, k4096, ld(p + 320));
+      z6 = fold512(z6, k4096, ld(p + 384));
+      z7 = fold512(z7, k4096, ld(p + 448));
+      p += 512;
+      n -= 512;
+    }
+    return avx512_eight<Poly>(z0, z1, z2, z3, z4, z5, z6, z7, p, n, out);
+  }
+  return avx512_four<Poly>(z0, z1, z2, z3, p, n, out);
+}
+
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
-
-template <std::uint32_t Poly, class Out>
-PUSHWIRE_ENTRY_AVX512 inline std::uint32_t run_avx512(std::uint32_t reg, const std::byte* p, std::size_t n, Out out) {
-  return avx512_lanes<Poly>(_mm_cvtsi32_si128(static_cast<int>(reg)), p, n, out);
-}
 
 template <std::uint32_t Poly>
 PUSHWIRE_ENTRY_AVX512 inline std::uint32_t concat_avx512(std::uint32_t reg, const std::byte* h, std::size_t hn,
@@ -418,10 +470,12 @@ PUSHWIRE_TARGET_PCLMUL inline std::uint32_t mulx33(std::uint32_t a, std::uint32_
 
 // Three streams of up to stream_words_max words per round (a round of 3 x 2 KiB from 6 KiB
 // on; below that, one round of three equal streams), joined with two mulx33; then one stream.
+// Below sse42_streams_from bytes one stream costs fewer instructions than joining three.
+inline constexpr std::size_t sse42_streams_from = 96;
 template <class Out>
 PUSHWIRE_ENTRY_PCLMUL inline std::uint32_t run_sse42(std::uint32_t reg, const std::byte* p, std::size_t n, Out out) {
   std::uint64_t c0 = reg;
-  while (n >= 24) {
+  while (n >= sse42_streams_from) {
     const std::size_t words = std::min(n / 24, stream_words_max), b = 8 * words;
     std::uint64_t c1 = 0, c2 = 0;
     for (const std::byte* q = p; q != p + b; q += 8) {
@@ -460,15 +514,144 @@ inline constexpr auto x8pow2_mont = [] {
   return t;
 }();
 
+
+// x^(8n)·x^-33 mod P (CRC-32C), the mulx33 form of moving a register n bytes forward.
+PUSHWIRE_TARGET_PCLMUL inline std::uint32_t x8n_mont(std::uint64_t n) {
+  std::uint32_t x = x8pow2_mont[0] ^ x8pow2_mont[0];  // 0: replaced by the first set bit
+  bool first = true;
+  for (unsigned k = 0; n; n >>= 1, ++k)
+    if (n & 1) {
+      x = first ? x8pow2_mont[k] : mulx33(x, x8pow2_mont[k]);
+      first = false;
+    }
+  return x;
+}
+
 PUSHWIRE_ENTRY_PCLMUL inline std::uint32_t combine_crc32c_pclmul(std::uint32_t a, std::uint32_t b, std::uint64_t n) {
   if (n == 0) return a ^ b;
-  unsigned k = static_cast<unsigned>(std::countr_zero(n));
-  std::uint32_t x = x8pow2_mont[k];
-  n >>= k;  // (two shifts: k + 1 may be 64)
-  for (n >>= 1, ++k; n; n >>= 1, ++k)
-    if (n & 1) x = mulx33(x, x8pow2_mont[k]);
-  return mulx33(a, x) ^ b;
+  return mulx33(a, x8n_mont(n)) ^ b;
 }
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
+// CRC-32C from *_hybrid_from bytes: folding (the vector unit) and the crc32 instruction (an
+// integer unit) run side by side. The input's first part folds on 8 lanes while three crc32
+// streams run over its last part, *_hybrid_words words each per round of folding (balanced for
+// the CPU measured in spec/crc.md §2); the four registers are joined by mulx33.
+struct hybrid_streams {
+  const std::byte* q;  // stream 1; streams 2 and 3 at q + s, q + 2s
+  std::size_t s;       // each stream's length
+  std::uint64_t c1 = 0, c2 = 0, c3 = 0;
+  template <std::size_t Words, class Out>
+  PUSHWIRE_TARGET_PCLMUL void step(Out out) {
+    for (std::size_t w = 0; w < Words; ++w, q += 8) {
+      const std::uint64_t w1 = load64le(q), w2 = load64le(q + s), w3 = load64le(q + 2 * s);
+      put64(out, q, w1);
+      put64(out, q + s, w2);
+      put64(out, q + 2 * s, w3);
+      c1 = _mm_crc32_u64(c1, w1);
+      c2 = _mm_crc32_u64(c2, w2);
+      c3 = _mm_crc32_u64(c3, w3);
+    }
+  }
+  // The register after the folded part (ca) and the three streams.
+  PUSHWIRE_TARGET_PCLMUL std::uint32_t join(std::uint32_t ca, std::uint32_t k1) const {
+    const std::uint32_t k2 = mulx33(k1, k1), k3 = mulx33(k2, k1);
+    return mulx33(ca, k3) ^ mulx33(static_cast<std::uint32_t>(c1), k2) ^ mulx33(static_cast<std::uint32_t>(c2), k1) ^
+           static_cast<std::uint32_t>(c3);
+  }
+};
+
+inline constexpr std::size_t avx512_hybrid_words = 10, avx512_hybrid_from = 2048;
+template <class Out>
+PUSHWIRE_TARGET_AVX512 inline std::uint32_t avx512_hybrid(std::uint32_t reg, const std::byte* p, std::size_t n, Out out) {
+  using F = folding<crc32c_poly>;
+  constexpr std::size_t fold_step = 512, stream_step = 8 * avx512_hybrid_words;
+  const std::size_t rounds = n / (fold_step + 3 * stream_step);  // >= 1
+  const std::size_t s = rounds * stream_step, a = n - 3 * s;      // a >= fold_step * rounds
+  hybrid_streams st{p + a, s};
+  const std::uint32_t k1 = x8n_mont(s);
+  const auto ld = [&](const std::byte* at) PUSHWIRE_TARGET_AVX512 {
+    const __m512i v = load512(at);
+    put512(out, at, v);
+    return v;
+  };
+  __m512i z0 = _mm512_xor_si512(ld(p), _mm512_zextsi128_si512(_mm_cvtsi32_si128(static_cast<int>(reg))));
+  __m512i z1 = ld(p + 64), z2 = ld(p + 128), z3 = ld(p + 192), z4 = ld(p + 256), z5 = ld(p + 320), z6 = ld(p + 384),
+          z7 = ld(p + 448);
+  p += fold_step;
+  const __m512i k4096 = kreg512(F::k4096);
+  for (std::size_t r = 0;; ++r) {
+    st.step<avx512_hybrid_words>(out);
+    if (r + 1 == rounds) break;
+    z0 = fold512(z0, k4096, ld(p));
+    z1 = fold512(z1, k4096, ld(p + 64));
+    z2 = fold512(z2, k4096, ld(p + 128));
+    z3 = fold512(z3, k4096, ld(p + 192));
+    z4 = fold512(z4, k4096, ld(p + 256));
+    z5 = fold512(z5, k4096, ld(p + 320));
+    z6 = fold512(z6, k4096, ld(p + 384));
+    z7 = fold512(z7, k4096, ld(p + 448));
+    p += fold_step;
+  }
+  return st.join(avx512_eight<crc32c_poly>(z0, z1, z2, z3, z4, z5, z6, z7, p, a - fold_step * rounds, out), k1);
+}
+
+inline constexpr std::size_t avx2_hybrid_words = 10, avx2_hybrid_from = 1024;
+template <class Out>
+PUSHWIRE_TARGET_AVX2 inline std::uint32_t avx2_hybrid(std::uint32_t reg, const std::byte* p, std::size_t n, Out out) {
+  using F = folding<crc32c_poly>;
+  constexpr std::size_t fold_step = 256, stream_step = 8 * avx2_hybrid_words;
+  const std::size_t rounds = n / (fold_step + 3 * stream_step);  // >= 1
+  const std::size_t s = rounds * stream_step, a = n - 3 * s;      // a >= fold_step * rounds
+  hybrid_streams st{p + a, s};
+  const std::uint32_t k1 = x8n_mont(s);
+  const auto ld = [&](const std::byte* at) PUSHWIRE_TARGET_AVX2 {
+    const __m256i v = load256(at);
+    put256(out, at, v);
+    return v;
+  };
+  __m256i y0 = _mm256_xor_si256(ld(p), _mm256_set_m128i(_mm_setzero_si128(), _mm_cvtsi32_si128(static_cast<int>(reg))));
+  __m256i y1 = ld(p + 32), y2 = ld(p + 64), y3 = ld(p + 96), y4 = ld(p + 128), y5 = ld(p + 160), y6 = ld(p + 192),
+          y7 = ld(p + 224);
+  p += fold_step;
+  const __m256i k2048 = kreg256(F::k2048);
+  for (std::size_t r = 0;; ++r) {
+    st.step<avx2_hybrid_words>(out);
+    if (r + 1 == rounds) break;
+    y0 = fold256(y0, k2048, ld(p));
+    y1 = fold256(y1, k2048, ld(p + 32));
+    y2 = fold256(y2, k2048, ld(p + 64));
+    y3 = fold256(y3, k2048, ld(p + 96));
+    y4 = fold256(y4, k2048, ld(p + 128));
+    y5 = fold256(y5, k2048, ld(p + 160));
+    y6 = fold256(y6, k2048, ld(p + 192));
+    y7 = fold256(y7, k2048, ld(p + 224));
+    p += fold_step;
+  }
+  return st.join(avx2_eight<crc32c_poly>(y0, y1, y2, y3, y4, y5, y6, y7, p, a - fold_step * rounds, out), k1);
+}
+
+template <std::uint32_t Poly, class Out>
+PUSHWIRE_ENTRY_AVX2 inline std::uint32_t run_avx2(std::uint32_t reg, const std::byte* p, std::size_t n, Out out) {
+  if constexpr (Poly == crc32c_poly && std::is_same_v<Out, no_copy>)  // (a copy stores 8 bytes at a time there)
+    if (n >= avx2_hybrid_from) return avx2_hybrid(reg, p, n, out);
+  return avx2_lanes<Poly>(_mm_cvtsi32_si128(static_cast<int>(reg)), p, n, out);
+}
+
+template <std::uint32_t Poly, class Out>
+PUSHWIRE_ENTRY_AVX512 inline std::uint32_t run_avx512(std::uint32_t reg, const std::byte* p, std::size_t n, Out out) {
+  if constexpr (Poly == crc32c_poly && std::is_same_v<Out, no_copy>)  // (a copy stores 8 bytes at a time there)
+    if (n >= avx512_hybrid_from) return avx512_hybrid(reg, p, n, out);
+  return avx512_lanes<Poly>(_mm_cvtsi32_si128(static_cast<int>(reg)), p, n, out);
+}
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 }  // namespace pushwire::wire::crc::detail
 #endif  // PUSHWIRE_CRC_X86
