@@ -25,6 +25,7 @@
 #include <pushwire/ib/opcode.hpp>
 #include <pushwire/msg/msg.hpp>
 #include <pushwire/rnic/qp.hpp>
+#include <pushwire/wire/crc.hpp>
 #include <pushwire/wire/pcap.hpp>
 
 #include "specgen.hpp"
@@ -473,6 +474,36 @@ std::optional<std::string> render(std::string_view key) {
     out = render_cfg_data();
   } else if (kind == "flow") {
     out = render_flow(arg);
+  } else if (kind == "crc_paths") {
+    namespace crc = wire::crc;
+    std::string s = "| Path | Computes | Needs |\n|---|---|---|\n";
+    for (const auto& n : crc::path_names) {
+      const auto p = static_cast<crc::path>(n.value);
+      const bool c32 = crc::implements(p, crc::crc32_poly);
+      s += "| `" + std::string{n.name} + "` | " + (c32 ? "CRC-32, CRC-32C" : "CRC-32C") + " | " +
+           std::string{crc::requirement(p)} + " |\n";
+    }
+    out = s;
+  } else if (kind == "crc_crossover") {
+    namespace crc = wire::crc;
+    const auto bytes = [](std::size_t n) {
+      return n == 0 ? std::string("never") : n == SIZE_MAX ? std::string("at every size") : "below " + std::to_string(n) + " bytes";
+    };
+    std::string s = "| CRC-32C's widest folding path | sse42 runs | folding and crc32 streams side by side |\n|---|---|---|\n";
+    s += "| `vpclmul_avx512` | " + bytes(crc::sse42_below(crc::path::vpclmul_avx512)) + " | from " +
+         std::to_string(crc::detail::avx512_hybrid_from) + " bytes, " + std::to_string(crc::detail::avx512_hybrid_words) +
+         " words per stream per 512 bytes folded |\n";
+    s += "| `vpclmul_avx2` | " + bytes(crc::sse42_below(crc::path::vpclmul_avx2)) + " | from " +
+         std::to_string(crc::detail::avx2_hybrid_from) + " bytes, " + std::to_string(crc::detail::avx2_hybrid_words) +
+         " words per stream per 256 bytes folded |\n";
+    s += "| `pclmul` | " + bytes(crc::sse42_below(crc::path::pclmul)) + " | no |\n";
+    out = s;
+  } else if (kind == "crc_select_errors") {
+    namespace crc = wire::crc;
+    std::string s = "| Error | Meaning |\n|---|---|\n";
+    for (const auto& n : crc::select_errc_names)
+      s += "| `" + std::string{n.name} + "` | " + std::string{crc::select_errc_meanings[n.value - 1]} + " |\n";
+    out = s;
   } else if (kind == "rnic_errors") {
     std::string s = "| Code | Name | Meaning |\n|---:|---|---|\n";
     for (std::size_t i = 0; i < rnic::errc_table.size(); ++i)

@@ -176,6 +176,13 @@ inline constexpr std::array<named_value, 4> select_errc_names{{{select_errc::syn
                                                                {select_errc::unavailable, "unavailable"},
                                                                {select_errc::wrong_polynomial, "wrong_polynomial"}}};
 constexpr std::span<const named_value> wire_enum_names(select_errc) { return select_errc_names; }
+/// What each select_errc means (spec/crc.md §3), indexed by value - 1.
+inline constexpr std::array<std::string_view, 4> select_errc_meanings{{
+    "Not NAME, and not a comma-separated list of crc32=NAME and crc32c=NAME (an empty item, another key).",
+    "A name that no path has (names are lower case).",
+    "A path this CPU, this operating system or this build cannot run.",
+    "crc32=NAME with a path that computes CRC-32C only (sse42).",
+}};
 
 struct select_result {
   selection value;

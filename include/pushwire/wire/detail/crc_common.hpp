@@ -43,6 +43,20 @@ inline constexpr std::array<named_value, 7> path_names{{{path::portable, "portab
 constexpr std::span<const named_value> wire_enum_names(path) { return path_names; }
 constexpr std::string_view to_string(path p) { return enum_name(p); }
 
+/// What a path needs of the CPU, as spec/crc.md §1 lists it (available() checks it at run time).
+constexpr std::string_view requirement(path p) {
+  switch (p) {
+    case path::portable: return "any CPU";
+    case path::sse42: return "x86-64: SSE4.2 and PCLMULQDQ (CPUID.1:ECX bits 20, 1)";
+    case path::pclmul: return "x86-64: PCLMULQDQ, SSSE3, SSE4.1, SSE4.2";
+    case path::vpclmul_avx2: return "x86-64: the above, AVX2 and VPCLMULQDQ (CPUID.7.0:EBX bit 5, ECX bit 10), YMM state saved (XCR0)";
+    case path::vpclmul_avx512: return "x86-64: the above, AVX-512 F, BW and VL, ZMM and opmask state saved (XCR0)";
+    case path::armv8_crc: return "aarch64 Linux: HWCAP_CRC32";
+    case path::pmull: return "aarch64 Linux: HWCAP_CRC32 and HWCAP_PMULL";
+  }
+  return {};
+}
+
 /// True when path p computes the CRC with reflected polynomial poly.
 constexpr bool implements(path p, std::uint32_t poly) {
   return (poly == crc32_poly || poly == crc32c_poly) && (p != path::sse42 || poly == crc32c_poly);
