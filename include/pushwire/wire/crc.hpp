@@ -242,7 +242,8 @@ namespace detail {
                enum_name(r.error).data(), static_cast<int>(r.culprit.size()), r.culprit.data());
   std::abort();
 }
-inline selection from_env() {
+// Out of line and cold, so the CRC entry points that call selected() stay small.
+[[gnu::noinline, gnu::cold]] inline selection from_env() {
   const char* text = std::getenv("PUSHWIRE_CRC_PATH");
   if (!text) return automatic();
   const select_result r = select(text);

@@ -472,8 +472,25 @@ PUSHWIRE_TARGET_PCLMUL inline std::uint32_t mulx33(std::uint32_t a, std::uint32_
 // on; below that, one round of three equal streams), joined with two mulx33; then one stream.
 // Below sse42_streams_from bytes one stream costs fewer instructions than joining three.
 inline constexpr std::size_t sse42_streams_from = 96;
+
+// One stream to the end.
 template <class Out>
-PUSHWIRE_ENTRY_PCLMUL inline std::uint32_t run_sse42(std::uint32_t reg, const std::byte* p, std::size_t n, Out out) {
+PUSHWIRE_TARGET_PCLMUL inline std::uint32_t sse42_tail(std::uint64_t c0, const std::byte* p, std::size_t n, Out out) {
+  while (n >= 8) {
+    const std::uint64_t w = load64le(p);
+    put64(out, p, w);
+    c0 = _mm_crc32_u64(c0, w);
+    p += 8;
+    n -= 8;
+  }
+  put_bytes(out, p, n);
+  auto c = static_cast<std::uint32_t>(c0);
+  while (n--) c = _mm_crc32_u8(c, static_cast<std::uint8_t>(*p++));
+  return c;
+}
+
+template <class Out>
+PUSHWIRE_ENTRY_PCLMUL inline std::uint32_t sse42_streams(std::uint32_t reg, const std::byte* p, std::size_t n, Out out) {
   std::uint64_t c0 = reg;
   while (n >= sse42_streams_from) {
     const std::size_t words = std::min(n / 24, stream_words_max), b = 8 * words;
@@ -492,17 +509,14 @@ PUSHWIRE_ENTRY_PCLMUL inline std::uint32_t run_sse42(std::uint32_t reg, const st
     p += 3 * b;
     n -= 3 * b;
   }
-  while (n >= 8) {
-    const std::uint64_t w = load64le(p);
-    put64(out, p, w);
-    c0 = _mm_crc32_u64(c0, w);
-    p += 8;
-    n -= 8;
-  }
-  put_bytes(out, p, n);
-  auto c = static_cast<std::uint32_t>(c0);
-  while (n--) c = _mm_crc32_u8(c, static_cast<std::uint8_t>(*p++));
-  return c;
+  return sse42_tail(c0, p, n, out);
+}
+
+// Short input runs one stream here, with no registers to save; longer, sse42_streams.
+template <class Out>
+PUSHWIRE_ENTRY_PCLMUL inline std::uint32_t run_sse42(std::uint32_t reg, const std::byte* p, std::size_t n, Out out) {
+  if (n >= sse42_streams_from) return sse42_streams(reg, p, n, out);
+  return sse42_tail(reg, p, n, out);
 }
 
 // CRC-32C combine: x^(8n) as a product of x8pow2 powers in the mulx33 form.
