@@ -31,6 +31,7 @@
 #include <pushwire/flow/dc.hpp>
 #include <pushwire/flow/frame.hpp>
 #include <pushwire/flow/rc.hpp>
+#include <pushwire/flow/session.hpp>
 #include <pushwire/ib/entropy.hpp>
 #include <pushwire/ib/roce.hpp>
 #include <pushwire/rnic/cq.hpp>
@@ -150,6 +151,12 @@ struct device_counters {
   std::uint64_t retransmits_avoided = 0;
   std::uint64_t cq_overflows = 0;
   std::uint64_t completions = 0;
+  /// Session QPs (spec/rnic.md §12): messages dropped by the receiver's session rules.
+  std::uint64_t session_unknown_tuple = 0;  ///< from a 5-tuple the session table does not hold
+  std::uint64_t session_foreign = 0;        ///< from a session of another group or QP
+  std::uint64_t session_duplicate = 0;      ///< a sequence number already delivered or held
+  std::uint64_t session_window_full = 0;    ///< beyond the resequencing window
+  std::uint64_t session_not_sent = 0;       ///< a session QP's message with no session to go on
 };
 
 namespace detail {
@@ -297,6 +304,37 @@ class device {
     if (m.depth() == 0) return errc::invalid_argument;
     srqs_.push_back(std::make_unique<srq_state>(srq_state{.pd = pd, .mem = &m}));
     return static_cast<std::uint32_t>(srqs_.size() - 1);
+  }
+
+  // ---- sessions over UDP 5-tuples (spec/rnic.md §12) -------------------------------------
+  /// Session table entries per device, and messages a session QP holds that arrived early.
+  static constexpr std::size_t max_sessions = 64, session_window = 64;
+  using session_table_t = flow::session_table<max_sessions>;
+
+  /// The privileged session table's owner call (the kernel side's): binds UDP 5-tuple t to
+  /// session `id` of `group`, for QP `qpn`. A sending device binds the tuples its session QPs
+  /// send on (their source ports); a receiving device, the tuples it accepts. Errors: busy (the
+  /// session or the tuple is bound), no_resources (the table is full), invalid_argument (not
+  /// UDP, or destination port other than 4791).
+  errc bind_session(std::uint32_t id, const flow::five_tuple& t, std::uint32_t group, std::uint32_t qpn) {
+    if (t.proto != 17 || t.dport != ib::roce_port) return errc::invalid_argument;
+    const flow::errc e = sessions_->bind(id, t, group, qpn);
+    return e == flow::errc{} ? errc{} : e == flow::errc::table_full ? errc::no_resources : errc::busy;
+  }
+  errc unbind_session(std::uint32_t id) { return sessions_->unbind(id) == flow::errc{} ? errc{} : errc::not_found; }
+  const session_table_t& sessions() const { return *sessions_; }
+
+  /// Makes UD QP qpn a session QP of `group`. Its SENDs go out on the group's sessions, one
+  /// picked per message by `policy` (its UDP source port is the session's), as SEND with
+  /// immediate carrying the QP's message sequence number; what arrives for it is resequenced
+  /// by flow::session_receiver before it takes a receive, and packets from tuples outside the
+  /// group are dropped. Errors: not_found, invalid_argument (not UD).
+  errc set_qp_sessions(std::uint32_t qpn, std::uint32_t group, flow::pick_policy policy = flow::pick_policy::round_robin) {
+    qp_state_t* q = find_qp(qpn);
+    if (!q) return errc::not_found;
+    if (q->init.type != qp_type::ud) return errc::invalid_argument;
+    q->sessions = std::make_unique<session_qp>(session_qp{{*sessions_, group, policy}, {*sessions_, qpn, group}, {}});
+    return {};
   }
 
   // ---- queue pairs ----------------------------------------------------------------------
@@ -541,6 +579,13 @@ class device {
   };
 
   using recv_record_t = detail::recv_record;
+  /// A session QP's sides: its group's picker, its resequencer, and the frames it holds (a
+  /// handle is an index; empty = free).
+  struct session_qp {
+    flow::session_group<max_sessions> out;
+    flow::session_receiver<max_sessions, session_window> in;
+    std::vector<frame_bytes> held;
+  };
   struct qp_state_t {
     std::uint32_t qpn = 0;
     qp_init_attr init{};
@@ -564,6 +609,7 @@ class device {
     bool halted = false;  ///< a fetched descriptor failed locally: fetch no more until it completes
     std::uint32_t dc_ah = 0;  ///< DCI: the AH of the target it is connected to
     device* dev = nullptr;
+    std::unique_ptr<session_qp> sessions{};  ///< set_qp_sessions
   };
 
   // -- lookups -----------------------------------------------------------------------------
@@ -816,6 +862,7 @@ class device {
       return errc::invalid_argument;
     if (!(w.flags & send_inline) && w.num_sge > max_sge) return errc::invalid_argument;
     if ((q.init.type == qp_type::ud || q.init.type == qp_type::dci) && w.ah >= ahs_.size()) return errc::invalid_argument;
+    if (q.sessions && op != wr_opcode::send) return errc::invalid_argument;  // the immediate carries the sequence
     const bool atomic = op == wr_opcode::atomic_cmp_and_swp || op == wr_opcode::atomic_fetch_and_add;
     if (atomic && (send_length(w) != 8 || w.num_sge != 1)) return errc::invalid_argument;
     if (atomic && w.remote_addr % 8) return errc::misaligned;
@@ -1315,8 +1362,20 @@ class device {
       ++stats_.dropped_tx_full;
       return;
     }
+    std::optional<std::uint16_t> sport;
+    if (q.sessions && op.request) {  // a session QP's message: a session, and its sequence number
+      const auto e = ps.cfg.frame == framing::roce ? q.sessions->out.pick() : std::nullopt;
+      if (!e) {
+        ++stats_.session_not_sent;
+        return;
+      }
+      q.sessions->out.completed(e->session);  // UD: done when sent
+      p.opcode = ib::opcode::ud_send_only_with_immediate;
+      p.imm = q.sessions->out.sequence();
+      sport = e->tuple.sport;
+    }
     ++stats_.frames_out;
-    if (ps.cfg.frame == framing::roce) transmit_roce(q, ps, *av, p, rec, from_memory, len);
+    if (ps.cfg.frame == framing::roce) transmit_roce(q, ps, *av, p, rec, from_memory, len, sport);
     else transmit_cells(q, ps, *av, p, rec, from_memory, len);
   }
   template <class F>
@@ -1330,8 +1389,9 @@ class device {
     return gather(q, rec->wqe, p.offset, len, access::none, f);
   }
   void transmit_roce(qp_state_t& q, port_state& ps, const address_vector& av, flow::packet& p,
-                     const detail::send_record* rec, bool from_memory, std::uint32_t len) {
+                     const detail::send_record* rec, bool from_memory, std::uint32_t len, std::optional<std::uint16_t> sport) {
     ib::roce_packet r = flow::to_roce(p, frame_base(q, ps, av, p));
+    if (sport) r.udp.srcport = *sport;
     const std::size_t head = ib::payload_offset(r);
     frame_bytes f = buffer(head + len + 3 + ib::detail::icrc_size);  // pad at most 3
     std::size_t at = head;
@@ -1425,7 +1485,48 @@ class device {
       return;
     }
     address_vector from{.port = static_cast<std::uint8_t>(&ps - ports_.data()), .dmac = eth.src, .dgid = src};
+    if (qp_state_t* q = find_qp(p.dest_qp); q && q->sessions && p.info().request) {
+      const auto udp = v.udp();
+      receive_session(*q, {.src = src, .dst = dst, .sport = udp.srcport, .dport = udp.dstport}, p, frame, from);
+      return;
+    }
     dispatch(p, from);
+  }
+  /// A message for a session QP: resequenced first; delivered ones go to the QP in order.
+  void receive_session(qp_state_t& q, const flow::five_tuple& t, const flow::packet& p, std::span<const std::byte> frame,
+                       const address_vector& from) {
+    if (!p.info().is(ib::op_class::immediate)) {  // no sequence number: not a session message
+      ++stats_.dropped_by_qp;
+      return;
+    }
+    session_qp& sq = *q.sessions;
+    std::size_t slot = 0;
+    while (slot < sq.held.size() && !sq.held[slot].empty()) ++slot;
+    if (slot == sq.held.size()) sq.held.emplace_back();
+    sq.held[slot] = buffer(frame.size());
+    std::memcpy(sq.held[slot].data(), frame.data(), frame.size());
+    flow::action_list<flow::session_action_t, decltype(sq.in)::min_room> acts;
+    (void)sq.in.on_message({t, p.dest_qp, p.imm, slot}, acts.out);
+    const std::uint32_t qpn = q.qpn;
+    for (const auto& a : acts.out) {
+      if (const auto* d = std::get_if<flow::session_action::deliver>(&a)) {
+        frame_bytes f = std::move(sq.held[d->handle]);
+        sq.held[d->handle] = {};
+        ib::roce_view v;
+        if (ib::inspect(f, v).code == wire::errc{} && find_qp(qpn)) dispatch(flow::from_roce(v), from);
+        recycle(std::move(f));
+      } else {
+        const auto& dr = std::get<flow::session_action::drop>(a);
+        switch (dr.why) {
+          case flow::errc::unknown_tuple: ++stats_.session_unknown_tuple; break;
+          case flow::errc::foreign_group: ++stats_.session_foreign; break;
+          case flow::errc::duplicate: ++stats_.session_duplicate; break;
+          default: ++stats_.session_window_full; break;
+        }
+        recycle(std::move(sq.held[dr.handle]));
+        sq.held[dr.handle] = {};
+      }
+    }
   }
   void receive_cell(port_state& ps, std::span<const std::byte> frame) {
     const auto r = ps.reasm->push(frame, now_);
@@ -1547,6 +1648,7 @@ class device {
   std::vector<frame_bytes> pool_;
   time_ns now_ = 0;
   device_counters stats_{};
+  std::unique_ptr<session_table_t> sessions_ = std::make_unique<session_table_t>();  // (stable for session_group)
   std::uint32_t current_src_qp_ = 0;
   bool current_is_write_ = false;
 };
