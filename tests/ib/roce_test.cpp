@@ -179,6 +179,29 @@ TEST_CASE("roce: build then parse every opcode, every pad boundary, IPv4/IPv6, w
   }
 }
 
+TEST_CASE("roce: the ICRC continued from icrc_headers over payload and pad is the frame's ICRC", "[ib][roce]") {
+  std::vector<std::byte> payload, buf(2048);
+  for (const opcode_info& o : opcodes) {
+    for (std::size_t len : {0, 1, 3, 4, 17, 1024}) {
+      if (!o.payload && len) continue;
+      for (bool v6 : {false, true})
+        for (bool vlan : {false, true}) {
+          const roce_packet s = spec_for(o, len, payload, v6, vlan);
+          INFO(o.name << " payload " << payload.size() << (v6 ? " v6" : " v4") << (vlan ? " vlan" : ""));
+          const auto n = build(s, buf);
+          REQUIRE(n.has_value());
+          const std::span<const std::byte> f(buf.data(), *n);
+          roce_view v;
+          REQUIRE(inspect(f, v, {.rd = s.rd}).code == errc{});
+          const std::size_t pay = payload_offset(s), icrc_at = *n - detail::icrc_size;
+          const std::uint32_t head = icrc_headers(f.subspan(v.ip_offset, pay - v.ip_offset), v6, v.ip_header_len);
+          CHECK(wire::crc::crc32(f.subspan(pay, icrc_at - pay), head) == v.icrc);
+          CHECK(v.icrc_state == crc_status::good);
+        }
+    }
+  }
+}
+
 TEST_CASE("roce: every error code of the frame layer, with its location", "[ib][roce][errors]") {
   const auto good = test::copy(v4_frame);
   auto mutate = [&](std::size_t at, std::uint8_t v) {

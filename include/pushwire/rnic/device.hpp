@@ -1394,17 +1394,44 @@ class device {
     if (sport) r.udp.srcport = *sport;
     const std::size_t head = ib::payload_offset(r);
     frame_bytes f = buffer(head + len + 3 + ib::detail::icrc_size);  // pad at most 3
+    r.payload = std::span<const std::byte>(f.data() + head, len);
+    // IPv4: the headers first (the payload is gathered in place afterwards), then one pass that
+    // copies the payload in and continues the ICRC over it. IPv6's UDP checksum covers the
+    // payload, so there the payload goes in first and build() checksums the whole frame.
+    const bool fused = !r.v6;
+    if (fused) r.given.icrc = true;  // written below
+    std::optional<std::size_t> n;
+    if (fused) {
+      const auto b = ib::build(r, f);
+      if (!b) {
+        recycle(std::move(f));
+        return;
+      }
+      n = *b;
+    }
+    constexpr std::size_t ip_at = wire::eth_header_size, ip_len = 20;  // frame_base: no VLAN, no options
+    std::uint32_t crc = fused ? ib::icrc_headers(std::span<const std::byte>(f.data() + ip_at, head - ip_at), false, ip_len) : 0;
     std::size_t at = head;
-    if (!payload_segments(q, p, rec, from_memory, len, [&](std::byte* s, std::size_t n) {
-          std::memcpy(f.data() + at, s, n);
-          at += n;
+    if (!payload_segments(q, p, rec, from_memory, len, [&](std::byte* s, std::size_t k) {
+          if (fused) crc = wire::crc::crc32_copy(std::span<std::byte>(f.data() + at, k), std::span<const std::byte>(s, k), crc);
+          else std::memcpy(f.data() + at, s, k);
+          at += k;
         })) {
       recycle(std::move(f));
       return;  // a local key was deregistered under a posted request: nothing is sent
     }
-    r.payload = std::span<const std::byte>(f.data() + head, len);
-    const auto n = ib::build(r, f);
-    if (!n) return;
+    if (fused) {
+      const std::size_t pad = (4 - len % 4) % 4;
+      crc = wire::crc::crc32(std::span<const std::byte>(f.data() + head + len, pad), crc);
+      wire::store_le32(f.data() + head + len + pad, crc);
+    } else {
+      const auto b = ib::build(r, f);
+      if (!b) {
+        recycle(std::move(f));
+        return;
+      }
+      n = *b;
+    }
     f.resize(*n);
     stats_.bytes_out += f.size();
     (p.info().request ? ps.tx : ps.responses).push_back(std::move(f));
