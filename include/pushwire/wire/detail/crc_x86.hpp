@@ -529,15 +529,14 @@ inline constexpr auto x8pow2_mont = [] {
 }();
 
 
-// x^(8n)·x^-33 mod P (CRC-32C), the mulx33 form of moving a register n bytes forward.
+// x^(8n)·x^-33 mod P (CRC-32C), n >= 1: the mulx33 form of moving a register n bytes forward,
+// one mulx33 per further set bit of n.
 PUSHWIRE_TARGET_PCLMUL inline std::uint32_t x8n_mont(std::uint64_t n) {
-  std::uint32_t x = x8pow2_mont[0] ^ x8pow2_mont[0];  // 0: replaced by the first set bit
-  bool first = true;
-  for (unsigned k = 0; n; n >>= 1, ++k)
-    if (n & 1) {
-      x = first ? x8pow2_mont[k] : mulx33(x, x8pow2_mont[k]);
-      first = false;
-    }
+  unsigned k = static_cast<unsigned>(std::countr_zero(n));
+  std::uint32_t x = x8pow2_mont[k];
+  n >>= k;  // (two shifts: k + 1 may be 64)
+  for (n >>= 1, ++k; n; n >>= 1, ++k)
+    if (n & 1) x = mulx33(x, x8pow2_mont[k]);
   return x;
 }
 
