@@ -333,6 +333,7 @@ class device {
     qp_state_t* q = find_qp(qpn);
     if (!q) return errc::not_found;
     if (q->init.type != qp_type::ud) return errc::invalid_argument;
+    if (!q->sessions) ++session_qps_;
     q->sessions = std::make_unique<session_qp>(session_qp{{*sessions_, group, policy}, {*sessions_, qpn, group}, {}});
     return {};
   }
@@ -357,7 +358,10 @@ class device {
     return qpn;
   }
   errc destroy_qp(std::uint32_t qpn) {
-    if (!qps_.erase(qpn)) return errc::not_found;
+    const qp_state_t* q = find_qp(qpn);
+    if (!q) return errc::not_found;
+    if (q->sessions) --session_qps_;
+    qps_.erase(qpn);
     return {};
   }
   /// Changes a QP's state and attributes (ibv_modify_qp): errors in qp.hpp's check_modify.
@@ -1512,7 +1516,7 @@ class device {
       return;
     }
     address_vector from{.port = static_cast<std::uint8_t>(&ps - ports_.data()), .dmac = eth.src, .dgid = src};
-    if (qp_state_t* q = find_qp(p.dest_qp); q && q->sessions && p.info().request) {
+    if (qp_state_t* q = session_qps_ ? find_qp(p.dest_qp) : nullptr; q && q->sessions && p.info().request) {
       const auto udp = v.udp();
       receive_session(*q, {.src = src, .dst = dst, .sport = udp.srcport, .dport = udp.dstport}, p, frame, from);
       return;
@@ -1676,6 +1680,7 @@ class device {
   time_ns now_ = 0;
   device_counters stats_{};
   std::unique_ptr<session_table_t> sessions_ = std::make_unique<session_table_t>();  // (stable for session_group)
+  std::size_t session_qps_ = 0;  ///< QPs with sessions: receive_roce looks a packet's QP up first only then
   std::uint32_t current_src_qp_ = 0;
   bool current_is_write_ = false;
 };
