@@ -157,7 +157,7 @@ TEST_CASE("security: a foreign session's or an unknown 5-tuple's message is drop
   CHECK(c[0].status == wc_status::success);
 }
 
-TEST_CASE("sessions: a message beyond the window is dropped and counted; the sender resends nothing (UD)", "[rnic][sessions]") {
+TEST_CASE("sessions: a message beyond the window is dropped and counted, and the sender resends nothing (UD)", "[rnic][sessions]") {
   session_pair s;
   const int n = static_cast<int>(device::session_window) + 2;
   const auto frames = s.send(n);
