@@ -1404,15 +1404,14 @@ class device {
     // payload, so there the payload goes in first and build() checksums the whole frame.
     const bool fused = !r.v6;
     if (fused) r.given.icrc = true;  // written below
-    std::optional<std::size_t> n;
-    if (fused) {
+    std::size_t n = 0;
+    const auto built = [&] {
       const auto b = ib::build(r, f);
-      if (!b) {
-        recycle(std::move(f));
-        return;
-      }
-      n = *b;
-    }
+      if (b) n = *b;
+      else recycle(std::move(f));
+      return b.has_value();
+    };
+    if (fused && !built()) return;
     constexpr std::size_t ip_at = wire::eth_header_size, ip_len = 20;  // frame_base: no VLAN, no options
     std::uint32_t crc = fused ? ib::icrc_headers(std::span<const std::byte>(f.data() + ip_at, head - ip_at), false, ip_len) : 0;
     std::size_t at = head;
@@ -1428,15 +1427,10 @@ class device {
       const std::size_t pad = (4 - len % 4) % 4;
       crc = wire::crc::crc32(std::span<const std::byte>(f.data() + head + len, pad), crc);
       wire::store_le32(f.data() + head + len + pad, crc);
-    } else {
-      const auto b = ib::build(r, f);
-      if (!b) {
-        recycle(std::move(f));
-        return;
-      }
-      n = *b;
+    } else if (!built()) {
+      return;
     }
-    f.resize(*n);
+    f.resize(n);
     stats_.bytes_out += f.size();
     (p.info().request ? ps.tx : ps.responses).push_back(std::move(f));
   }

@@ -471,6 +471,21 @@ PUSHWIRE_TARGET_PCLMUL inline std::uint32_t mulx33(std::uint32_t a, std::uint32_
 // Three streams of up to stream_words_max words per round (a round of 3 x 2 KiB from 6 KiB
 // on; below that, one round of three equal streams), joined with two mulx33; then one stream.
 // Below sse42_streams_from bytes one stream costs fewer instructions than joining three.
+// Three crc32 streams `stride` bytes apart, `words` 8-byte words each from q, continuing a, b, c.
+template <class Out>
+PUSHWIRE_TARGET_PCLMUL inline void crc32_x3(std::uint64_t& a, std::uint64_t& b, std::uint64_t& c, const std::byte* q,
+                                            std::size_t stride, std::size_t words, Out out) {
+  for (const std::byte* end = q + 8 * words; q != end; q += 8) {
+    const std::uint64_t w0 = load64le(q), w1 = load64le(q + stride), w2 = load64le(q + 2 * stride);
+    put64(out, q, w0);
+    put64(out, q + stride, w1);
+    put64(out, q + 2 * stride, w2);
+    a = _mm_crc32_u64(a, w0);
+    b = _mm_crc32_u64(b, w1);
+    c = _mm_crc32_u64(c, w2);
+  }
+}
+
 inline constexpr std::size_t sse42_streams_from = 96;
 
 // One stream to the end.
@@ -495,15 +510,7 @@ PUSHWIRE_ENTRY_PCLMUL inline std::uint32_t sse42_streams(std::uint32_t reg, cons
   while (n >= sse42_streams_from) {
     const std::size_t words = std::min(n / 24, stream_words_max), b = 8 * words;
     std::uint64_t c1 = 0, c2 = 0;
-    for (const std::byte* q = p; q != p + b; q += 8) {
-      const std::uint64_t w0 = load64le(q), w1 = load64le(q + b), w2 = load64le(q + 2 * b);
-      put64(out, q, w0);
-      put64(out, q + b, w1);
-      put64(out, q + 2 * b, w2);
-      c0 = _mm_crc32_u64(c0, w0);
-      c1 = _mm_crc32_u64(c1, w1);
-      c2 = _mm_crc32_u64(c2, w2);
-    }
+    crc32_x3(c0, c1, c2, p, b, words, out);
     const auto& k = stream_shift<crc32c_poly, true>;
     c0 = mulx33(static_cast<std::uint32_t>(c0), k[2 * words]) ^ mulx33(static_cast<std::uint32_t>(c1), k[words]) ^ c2;
     p += 3 * b;
@@ -560,15 +567,8 @@ struct hybrid_streams {
   std::uint64_t c1 = 0, c2 = 0, c3 = 0;
   template <std::size_t Words, class Out>
   PUSHWIRE_TARGET_PCLMUL void step(Out out) {
-    for (std::size_t w = 0; w < Words; ++w, q += 8) {
-      const std::uint64_t w1 = load64le(q), w2 = load64le(q + s), w3 = load64le(q + 2 * s);
-      put64(out, q, w1);
-      put64(out, q + s, w2);
-      put64(out, q + 2 * s, w3);
-      c1 = _mm_crc32_u64(c1, w1);
-      c2 = _mm_crc32_u64(c2, w2);
-      c3 = _mm_crc32_u64(c3, w3);
-    }
+    crc32_x3(c1, c2, c3, q, s, Words, out);
+    q += 8 * Words;
   }
   // The register after the folded part (ca) and the three streams.
   PUSHWIRE_TARGET_PCLMUL std::uint32_t join(std::uint32_t ca, std::uint32_t k1) const {
