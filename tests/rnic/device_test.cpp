@@ -26,6 +26,12 @@ bool equal_bytes(const side& s, std::size_t off, const std::vector<std::byte>& w
   return std::equal(want.begin(), want.end(), s.buf.begin() + static_cast<std::ptrdiff_t>(off));
 }
 
+/// a and b differ nowhere outside [from, to).
+bool same_outside(const std::vector<std::byte>& a, const std::vector<std::byte>& b, std::size_t from, std::size_t to) {
+  return a.size() == b.size() && std::equal(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(from), b.begin()) &&
+         std::equal(a.begin() + static_cast<std::ptrdiff_t>(to), a.end(), b.begin() + static_cast<std::ptrdiff_t>(to));
+}
+
 }  // namespace
 
 TEST_CASE("RC in both framings: SEND, SEND_WITH_IMM, WRITE, WRITE_WITH_IMM, READ, atomics", "[rnic][rc]") {
@@ -529,6 +535,85 @@ TEST_CASE("a raw port: the reference answers frames injected from outside, and s
   fab.run_until(fab.now() + 1'000'000);
   CHECK(b.dev->counters().dropped_bad_frame == bad + 1);
   CHECK(!fab.take(raw).has_value());
+}
+
+TEST_CASE("cut-through: a WRITE's later packets are placed while their ICRC is computed, a bad one is dropped and its resend places it", "[rnic][raw][cut]") {
+  loopback_fabric fab;
+  side b(2, framing::roce);
+  const std::size_t raw = *fab.raw_port(*b.dev, 0);
+  const std::uint32_t qb = b.qp(qp_type::rc);
+  address_vector peer{.port = 0, .dmac = {0x02, 0, 0, 0, 0, 9}, .dgid = gid_v4(198, 18, 0, 9)};
+  REQUIRE(bring_up(*b.dev, qb, qp_type::rc, 0x99, peer, 1024) == errc{});
+  // A 3 KiB WRITE at 0x1000 from "another NIC": FIRST, MIDDLE, LAST of 1 KiB each.
+  constexpr std::size_t at = 0x1000, part = 1024;
+  const auto data = pattern_bytes(3 * part, 5);
+  auto frame = [&](ib::opcode op, std::uint32_t psn, std::size_t i) {
+    ib::roce_packet f{};
+    f.eth.src = peer.dmac;
+    f.eth.dst = b.dev->config().ports[0].mac;
+    f.ip4.src = {198, 18, 0, 9};
+    f.ip4.dst = {198, 18, 0, 2};
+    f.bth.opcode = ib::code(op);
+    f.bth.destqp = qb;
+    f.bth.psn = psn;
+    f.bth.a = op == ib::opcode::rc_rdma_write_last;
+    if (op == ib::opcode::rc_rdma_write_first) f.ext.set<ib::ext::reth>({.va = b.addr(at), .r_key = b.mr.rkey, .dmalen = 3 * part});
+    f.payload = std::span<const std::byte>(data).subspan(i * part, part);
+    std::vector<std::byte> out(*ib::frame_size(f));
+    REQUIRE(ib::build(f, out).has_value());
+    return out;
+  };
+  auto send = [&](const std::vector<std::byte>& f) {
+    fab.inject(raw, f);
+    fab.run_until(fab.now() + 1'000'000);
+  };
+  const auto first = frame(ib::opcode::rc_rdma_write_first, 0, 0), middle = frame(ib::opcode::rc_rdma_write_middle, 1, 1),
+             last = frame(ib::opcode::rc_rdma_write_last, 2, 2);
+  const std::size_t payload_at = first.size() - 4 - part;  // no pad: 1 KiB
+  REQUIRE(middle.size() - 4 - part == payload_at - 16);    // MIDDLE has no RETH
+
+  // A FIRST whose RETH is corrupted is verified before anything is placed: nothing is written.
+  auto bad_first = first;
+  bad_first[payload_at - 16 + 2] ^= std::byte{0x01};  // a VA bit
+  const auto before = b.buf;
+  const auto bad0 = b.dev->counters().dropped_bad_frame;
+  send(bad_first);
+  CHECK(b.dev->counters().dropped_bad_frame == bad0 + 1);
+  CHECK(b.buf == before);
+  send(first);
+  CHECK(equal_bytes(b, at, std::vector<std::byte>(data.begin(), data.begin() + part)));
+
+  // A MIDDLE with a corrupted payload byte: placed in the same pass as its ICRC, which fails; it
+  // is dropped (no ACK, the responder still expects PSN 1), and every byte written lies in its
+  // own part of the message. Nothing else changed.
+  auto bad_middle = middle;
+  bad_middle[middle.size() - 4 - 100] ^= std::byte{0x10};
+  const auto after_first = b.buf;
+  send(bad_middle);
+  CHECK(b.dev->counters().dropped_bad_frame == bad0 + 2);
+  CHECK(!fab.take(raw).has_value());
+  CHECK(same_outside(b.buf, after_first, at + part, at + 2 * part));
+  CHECK(std::equal(bad_middle.end() - 4 - part, bad_middle.end() - 4, b.buf.begin() + at + part));  // (cut through)
+  // A MIDDLE whose PSN is corrupted never reaches the cut-through: verified first, nothing written.
+  auto bad_psn = middle;
+  bad_psn[payload_at - 16 - 1] ^= std::byte{0x02};
+  const auto after_bad = b.buf;
+  send(bad_psn);
+  CHECK(b.dev->counters().dropped_bad_frame == bad0 + 3);
+  CHECK(b.buf == after_bad);
+
+  // The resend of PSN 1 and the LAST: the whole message, byte for byte, and one ACK for PSN 2.
+  send(middle);
+  send(last);
+  CHECK(equal_bytes(b, at, data));
+  CHECK(b.dev->counters().dropped_by_qp == 0);
+  const auto ack = fab.take(raw);
+  REQUIRE(ack.has_value());
+  const auto a = ib::decode(*ack);
+  REQUIRE(a.has_value());
+  CHECK(a->op->id == ib::opcode::rc_acknowledge);
+  CHECK(a->bth.psn == 2);
+  CHECK(same_outside(b.buf, before, at, at + 3 * part));
 }
 
 TEST_CASE("IPv6 GIDs, inline data, indirect and pattern keys over the wire", "[rnic][ipv6][keys]") {

@@ -913,6 +913,19 @@ class responder {
   constexpr step_result on_packet(const packet& p, qp_sink& out);
   /// Sends queued responses while the sink has room.
   constexpr void pump(qp_sink& out);
+  /// Where on_packet(p) would place p's payload if it came now: the placement of a SEND or
+  /// WRITE packet this responder would execute (in sequence, its memory allowed), else nullopt.
+  /// Changes nothing (the memory port's check is asked, as on_packet asks it). A caller may
+  /// place the payload there while it verifies the frame, then hand the packet to on_packet,
+  /// which emits this same placement.
+  constexpr std::optional<qp_action::place> placement(const packet& p) const {
+    if (!p.known() || !p.info().request || st_ == resp_state::error) return std::nullopt;
+    if (cfg_.svc == service::ud && (p.dest_qp != cfg_.qp || (cfg_.check_q_key && p.q_key != cfg_.q_key))) return std::nullopt;
+    if (!p.info().is(ib::op_class::send) && !p.info().is(ib::op_class::write)) return std::nullopt;
+    std::uint32_t delay = 0;
+    if (classify(p, delay) != resp_event::execute) return std::nullopt;
+    return place_of(p);
+  }
   /// Why on_packet() would refuse any packet now (actions_full, queue_full), or errc{}.
   constexpr errc refusal(const qp_sink& out) const {
     if (out.room() < min_room) return errc::actions_full;
@@ -1077,6 +1090,13 @@ class responder {
   constexpr bool read_ok(std::uint32_t dmalen) const { return dmalen <= 0x8000'0000u && read_packets(dmalen) < ib::psn_half; }
   constexpr ib::syndrome credit_ack() const { return ib::syndrome::ack(ib::credit_code(recv_)); }
   constexpr void execute(const packet& p, qp_sink& out);
+  /// The placement of SEND / WRITE packet p, executed now (its message's, continued unless p
+  /// starts one).
+  constexpr qp_action::place place_of(const packet& p) const {
+    const bool is_send = p.info().is(ib::op_class::send);
+    if (p.info().starts()) return {is_send, msn_, is_send ? 0 : p.va, is_send ? 0 : p.rkey, 0, p.length, p.psn, p.wr_id};
+    return {is_send, msn_, is_send ? 0 : msg_va_ + msg_bytes_, is_send ? 0 : msg_rkey_, msg_bytes_, p.length, p.psn, p.wr_id};
+  }
   constexpr void duplicate(const packet& p, qp_sink& out);
   /// Queues r's responses (with the AETH it carries now) and sends what the sink allows.
   constexpr void queue_responses(const rd_resource& r, qp_sink& out) {
@@ -1240,8 +1260,7 @@ constexpr void responder<RD>::execute(const packet& p, qp_sink& out) {
     msg_bytes_ = 0;
     if (is_send) --recv_;
   }
-  out.push(qp_action::place{is_send, msn_, is_send ? 0 : msg_va_ + msg_bytes_, is_send ? 0 : msg_rkey_, msg_bytes_, p.length,
-                            p.psn, p.wr_id});
+  out.push(place_of(p));
   msg_bytes_ += p.length;
   epsn_ = ib::psn_add(epsn_, 1);
   if (last_like) {

@@ -285,6 +285,14 @@ struct roce_view {
   constexpr bool dc_disconnect() const { return op->id == opcode::dc_connect && se(); }
 };
 
+/// Computes the ICRC of an inspected frame (one inspected with crc_check::skip, say) into
+/// v.icrc_computed and v.icrc_state; true when it is the one the frame carries.
+constexpr bool verify_icrc(roce_view& v) {
+  v.icrc_computed = compute_icrc(v.frame.subspan(v.ip_offset, v.icrc_offset - v.ip_offset), v.v6, v.ip_header_len);
+  v.icrc_state = v.icrc_computed == v.icrc ? crc_status::good : crc_status::bad;
+  return v.icrc_state == crc_status::good;
+}
+
 /// Validates one Ethernet frame as RoCEv2 into `v` (reads opt.udp_port, opt.rd, opt.crc).
 /// Errors, each at the offending byte and header: truncated (any layer), not_roce, bad_ihl,
 /// length_mismatch, unsupported_version (BTH TVer), reserved_opcode, chain_overrun, pad_overrun,
@@ -348,13 +356,8 @@ constexpr wire::error inspect(std::span<const std::byte> frame, roce_view& v, co
   v.pad = c.pad;
   v.icrc_offset = v.bth_offset + ibp.size() - detail::icrc_size;
   v.icrc = wire::load_le32(f + v.icrc_offset);
-  if (opt.crc != crc_check::skip) {
-    const auto covered = frame.subspan(v.ip_offset, v.icrc_offset - v.ip_offset);
-    v.icrc_computed = compute_icrc(covered, v.v6, v.ip_header_len);
-    const bool good = v.icrc_computed == v.icrc;
-    v.icrc_state = good ? crc_status::good : crc_status::bad;
-    if (!good && opt.crc == crc_check::require) return error{errc::icrc_mismatch, v.icrc_offset, "icrc"};
-  }
+  if (opt.crc != crc_check::skip && !verify_icrc(v) && opt.crc == crc_check::require)
+    return error{errc::icrc_mismatch, v.icrc_offset, "icrc"};
   return {};
 }
 
