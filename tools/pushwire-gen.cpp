@@ -13,12 +13,13 @@
 // ICRC are computed unless given (a given value is written as it is, even when wrong). --hex
 // prints the frame as hex (the default), --out appends it to a classic pcap (created if missing).
 //
-// RoCEv2 (IPv4 unless noted): host advertises a pool (BufferRecvPool in an RC SEND_ONLY), the
-// I/O unit RDMA-writes into it with the split-model document's idata (pool 7, element 5, 256 bytes), the host
-// ACKs; a second write meets a page fault and is answered by a page-fault ACK (RNR NAK, 2 ms);
-// an indication too large for idata goes as BufferRDMAIndicate; a bad R_Key is NAKed; DC
-// connect, data and disconnect; a CNP; a UD SEND over IPv6 in a VLAN; and one frame whose ICRC
-// is deliberately wrong.
+// RoCEv2 (IPv4 unless noted): host advertises two pools (BufferRecvPool in an RC SEND_ONLY), the
+// I/O unit RDMA-writes into one with the split-model document's idata (pool 7, element 5, 256 bytes), the
+// host ACKs; a write into pool 300 (beyond idata) meets a page fault and is answered by a
+// page-fault ACK (RNR NAK, 2 ms), sent again after the delay and ACKed; its indication goes as
+// BufferRDMAIndicate; a bad R_Key is NAKed; DC connect, data and disconnect; a CNP; a UD SEND over
+// IPv6 in a VLAN. Every frame follows the protocol's rules (pushwire-conform finds nothing);
+// with --bad-icrc a last frame's ICRC is deliberately wrong.
 //
 // Cells (EtherType 0x88B5, 256-byte cells): the host advertises two pools in a Send on the
 // control channel, which the I/O unit ACKs; the I/O unit RDMA-writes 600 bytes (three cells) into
@@ -62,6 +63,7 @@ struct script {
   std::vector<std::byte> file;
   wire::pcap::writer pcap{file};
   std::uint64_t t = 1'700'000'000'000'000'000ull;
+  bool bad_icrc = false;  ///< --bad-icrc: end with a frame whose ICRC is wrong
 
   void add(const ib::roce_packet& s, bool corrupt_icrc = false) {
     std::vector<std::byte> f(*ib::frame_size(s));
@@ -103,9 +105,12 @@ bool write_file(const std::string& out, const std::vector<std::byte>& file) {
 }
 
 void roce(script& sc) {
-  // 1. Host advertises a receive pool: BufferRecvPool in an RC SEND_ONLY.
-  const std::array<msg::pool_descriptor, 1> pools{{{.pool_ref = 7, .element_count = 64, .element_size = 256,
-                                                    .memory_handle = 0x1234, .address = 0x7f0000010000}}};
+  // 1. Host advertises two receive pools: BufferRecvPool in an RC SEND_ONLY. Pool 300's
+  //    reference is beyond what idata can name.
+  const std::array<msg::pool_descriptor, 2> pools{{{.pool_ref = 7, .element_count = 64, .element_size = 256,
+                                                    .memory_handle = 0x1234, .address = 0x7f0000010000},
+                                                   {.pool_ref = 300, .element_count = 4, .element_size = 2048,
+                                                    .memory_handle = 0x1234, .address = 0x7f0000020000}}};
   const auto advert = encode(msg::buffer_recv_pool{.header = {.transaction_context = 1}, .pools = pools});
   auto s = from(true, ib::opcode::rc_send_only, 100);
   s.payload = advert;
@@ -128,18 +133,28 @@ void roce(script& sc) {
     a.ext.set<ext::aeth>({.syndrome = ib::syndrome::ack(16).raw, .msn = 1});
     return a;
   }());
-  // 3. The next write meets a page fault: page-fault ACK (RNR NAK) announcing 2 ms.
-  auto w2 = w;
-  w2.bth.psn = 501;
-  w2.ext.set<ext::reth>({.va = 0x7f0000010000 + 6 * 256, .r_key = 0x1234, .dmalen = 256});
-  w2.ext.set<ext::immdt>({.value = msg::to_imm(*msg::make_idata({7, 6, 256}))});
+  // 3. It writes 1500 bytes into pool 300, element 2 (no idata can say so), and meets a page
+  //    fault: the page-fault ACK (RNR NAK) announces 2 ms (code 16: 2.56 ms). It sends nothing
+  //    until the delay has passed, then the write again, which is ACKed.
+  std::vector<std::byte> big_data(1500);
+  for (std::size_t i = 0; i < big_data.size(); ++i) big_data[i] = static_cast<std::byte>(i * 3);
+  auto w2 = from(false, ib::opcode::rc_rdma_write_only, 501);
+  w2.ext.set<ext::reth>({.va = 0x7f0000020000 + 2 * 2048, .r_key = 0x1234, .dmalen = 1500});
+  w2.payload = big_data;
   sc.add(w2);
   sc.add([&] {
     auto a = from(true, ib::opcode::rc_acknowledge, 501);
     a.ext.set<ext::aeth>(ib::page_fault_ack(1, 2000));
     return a;
   }());
-  // 4. An indication idata cannot carry (pool 300) goes as BufferRDMAIndicate.
+  sc.t += 2'000'000;  // 3 ms after the ACK
+  sc.add(w2);
+  sc.add([&] {
+    auto a = from(true, ib::opcode::rc_acknowledge, 501);
+    a.ext.set<ext::aeth>({.syndrome = ib::syndrome::ack(16).raw, .msn = 2});
+    return a;
+  }());
+  // 4. Its indication goes as BufferRDMAIndicate.
   const std::array<msg::indication, 1> big{{{.pool_ref = 300, .element_index = 2, .byte_count = 1500}}};
   const auto ind = encode(msg::buffer_rdma_indicate{.header = {.transaction_context = 2}, .entries = big});
   auto si = from(false, ib::opcode::rc_send_only, 502);
@@ -153,16 +168,18 @@ void roce(script& sc) {
   sc.add(w3);
   sc.add([&] {
     auto a = from(true, ib::opcode::rc_acknowledge, 503);
-    a.ext.set<ext::aeth>({.syndrome = ib::syndrome::nak(ib::nak_code::remote_access_error).raw, .msn = 1});
+    a.ext.set<ext::aeth>({.syndrome = ib::syndrome::nak(ib::nak_code::remote_access_error).raw, .msn = 3});
     return a;
   }());
   // 6. Dynamically Connected: connect, an RDMA WRITE, disconnect.
   auto c = from(true, ib::opcode::dc_connect, 1);
+  c.bth.destqp = 0x000100;  // the DCT number, as the DCCETH names it
   c.ext.set<ext::dceth>({.access_key = 0x00C0FFEE00C0FFEE}).set<ext::dcceth>({.dct = 0x000100, .dci = 0x000042});
   sc.add(c);
   auto dw = from(true, ib::opcode::dc_rdma_write_only, 2);  // BTH DCETH RDETH DETH RETH
+  dw.bth.destqp = 0x000100;
   dw.ext.set<ext::dceth>({.access_key = 0x00C0FFEE00C0FFEE})
-      .set<ext::rdeth>({.eecnxt = 0})
+      .set<ext::rdeth>({.eecnxt = 0x000042})
       .set<ext::deth>({.q_key = 0, .srcqp = 0x000042})
       .set<ext::reth>({.va = 0x2000, .r_key = 0x77, .dmalen = 4});
   dw.payload = four;
@@ -188,8 +205,8 @@ void roce(script& sc) {
   ud.ext.set<ext::deth>({.q_key = 0x80010000, .srcqp = host_qp});
   ud.payload = sd;
   sc.add(ud);
-  // 9. A frame whose ICRC is wrong.
-  sc.add(s, true);
+  // 9. With --bad-icrc: the first frame again, its ICRC wrong.
+  if (sc.bad_icrc) sc.add(s, true);
 }
 
 // The cell exchange. Control channel: host WQP 0x10 <-> I/O unit WQP 0x20; data channel: 0x11 <-> 0x21.
@@ -266,11 +283,12 @@ std::vector<std::byte> repeat(const std::vector<std::byte>& once, std::size_t fr
 
 int usage(const char* why) {
   if (why) std::cerr << "pushwire-gen: " << why << "\n";
-  std::cerr << "usage: pushwire-gen --framing roce|cell --out FILE.pcap [--frames N]\n"
+  std::cerr << "usage: pushwire-gen --framing roce|cell --out FILE.pcap [--frames N] [--bad-icrc]\n"
                "       pushwire-gen frame [--hex] [--out FILE.pcap] [--payload HEX] [--ibta-rd] KEY=VALUE...\n"
                "       pushwire-gen frame --keys\n"
                "  --framing roce|cell  write the scripted push-push exchange over RoCEv2 or cells\n"
                "  --frames N           repeat the exchange to N frames\n"
+               "  --bad-icrc           end with a frame whose ICRC is deliberately wrong (RoCEv2)\n"
                "  frame                build one RoCEv2 frame from the keys pushwire-dump --json prints\n"
                "                       (Wireshark's names: eth.dst=02:00:00:00:00:02 ip.src=10.0.0.1\n"
                "                       infiniband.bth.opcode=10 or pushwire.opcode=RC_RDMA_WRITE_ONLY\n"
@@ -411,9 +429,11 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::string_view{argv[1]} == "frame") return frame_command(argc, argv);
   std::string framing, out;
   std::size_t frames = 0;
+  bool bad_icrc = false;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
     if (a == "--framing" && i + 1 < argc) framing = argv[++i];
+    else if (a == "--bad-icrc") bad_icrc = true;
     else if (a == "--out" && i + 1 < argc) out = argv[++i];
     else if (a == "--frames" && i + 1 < argc) {
       const std::string_view n = argv[++i];
@@ -425,6 +445,7 @@ int main(int argc, char** argv) {
   }
   if (out.empty()) return usage("--out is required");
   script sc;
+  sc.bad_icrc = bad_icrc;
   if (framing == "roce") roce(sc);
   else if (framing == "cell") cells(sc);
   else return usage("--framing must be roce or cell");

@@ -86,23 +86,24 @@ using test::lines_of;
 TEST_CASE("pushwire-dump FILE.pcap: the generated RoCE exchange, one JSON object per frame", "[tools][dump][pcap]") {
   const std::string pcap = PUSHWIRE_WORKDIR "/dump-gen.pcap";
   std::system("mkdir -p '" PUSHWIRE_WORKDIR "'");
-  REQUIRE(std::system(("'" PUSHWIRE_GEN "' --framing roce --out '" + pcap + "'").c_str()) == 0);
+  REQUIRE(std::system(("'" PUSHWIRE_GEN "' --framing roce --bad-icrc --out '" + pcap + "'").c_str()) == 0);
   auto r = run("--json '" + pcap + "'");
   REQUIRE(r.status == 0);
   CHECK(r.err.empty());
   const auto l = lines_of(r.out);
-  REQUIRE(l.size() == 15);
+  REQUIRE(l.size() == 17);
   for (std::size_t i = 0; i < l.size(); ++i) CHECK(l[i].starts_with("{\"frame\":" + std::to_string(i + 1) + ","));
   CHECK(l[0].find(R"("infiniband.bth.opcode":4)") != std::string::npos);
-  CHECK(l[0].find(R"("pushwire.function":"BufferRecvPool","pushwire.version":1,"pushwire.txn":1,"pool_count":1)") != std::string::npos);
+  CHECK(l[0].find(R"("pushwire.function":"BufferRecvPool","pushwire.version":1,"pushwire.txn":1,"pool_count":2)") != std::string::npos);
   CHECK(l[2].find(R"("infiniband.immdt":117768448)") != std::string::npos);  // 0x07050100
   CHECK(l[2].find(R"("pushwire.idata":[7,5,256])") != std::string::npos);
   CHECK(l[5].find(R"("infiniband.aeth.syndrome":48)") != std::string::npos);  // page-fault ACK: RNR NAK, 2.56 ms
-  CHECK(l[11].find(R"("pushwire.opcode":"DC_DISCONNECT")") != std::string::npos);
-  CHECK(l[12].find(R"("pushwire.opcode":"CNP")") != std::string::npos);
-  CHECK(l[13].find(R"("pushwire.function":"SendData")") != std::string::npos);
+  CHECK(l[8].find(R"("pushwire.function":"BufferRDMAIndicate")") != std::string::npos);
+  CHECK(l[13].find(R"("pushwire.opcode":"DC_DISCONNECT")") != std::string::npos);
+  CHECK(l[14].find(R"("pushwire.opcode":"CNP")") != std::string::npos);
+  CHECK(l[15].find(R"("pushwire.function":"SendData")") != std::string::npos);
   for (std::size_t i = 0; i + 1 < l.size(); ++i) CHECK(l[i].find(R"("pushwire.icrc":"good")") != std::string::npos);
-  CHECK(l[14].find(R"("pushwire.icrc":"bad")") != std::string::npos);
+  CHECK(l[16].find(R"("pushwire.icrc":"bad")") != std::string::npos);
   auto t = run("'" + pcap + "'");
   CHECK(t.status == 0);
   CHECK(t.out.find("frame 3: Ethernet") != std::string::npos);
@@ -135,7 +136,7 @@ TEST_CASE("pushwire-dump FILE.pcapng: the same frames as the pcap, per-interface
   auto want = run("--json '" + pcap_path + "'");
   REQUIRE(want.status == 0);
   const auto want_lines = lines_of(want.out);
-  REQUIRE(want_lines.size() == 15);
+  REQUIRE(want_lines.size() == 16);
   std::ifstream in(pcap_path, std::ios::binary);
   const std::vector<char> raw{std::istreambuf_iterator<char>(in), {}};
   const auto ip = test::copy(test::hex<"45000014 00000000 40110000 0a000001 0a000002">());
@@ -153,12 +154,12 @@ TEST_CASE("pushwire-dump FILE.pcapng: the same frames as the pcap, per-interface
     CHECK(got.status == 0);
     CHECK(got.err == "pushwire-dump: warning: skipped 2 blocks of type 0x00000005 (interface statistics)\n");
     const auto l = lines_of(got.out);
-    REQUIRE(l.size() == 16);
-    for (std::size_t i = 0; i < 15; ++i) CHECK(l[i] == want_lines[i]);
-    CHECK(l[15] == R"j({"frame":16,"error":"not_roce (pcap link type 101)"})j");
+    REQUIRE(l.size() == 17);
+    for (std::size_t i = 0; i < 16; ++i) CHECK(l[i] == want_lines[i]);
+    CHECK(l[16] == R"j({"frame":17,"error":"not_roce (pcap link type 101)"})j");
     auto text = run("'" + path + "'");
     CHECK(text.status == 0);
-    CHECK(text.out.find("frame 16: error: not_roce (link type)") != std::string::npos);
+    CHECK(text.out.find("frame 17: error: not_roce (link type)") != std::string::npos);
     // An EPB naming an interface the section does not have; a file cut inside a block.
     auto bad = w.out;
     bad[28 + 32 + 24 + 20 + (big ? 11 : 8)] = std::byte{7};  // the first EPB's interface id
@@ -173,7 +174,7 @@ TEST_CASE("pushwire-dump FILE.pcapng: the same frames as the pcap, per-interface
     test::write_file(path, bad);
     auto cut = run("--json '" + path + "'");
     CHECK(cut.status == 2);
-    CHECK(lines_of(cut.out).size() == 15);
+    CHECK(lines_of(cut.out).size() == 16);
     CHECK(cut.err.find("pushwire-dump: error: truncated") != std::string::npos);
   }
 }

@@ -298,21 +298,38 @@ class dc_target {
   /// (actions_full, queue_full: nothing applied), and those of the table's rows.
   constexpr step_result on_packet(const packet& p, qp_sink& out) {
     if (const errc r = rs_.refusal(out); r != errc{}) return {-1, r};
-    if (!p.known()) return {-1, errc::event_not_allowed};
-    const ib::opcode_info* oi = &p.info();
-    if (oi->tp != ib::transport::dc || !oi->request) return {-1, errc::event_not_allowed};
-    dct_event e = dct_event::data;
-    const bool control = oi->is(ib::op_class::connect);
-    if (p.dc_key != cfg_.access_key) e = dct_event::bad_key;
-    else if (control && p.dct != cfg_.dct) e = dct_event::wrong_dct;
-    else if (control && !p.se)
-      e = st_ == dct_state::connected && p.dci == dci_ && ib::psn_before(p.psn, rs_.expected_psn()) ? dct_event::connect_duplicate
-          : closed_before(p.dci, p.psn)                                                             ? dct_event::stale_connect
-                                                                                                    : dct_event::connect;
-    else if (control) e = dct_event::disconnect;
-    else if (st_ != dct_state::connected || p.dci != dci_) e = dct_event::stranger;
-    return step<row>(table(), st_, *this, e, {p}, out);
+    const auto e = judge(p);
+    if (!e) return {-1, errc::event_not_allowed};
+    return step<row>(table(), st_, *this, *e, {p}, out);
   }
+  /// The event DC request p is for this target now (nullopt: not a DC request). Changes
+  /// nothing; an observer replaying a capture asks it.
+  constexpr std::optional<dct_event> judge(const packet& p) const {
+    if (!p.known()) return std::nullopt;
+    const ib::opcode_info* oi = &p.info();
+    if (oi->tp != ib::transport::dc || !oi->request) return std::nullopt;
+    const bool control = oi->is(ib::op_class::connect);
+    if (p.dc_key != cfg_.access_key) return dct_event::bad_key;
+    if (control && p.dct != cfg_.dct) return dct_event::wrong_dct;
+    if (control && !p.se)
+      return st_ == dct_state::connected && p.dci == dci_ && ib::psn_before(p.psn, rs_.expected_psn()) ? dct_event::connect_duplicate
+             : closed_before(p.dci, p.psn)                                                             ? dct_event::stale_connect
+                                                                                                       : dct_event::connect;
+    if (control) return dct_event::disconnect;
+    if (st_ != dct_state::connected || p.dci != dci_) return dct_event::stranger;
+    return dct_event::data;
+  }
+  /// A packet from `dci` with this PSN is older than the end of its last closed stream (a
+  /// stale retransmission).
+  constexpr bool closed_before(std::uint32_t dci, std::uint32_t psn) const {
+    for (std::size_t i = 0; i < closed_n_; ++i)
+      if (closed_[i].dci == dci) return ib::psn_before(psn, closed_[i].end_psn);
+    return false;
+  }
+  /// For an observer (see responder::force): the connected stream's responder executes p.
+  constexpr void force(const packet& p, qp_sink& out) { rs_.force(p, out); }
+  /// The path MTU (see responder::set_mtu).
+  constexpr void set_mtu(std::uint32_t mtu) { rs_.set_mtu(mtu); }
   constexpr void post_receive(std::uint32_t n) { rs_.post_receive(n); }
   /// Receives available are n (a shared receive queue's count; see responder::set_receives).
   constexpr void set_receives(std::uint32_t n) { rs_.set_receives(n); }
@@ -388,12 +405,6 @@ class dc_target {
   }
   constexpr void ack(const packet& req, ib::syndrome s, qp_sink& out) { rs_.acknowledge(req, s, out); }
 
-  /// A connect from `dci` older than the end of its last closed stream is a stale retransmission.
-  constexpr bool closed_before(std::uint32_t dci, std::uint32_t psn) const {
-    for (std::size_t i = 0; i < closed_n_; ++i)
-      if (closed_[i].dci == dci) return ib::psn_before(psn, closed_[i].end_psn);
-    return false;
-  }
   constexpr void remember_close(std::uint32_t dci, std::uint32_t end_psn) {
     for (std::size_t i = 0; i < closed_n_; ++i)
       if (closed_[i].dci == dci) {

@@ -1,7 +1,9 @@
 // flow/: the sans-IO state machines (buffer-pool credits and flush, queue-pair transport with
-// page-fault pause, Dynamically Connected transport, sessions). Diagrams: spec/flow.md.
+// page-fault pause, Dynamically Connected transport, sessions), and the passive uses of them
+// (observer, conformance). Diagrams: spec/flow.md.
 #pragma once
 
+#include <pushwire/flow/conform.hpp>
 #include <pushwire/flow/core.hpp>
 #include <pushwire/flow/dc.hpp>
 #include <pushwire/flow/frame.hpp>

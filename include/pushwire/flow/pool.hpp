@@ -273,6 +273,9 @@ class pool_owner : public detail::pool_book<detail::owner_slot<MaxElements>, Max
   constexpr step_result on_flush_request(const msg::buffer_pool_flush_request& m, pool_sink& out);
 
   constexpr const counters& stats() const { return stats_; }
+  /// The transaction context the owner's next message takes (an observer replaying a capture
+  /// gives the one it saw, so that the FlushReply answering it matches).
+  constexpr void next_txn(std::uint64_t txn) { txn_ = txn; }
   template <class H>
   constexpr void digest(H& h) const {
     for (const slot& s : slots_) {

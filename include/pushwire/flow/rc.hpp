@@ -771,8 +771,11 @@ constexpr step_result requester<SQ>::on_packet(const packet& p, time_ns now, qp_
   if (has_aeth && syn.kind() == ib::aeth_kind::nak)
     e = syn.nak_reason() == ib::nak_code::psn_sequence_error ? req_event::nak_seq : req_event::nak_fatal;
   if (has_aeth && syn.kind() == ib::aeth_kind::rnr_nak) {
+    // The packet it names needed no receive: no receive can have been missing (ib::needs_receive).
     const std::size_t i = wqe_of(p.psn);
-    const bool fault_op = i < q_.size() && q_[i].wr.op != wr_op::send && q_[i].wr.op != wr_op::send_imm;
+    const bool fault_op =
+        i < q_.size() &&
+        !ib::needs_receive(ib::info(request_opcode(cfg_.svc, q_[i].wr, static_cast<std::uint32_t>(ib::psn_diff(p.psn, q_[i].first_psn)), q_[i].npkts)));
     e = cfg_.page_fault_aware && fault_op ? req_event::page_fault : req_event::rnr_nak;
   }
   return run(e, {.pkt = p, .now = now}, out);
@@ -872,6 +875,27 @@ inline constexpr std::array<wire::named_value, 8> resp_event_names{{
     {resp_event::ahead, "ahead (PSN after expected)"},
 }};
 constexpr std::span<const wire::named_value> wire_enum_names(resp_event) { return resp_event_names; }
+/// Why an in-sequence request is invalid (resp_event::invalid), in the order the responder
+/// checks (IBTA 9.7.5.1.2-9.7.5.1.4; rxe's check_op_seq, check_op_valid, check_length).
+enum class invalid_reason : std::uint8_t {
+  none,
+  operation,       ///< an operation this responder does not execute on its transport
+  sequence,        ///< FIRST / ONLY inside a message, or MIDDLE / LAST outside one (or of another kind)
+  mtu,             ///< a payload above the path MTU, or a FIRST / MIDDLE payload not exactly the MTU
+  read_length,     ///< a READ's DMA length above 2^31 or taking half the PSN space
+  dma_length,      ///< a WRITE's payloads exceed its DMA length, or its last ends short of it
+  receive_length,  ///< a SEND longer than its receive buffer
+};
+inline constexpr std::array<wire::named_value, 7> invalid_reason_names{{
+    {invalid_reason::none, "none"},
+    {invalid_reason::operation, "operation"},
+    {invalid_reason::sequence, "sequence"},
+    {invalid_reason::mtu, "mtu"},
+    {invalid_reason::read_length, "read_length"},
+    {invalid_reason::dma_length, "dma_length"},
+    {invalid_reason::receive_length, "receive_length"},
+}};
+constexpr std::span<const wire::named_value> wire_enum_names(invalid_reason) { return invalid_reason_names; }
 
 struct resp_input {
   packet pkt{};
@@ -926,6 +950,20 @@ class responder {
     if (classify(p, delay) != resp_event::execute) return std::nullopt;
     return place_of(p);
   }
+  /// What on_packet(p) would make of request p now (resp_event::execute for a responder in
+  /// error: it drops it), and for an invalid one, why. Changes nothing. An observer replaying
+  /// a capture through a responder asks it before it hands the packet on.
+  constexpr resp_event judge(const packet& p, invalid_reason* why = nullptr) const {
+    if (why) *why = invalid_reason::none;
+    std::uint32_t delay = 0;
+    return st_ == resp_state::error ? resp_event::execute : classify(p, delay, why);
+  }
+  /// For an observer that follows a sender past a request judge() calls invalid: executes p as
+  /// if it were valid (p must be in sequence), so the sender's message goes on.
+  constexpr void force(const packet& p, qp_sink& out) { execute(p, out); }
+  /// The path MTU, for an observer that learns it from the traffic.
+  constexpr void set_mtu(std::uint32_t mtu) { cfg_.mtu = mtu; }
+  constexpr std::uint32_t mtu() const { return cfg_.mtu; }
   /// Why on_packet() would refuse any packet now (actions_full, queue_full), or errc{}.
   constexpr errc refusal(const qp_sink& out) const {
     if (out.room() < min_room) return errc::actions_full;
@@ -968,6 +1006,7 @@ class responder {
   constexpr void digest(H& h) const {
     h(static_cast<std::uint64_t>(st_));
     h(epsn_);
+    h(acked_psn_);
     h(msn_);
     h(recv_);
     h(in_msg_);
@@ -983,6 +1022,7 @@ class responder {
   /// DC: a connect starts a new stream at psn (the target resets the responder).
   constexpr void restart(std::uint32_t psn) {
     epsn_ = psn & ib::psn_mask;
+    acked_psn_ = ib::psn_add(epsn_, -1);
     st_ = resp_state::ready;
     in_msg_ = false;
     rd_.clear();
@@ -1058,7 +1098,7 @@ class responder {
     bool ready = true;  ///< false: a READ_AS_WRITE's ACK waiting for served()
   };
   constexpr bool reliable() const { return cfg_.svc == service::rc || cfg_.svc == service::dc; }
-  constexpr resp_event classify(const packet& p, std::uint32_t& delay) const;
+  constexpr resp_event classify(const packet& p, std::uint32_t& delay, invalid_reason* why = nullptr) const;
   /// An ACK, NAK or RNR NAK for req: sent now, or queued behind response streams (PSN order).
   constexpr void respond(const packet& req, ib::syndrome s, qp_sink& out, std::uint32_t fault_delay_us = 0) {
     if (!reliable()) return;
@@ -1112,6 +1152,7 @@ class responder {
   responder_config cfg_;
   memory_port mem_;
   std::uint32_t epsn_;
+  std::uint32_t acked_psn_ = ib::psn_add(epsn_, -1);  ///< the latest SEND / WRITE PSN executed
   std::uint32_t msn_ = 0;
   std::uint32_t recv_ = 0;
   bool in_msg_ = false;      ///< a multi-packet SEND or WRITE is in progress
@@ -1164,7 +1205,11 @@ constexpr std::span<const typename responder<RD>::row> responder<RD>::table() {
 }
 
 template <std::size_t RD>
-constexpr resp_event responder<RD>::classify(const packet& p, std::uint32_t& delay) const {
+constexpr resp_event responder<RD>::classify(const packet& p, std::uint32_t& delay, invalid_reason* why) const {
+  const auto invalid = [&](invalid_reason r) {
+    if (why) *why = r;
+    return resp_event::invalid;
+  };
   const std::int32_t d = ib::psn_diff(p.psn, epsn_);
   if (cfg_.svc != service::ud) {
     if (d < 0) return reliable() ? resp_event::duplicate : resp_event::ahead;
@@ -1177,21 +1222,21 @@ constexpr resp_event responder<RD>::classify(const packet& p, std::uint32_t& del
   const bool is_atomic = o.is(op_class::atomic);
   const bool is_raw = o.is(op_class::read_as_write);  // a READ served as a WRITE: checked as a READ
   // Operations this responder does not execute (FLUSH, ATOMIC_WRITE, RESYNC, DC connect).
-  if (!is_send && !is_write && !is_read && !is_atomic && !is_raw) return resp_event::invalid;
-  if (is_raw && cfg_.svc != service::rc) return resp_event::invalid;  // RC only
+  if (!is_send && !is_write && !is_read && !is_atomic && !is_raw) return invalid(invalid_reason::operation);
+  if (is_raw && cfg_.svc != service::rc) return invalid(invalid_reason::operation);  // RC only
   // opcode sequence (IBTA 9.7.3): middle/last continue a message of the same kind
-  if (first_like && in_msg_) return resp_event::invalid;
-  if (!first_like && (!in_msg_ || msg_is_send_ != is_send)) return resp_event::invalid;
-  if (p.length > cfg_.mtu || (!o.ends() && p.length != cfg_.mtu)) return resp_event::invalid;
-  if ((is_read || is_raw) && !read_ok(p.dmalen)) return resp_event::invalid;
+  if (first_like && in_msg_) return invalid(invalid_reason::sequence);
+  if (!first_like && (!in_msg_ || msg_is_send_ != is_send)) return invalid(invalid_reason::sequence);
+  if (p.length > cfg_.mtu || (!o.ends() && p.length != cfg_.mtu)) return invalid(invalid_reason::mtu);
+  if ((is_read || is_raw) && !read_ok(p.dmalen)) return invalid(invalid_reason::read_length);
   if (is_write) {  // the payloads of a WRITE add up to its DMA length, exactly
     const std::uint64_t so_far = (first_like ? 0 : std::uint64_t{msg_bytes_}) + p.length;
     const std::uint32_t dmalen = first_like ? p.dmalen : msg_dmalen_;
-    if (so_far > dmalen || (o.ends() && so_far != dmalen)) return resp_event::invalid;
+    if (so_far > dmalen || (o.ends() && so_far != dmalen)) return invalid(invalid_reason::dma_length);
   }
-  const bool needs_receive = (is_send && first_like) || (is_write && o.is(op_class::immediate));
-  if (needs_receive && recv_ == 0) return resp_event::no_receive;
-  if (is_send && mem_.receive_fits && !mem_.receive_fits(mem_.ctx, first_like ? 0 : msg_bytes_, p.length)) return resp_event::invalid;
+  if (ib::needs_receive(o) && recv_ == 0) return resp_event::no_receive;
+  if (is_send && mem_.receive_fits && !mem_.receive_fits(mem_.ctx, first_like ? 0 : msg_bytes_, p.length))
+    return invalid(invalid_reason::receive_length);
   if (is_write || is_read || is_atomic || is_raw) {
     const bool own_address = first_like || is_read || is_atomic || is_raw;  // else the message's, continued
     const std::uint64_t va = own_address ? p.va : msg_va_ + msg_bytes_;
@@ -1271,6 +1316,7 @@ constexpr void responder<RD>::execute(const packet& p, qp_sink& out) {
     ++msn_;
     ++stats_.messages;
   }
+  acked_psn_ = p.psn;
   if (p.ack_req) respond(p, credit_ack(), out);
 }
 
@@ -1297,9 +1343,11 @@ constexpr void responder<RD>::duplicate(const packet& p, qp_sink& out) {
       queue_responses(part, out);
       return;
     }
-  // a SEND / WRITE already executed: acknowledge the latest PSN executed
+  // a SEND / WRITE already executed: acknowledge the latest SEND / WRITE PSN executed (a READ
+  // or atomic is acknowledged by its responses only: an ACK naming one of its PSNs would tell
+  // the requester it was skipped; rxe's resp.ack_psn)
   packet at = p;
-  at.psn = ib::psn_add(epsn_, -1);
+  at.psn = acked_psn_;
   respond(at, credit_ack(), out);
 }
 

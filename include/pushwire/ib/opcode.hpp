@@ -447,6 +447,13 @@ constexpr bool is_known(opcode op) {
 /// The entry of op (is_known(op) must hold).
 constexpr const opcode_info& info(opcode op) { return opcodes[detail::index_of(op)]; }
 
+/// The request packet takes a receive WQE at the responder (IBTA 9.7.5.1.3, C9-?? resources): a
+/// SEND's FIRST or ONLY, an RDMA WRITE with immediate's LAST or ONLY. Only these can meet a
+/// genuine RNR (no receive posted); an RNR NAK answering any other request is a page-fault ACK.
+constexpr bool needs_receive(const opcode_info& o) {
+  return o.request && ((o.is(op_class::send) && o.starts()) || (o.is(op_class::write) && o.is(op_class::immediate)));
+}
+
 /// The index of `code` in `opcodes`, or -1 when it is reserved, vendor-specific or unknown.
 /// (Constant-evaluation friendly: no pointer compared with null, which g++ -fsanitize=undefined
 /// refuses to fold.)

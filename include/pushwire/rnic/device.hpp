@@ -1358,7 +1358,8 @@ class device {
     const address_vector* av = destination(q, p);
     if (!av || av->port >= ports_.size()) return;
     port_state& ps = ports_[av->port];
-    if (q.init.type == qp_type::ud && p.info().request) p.src_qp = q.qpn;
+    // UD: the DETH names the sending QP; DC: the DCI (spec/roce.md §5)
+    if ((q.init.type == qp_type::ud || q.init.type == qp_type::dci) && p.info().request) p.src_qp = q.qpn;
     // The payload: a request's from its work request; a READ response's from memory.
     const ib::opcode_info& op = p.info();
     std::uint32_t len = op.payload ? p.length : 0;
