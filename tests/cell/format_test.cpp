@@ -103,7 +103,9 @@ TEST_CASE("each rule is reported by name, at its byte", "[cells][format]") {
   auto v2 = std::vector<std::byte>(send_bytes.begin(), send_bytes.end());
   set_byte(v2, H, 0x20);
   CHECK(decode_error(v2) == E{errc::unsupported_version, H, "version"});
-  CHECK(decode_error(edited(send_bytes, [](auto& b) { or_byte(b, H + 1, 0x04); })) == E{errc::reserved_nonzero, H + 1, "resv_flags"});
+  CHECK(decode_error(edited(send_bytes, [](auto& b) { or_byte(b, H + 1, 0x02); })) == E{errc::reserved_nonzero, H + 1, "resv_flags"});
+  // the response flag is a Transport cell's only
+  CHECK(decode_error(edited(send_bytes, [](auto& b) { or_byte(b, H + 1, 0x04); })) == E{errc::invalid_field, H + 1, "response"});
   CHECK(decode_error(edited(send_bytes, [](auto& b) { set_byte(b, H + 8, 1); })) == E{errc::reserved_nonzero, H + 8, "resv8"});
   CHECK(decode_error(edited(send_bytes, [](auto& b) { set_byte(b, H, 0x16); })) == E{errc::invalid_field, H, "type"});
   auto longer = std::vector<std::byte>(send_bytes.begin(), send_bytes.end());

@@ -43,7 +43,8 @@ class CellHeader(Packet):  # spec/cells.md §3
     name = "pushwire cell"
     fields_desc = [BitField("version", 1, 4), BitEnumField("type", 0, 4, TYPES),
                    BitField("first", 0, 1), BitField("last", 0, 1), BitField("has_idata", 0, 1),
-                   BitField("ack_req", 0, 1), BitField("has_vamh", 0, 1), BitField("resv_flags", 0, 3),
+                   BitField("ack_req", 0, 1), BitField("has_vamh", 0, 1), BitField("response", 0, 1),
+                   BitField("resv_flags", 0, 2),
                    X3BytesField("dst_wqp", 0), X3BytesField("src_wqp", 0), ByteField("resv8", 0),
                    ThreeBytesField("psn", 0), ShortField("csn", 0), ShortField("cell_count", 1),
                    ShortField("length", 0)]
@@ -65,7 +66,7 @@ def segment(dst, src, typ, psn, payload, cell=256, vamh=None, idata=None, ack=No
                        src_wqp=src_wqp, psn=psn, csn=i, cell_count=n, length=len(data))
         body = raw(Ether(dst=dst, src=src) / h)
         e = {f"pushwire.cell.{k}": getattr(h, k) for k in
-             ("version", "type", "first", "last", "has_idata", "ack_req", "has_vamh", "resv_flags",
+             ("version", "type", "first", "last", "has_idata", "ack_req", "has_vamh", "response", "resv_flags",
               "dst_wqp", "src_wqp", "resv8", "psn", "csn", "cell_count", "length")}
         if first and vamh is not None:
             body += vamh[0].to_bytes(8, "big") + vamh[1].to_bytes(4, "big")

@@ -102,7 +102,11 @@ struct header {
       (wire::flag<1, 4>, ack_req),
       /// VA/MH follows the header (first cell of an RDMA write only)
       (wire::flag<1, 3>, has_vamh),
-      (wire::reserved<wire::bits<1, 2, 0>>, resv_flags),
+      /// a Transport packet a responder sends (READ response, ACK, atomic ACK): with the source
+      /// WQP and PSN it names the packet, so that a QP's requests and its responses, whose PSNs
+      /// belong to different streams, never join (spec/cells.md §5)
+      (wire::flag<1, 2>, response),
+      (wire::reserved<wire::bits<1, 1, 0>>, resv_flags),
       /// destination work queue pair number, 24 bits
       (wire::u24, dst_wqp),
       /// source work queue pair number, 24 bits
@@ -192,6 +196,7 @@ constexpr wire::error check_header(const header& h, std::size_t max_payload) {
   if (h.last != (h.csn + 1 == h.cell_count)) return field_error<header>(errc::invalid_field, "last");
   if (h.length > max_payload) return field_error<header>(errc::too_large, "length");
   if (h.has_idata && (!h.last || is_control(h.type))) return field_error<header>(errc::invalid_field, "has_idata");
+  if (h.response && h.type != cell_type::transport) return field_error<header>(errc::invalid_field, "response");
   if (h.type == cell_type::rdma_write) {
     if (h.first && !h.has_vamh) return field_error<header>(errc::vamh_missing, "has_vamh");
     if (!h.first && h.has_vamh) return field_error<header>(errc::vamh_unexpected, "has_vamh");

@@ -36,11 +36,13 @@ struct reassembly_limits {
   std::size_t history = 16;
 };
 
-/// What identifies a packet in flight.
+/// What identifies a packet in flight: its sender, the sender's WQP, its PSN, and whether it is
+/// a responder's (a QP's requests and responses number their PSNs apart).
 struct packet_key {
   mac_address src{};
   std::uint32_t src_wqp = 0;
   std::uint32_t psn = 0;
+  bool response = false;
   friend constexpr bool operator==(const packet_key&, const packet_key&) = default;
 };
 
@@ -210,16 +212,18 @@ class reassembler {
   };
   static constexpr std::size_t src_offset = wire::offset_of<wire::eth_header>("src");
   static constexpr std::size_t dst_offset = wire::offset_of<wire::eth_header>("dst");
+  // mac: the 48-bit source MAC, bit 48 the response flag; wqp_psn: WQP << 32 | PSN.
+  static constexpr std::uint64_t response_bit = std::uint64_t{1} << 48;
   static packed_key pack(const std::byte* frame, const header& h) {
-    return {wire::load_be<6>(frame + src_offset), std::uint64_t{h.src_wqp} << 32 | h.psn};
+    return {wire::load_be<6>(frame + src_offset) | (h.response ? response_bit : 0), std::uint64_t{h.src_wqp} << 32 | h.psn};
   }
   static packed_key pack(const packet_key& k) {
     std::uint64_t mac = 0;
     for (std::uint8_t b : k.src) mac = mac << 8 | b;
-    return {mac, std::uint64_t{k.src_wqp} << 32 | k.psn};
+    return {mac | (k.response ? response_bit : 0), std::uint64_t{k.src_wqp} << 32 | k.psn};
   }
   static packet_key unpack(const packed_key& k) {
-    packet_key p{{}, static_cast<std::uint32_t>(k.wqp_psn >> 32), static_cast<std::uint32_t>(k.wqp_psn)};
+    packet_key p{{}, static_cast<std::uint32_t>(k.wqp_psn >> 32), static_cast<std::uint32_t>(k.wqp_psn), (k.mac & response_bit) != 0};
     for (std::size_t i = 0; i < 6; ++i) p.src[i] = static_cast<std::uint8_t>(k.mac >> (40 - 8 * i));
     return p;
   }

@@ -21,6 +21,7 @@ struct packet_spec {
   std::uint32_t psn = 0;                   ///< 24 bits
   cell_type type = cell_type::send;
   bool ack_req = false;
+  bool response = false;                 ///< Transport only: a responder's packet (header flag)
   std::optional<cell::vamh> rdma{};      ///< RDMA write: required, in the first cell
   std::optional<std::uint32_t> idata{};  ///< Send or RDMA write: in the last cell
   std::optional<ack_info> ack{};         ///< control types: required
@@ -123,6 +124,7 @@ class segmenter {
     } else if (p.ack) {
       return error{errc::invalid_field, 0, "ack"};
     }
+    if (p.response && p.type != cell_type::transport) return error{errc::invalid_field, 0, "response"};
     if (p.type == cell_type::rdma_write && !p.rdma) return error{errc::vamh_missing, 0, "rdma"};
     if (p.type != cell_type::rdma_write && p.rdma) return error{errc::vamh_unexpected, 0, "rdma"};
     const std::size_t cells = total_ == 0 ? 1 : (total_ - 1) / cell_payload + 1;
@@ -139,6 +141,7 @@ class segmenter {
     h.last = csn_ + 1 == cells_;
     h.has_idata = h.last && spec_.idata.has_value();
     h.ack_req = spec_.ack_req;
+    h.response = spec_.response;
     h.has_vamh = h.first && spec_.rdma.has_value();
     h.dst_wqp = spec_.dst_wqp;
     h.src_wqp = spec_.src_wqp;

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <memory>
 #include <optional>
 #include <span>
@@ -310,7 +311,8 @@ class conformance {
       s->restart.reset();
       s->strangers.clear();
     }
-    for (const auto& [k, g] : cell_gaps_) report_at(g.frame, g.id, g.conv + " PSN " + psn_text(k.second.second), g.want, g.seen + "; never delivered whole");
+    for (const auto& [k, g] : cell_gaps_)
+      report_at(g.frame, g.id, g.conv + " PSN " + psn_text(k.second.second & ib::psn_mask), g.want, g.seen + "; never delivered whole");
     cell_gaps_.clear();
     std::vector<violation> out = std::move(deferred_);
     deferred_.clear();
@@ -568,24 +570,27 @@ class conformance {
     }
     // Packets that lost cells before the capture point are forgotten after cell_age of capture
     // time (their resends start again from the first cell).
-    if (!cells_) cells_.emplace(cell::reassembly_limits{.max_packets = 1024, .max_packet_bytes = 1 << 16, .max_bytes = 64 << 20,
+    if (!cells_) cells_.emplace(cell::reassembly_limits{.max_packets = 256, .max_packet_bytes = 1 << 16, .max_bytes = 16 << 20,
                                                          .max_age_ns = cell_age, .max_cell_payload = cell::max_cell_payload,
                                                          .history = 64});
     if (t_ - cells_expired_ >= cell_age / 16) cells_->expire(t_), cells_expired_ = t_;
-    const cell::packet_key key{c.src(), c.hdr.src_wqp, c.hdr.psn};
-    const auto gap_key = std::pair{src, std::pair<std::uint32_t, std::uint32_t>{c.hdr.src_wqp, c.hdr.psn}};
-    // A first cell starts the packet again: a sender resends a packet whole, and its cells must
-    // not be joined with those of an earlier transmission (which may differ: AckReq) that lost
-    // some before the capture point.
-    if (c.hdr.first) cells_->forget(key);
-    const cell::push_result r = cells_->push(c, t_);
+    const cell::packet_key key{c.src(), c.hdr.src_wqp, c.hdr.psn, c.hdr.response};
+    const auto gap_key = std::pair{src, std::pair<std::uint32_t, std::uint32_t>{c.hdr.src_wqp, c.hdr.psn | (c.hdr.response ? 1u << 31 : 0)}};
+    cell::push_result r = cells_->push(c, t_);
+    // A full table makes room: the packets that lost cells longest ago go first.
+    for (std::uint64_t older = cell_age / 2; r.status == cell::push_status::rejected && r.error.code == wire::errc::reassembly_full &&
+                                             r.error.field == "packets" && older >= 1000;
+         older /= 2) {
+      cells_->expire(t_ + cell_age - older);
+      r = cells_->push(c, t_);
+    }
     if (r.status == cell::push_status::rejected) {
       // Every failure to join a packet waits: it is a violation only if that packet is never
       // delivered whole later (a loss, duplicate or reordering before the capture point
       // explains it then).
       using E = wire::errc;
       const auto defer = [&](rule id, std::string want, std::string seen) {
-        if (std::find(cells_delivered_.begin(), cells_delivered_.end(), gap_key) != cells_delivered_.end()) return;  // a late copy
+        if (cells_delivered_.count(gap_key)) return;  // a late copy of a packet delivered already
         if (cell_gaps_.size() < opt_.limits.max_streams && !cell_gaps_.count(gap_key))
           cell_gaps_.emplace(gap_key, cell_gap{frame_, id, conv, std::move(want), std::move(seen)});
       };
@@ -604,8 +609,8 @@ class conformance {
     }
     if (r.status != cell::push_status::delivered || !r.packet) return;
     cell_gaps_.erase(gap_key);
-    cells_delivered_[cells_delivered_next_] = gap_key;
-    cells_delivered_next_ = (cells_delivered_next_ + 1) % cells_delivered_.size();
+    if (cells_delivered_.size() >= max_delivered) cells_delivered_.clear();  // (a bound: forgets, never grows)
+    cells_delivered_.insert(gap_key);
     const cell::delivered_packet d = *r.packet;
     const auto p = from_cell(d, opt_.codec);
     cells_->forget(key);  // the transport judges duplicates by PSN
@@ -961,15 +966,25 @@ class conformance {
     const ib::opcode_info& o = p.info();
     const bool has_aeth = o.has(ib::ext::aeth) && !native_cell;  // native cells carry no MSN or credits
     const bool plain = o.op == ib::operation::acknowledge;
-    if (o.is(ib::op_class::read_response) && (o.pos == ib::position::first || o.pos == ib::position::middle)) learn_stream_mtu(s, p.length);
+    if (o.is(ib::op_class::read_response) && (o.pos == ib::position::first || o.pos == ib::position::middle) && !s.mtu) {
+      // The MTU, first learned here, says how many PSNs the READ took.
+      learn_stream_mtu(s, p.length);
+      if (const read_rec* r = find_read(s, p.psn); r && !r->atomic) {
+        const std::uint32_t end = ib::psn_add(r->psn, read_packets(s, r->dmalen) - 1);
+        if (ib::psn_after(end, s.sent_max)) s.sent_max = end;
+      }
+    }
     const ib::syndrome syn{p.aeth.syndrome};
     if (has_aeth && syn.kind() == ib::aeth_kind::reserved)
       return report(rule::resp_nak_code, s, "an ACK, RNR NAK or NAK syndrome", "reserved syndrome " + hex8(syn.raw) + " in " + std::string{o.name});
     if (has_aeth && !plain && syn.kind() != ib::aeth_kind::ack)
       return report(rule::resp_credits, s, "an ACK syndrome (a credit code) in " + std::string{o.name},
                     std::string{syn.kind() == ib::aeth_kind::nak ? "NAK" : "RNR NAK"} + " syndrome " + hex8(syn.raw));
-    // The PSN named was sent, and a READ or atomic not yet answered is not acknowledged by it.
-    if (ib::psn_after(p.psn, s.sent_max))
+    // The PSN named was sent (a NAK may name the one after the last seen: it names the PSN
+    // expected, which may not have reached the capture point whole), and a READ or atomic not
+    // yet answered is not acknowledged by it.
+    const bool nak_type = o.has(ib::ext::aeth) && syn.kind() != ib::aeth_kind::ack;
+    if (ib::psn_after(p.psn, nak_type ? ib::psn_add(s.sent_max, 1) : s.sent_max))
       return report(rule::resp_ack_psn, s, "a PSN up to " + psn_text(s.sent_max) + " (the highest sent)", std::string{o.name} + " PSN " + psn_text(p.psn));
     read_rec* rr = find_read(s, p.psn);
     if (plain && rr && !rr->answered && (syn.kind() == ib::aeth_kind::ack || p.psn != rr->psn))
@@ -1210,12 +1225,12 @@ class conformance {
   std::map<std::tuple<host, host, std::uint32_t>, std::vector<stream*>> excluded_;  // while binding
   std::map<std::pair<host, host>, pp_pair> pp_;
   std::map<std::pair<host, std::uint32_t>, std::unique_ptr<dct_t>> targets_;
-  static constexpr std::uint64_t cell_age = 100'000'000;  ///< ns an incomplete cell packet is kept
+  static constexpr std::uint64_t cell_age = 2'000'000;  ///< ns (capture time) an incomplete cell packet is kept
   std::optional<cell::reassembler> cells_;
   std::uint64_t cells_expired_ = 0;
-  /// Cell packets delivered lately (a failure to join one of them again is a late copy's).
-  std::vector<std::pair<host, std::pair<std::uint32_t, std::uint32_t>>> cells_delivered_ = decltype(cells_delivered_)(1024);
-  std::size_t cells_delivered_next_ = 0;
+  /// Cell packets delivered (a failure to join one of them again is a late copy's).
+  static constexpr std::size_t max_delivered = 1u << 20;
+  std::set<std::pair<host, std::pair<std::uint32_t, std::uint32_t>>> cells_delivered_;
   std::map<std::pair<host, std::pair<std::uint32_t, std::uint32_t>>, cell_gap> cell_gaps_;
 };
 

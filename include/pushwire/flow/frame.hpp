@@ -14,7 +14,8 @@
 //   cell PageFaultDelay d     RC ACKNOWLEDGE, the page-fault ACK of d microseconds
 //                             (ib::page_fault_ack), fault_delay_us = d exactly
 //   cell Transport            any packet: the data is its BTH, extended headers and payload
-//                             (PadCnt 0); the header's WQP and PSN must be the BTH's
+//                             (PadCnt 0); the header's WQP and PSN must be the BTH's, and its
+//                             response flag set exactly for a response opcode
 // src_qp is the cell's source WQP, dest_qp its destination WQP. to_cell() gives the native form
 // (or an error), to_cell_form() the native form where there is one, else the Transport form.
 #pragma once
@@ -68,6 +69,7 @@ constexpr void address_cell(const packet& p, cell::packet_spec& s) {
   s.src_wqp = p.src_qp;
   s.psn = p.psn;
   s.ack_req = p.ack_req;
+  s.response = false;
   s.rdma.reset();
   s.idata.reset();
   s.ack.reset();
@@ -132,6 +134,7 @@ constexpr wire::result<packet> from_cell(const cell::delivered_packet& d, const 
     const ib::bth b = t.bth();
     if (b.destqp != d.dst_wqp) return wire::error{wire::errc::invalid_field, 0, "dst_wqp"};
     if (b.psn != d.key.psn) return wire::error{wire::errc::invalid_field, 0, "psn"};
+    if (t.op->request == d.key.response) return wire::error{wire::errc::invalid_field, 0, "response"};
     const auto get = [&]<ib::ext E>() { return t.get<E>(); };
     packet p = detail::from_headers(*t.op, b, get, t.payload);
     p.src_qp = p.info().has(ib::ext::deth) ? p.src_qp : d.key.src_wqp;
@@ -238,6 +241,7 @@ constexpr wire::result<cell_form> to_cell_form(const packet& p, cell::packet_spe
   f.head_len = p.info().header_len;
   detail::address_cell(p, base);
   base.type = cell::cell_type::transport;
+  base.response = !p.info().request;
   f.spec = base;
   return f;
 }
