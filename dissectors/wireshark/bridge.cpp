@@ -13,6 +13,7 @@
 #include <type_traits>
 
 #include <pushwire/cell/format.hpp>
+#include <pushwire/flow/conform.hpp>
 #include <pushwire/flow/observer.hpp>
 #include <pushwire/ib/aeth.hpp>
 #include <pushwire/ib/print.hpp>
@@ -96,6 +97,29 @@ void summarize(const M& m, line& l) {
 struct pw_observer {
   pushwire::flow::observer o{pushwire::flow::observer_limits{}};
 };
+struct pw_conform {
+  std::uint32_t mtu = 0;
+  pushwire::flow::conformance c{pushwire::flow::conform_options{.mtu = mtu}};
+};
+
+namespace {
+std::size_t copy_violations(std::span<const pushwire::flow::violation> vs, pw_violation* out, std::size_t max) {
+  for (std::size_t i = 0; i < vs.size() && i < max; ++i) {
+    const auto& v = vs[i];
+    pw_violation& o = out[i];
+    o.frame = static_cast<std::uint32_t>(v.frame);
+    o.rule = static_cast<int>(v.id);
+    o.name = pushwire::flow::info(v.id).name.data();  // the table's names are NUL-terminated literals
+    line l{o.text, sizeof o.text};
+    l.add(v.conversation);
+    l.add(": expected ");
+    l.add(v.expected);
+    l.add("; seen ");
+    l.add(v.seen);
+  }
+  return vs.size();
+}
+}  // namespace
 
 extern "C" {
 
@@ -267,6 +291,27 @@ pw_observer* pw_observer_new(void) {
   }
 }
 void pw_observer_reset(pw_observer* o) { o->o.reset(); }
+
+pw_conform* pw_conform_new(std::uint32_t mtu) {
+  try {
+    return new pw_conform{mtu};
+  } catch (...) {
+    return nullptr;
+  }
+}
+void pw_conform_reset(pw_conform* c) {
+  const std::uint32_t mtu = c->mtu;
+  c->c = flow::conformance(flow::conform_options{.mtu = mtu});
+}
+void pw_conform_free(pw_conform* c) { delete c; }
+std::size_t pw_conform_feed(pw_conform* c, std::uint32_t frame, std::uint64_t time_ns, const std::uint8_t* p, std::size_t n,
+                            std::size_t wire_len, pw_violation* out, std::size_t max) {
+  return copy_violations(c->c.check(frame, time_ns, bytes(p, n), wire_len), out, max);
+}
+std::size_t pw_conform_finish(pw_conform* c, pw_violation* out, std::size_t max) {
+  const auto vs = c->c.finish();
+  return copy_violations(vs, out, max);
+}
 void pw_observer_free(pw_observer* o) { delete o; }
 
 void pw_observer_feed(pw_observer* o, std::uint32_t frame, std::uint64_t time_ns, const std::uint8_t* p, std::size_t n,

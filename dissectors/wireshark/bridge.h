@@ -115,6 +115,27 @@ void pw_observer_reset(pw_observer *o);
 void pw_observer_free(pw_observer *o);
 void pw_observer_feed(pw_observer *o, uint32_t frame, uint64_t time_ns, const uint8_t *p, size_t n, pw_note *out);
 
+/* The conformance checker (flow::conformance, spec/conformance.md): fed every Ethernet frame in
+ * capture order on the first pass (wire_len: the frame's length on the wire, more than n when the
+ * snap length cut it), it says which rules each frame breaks; pw_conform_finish(), once every
+ * frame was fed, adds what only the rest of the capture could show (about earlier frames). */
+typedef struct pw_conform pw_conform;
+typedef struct pw_violation {
+    uint32_t frame;
+    int rule;           /* index in flow::rule_table (PW_CONFORM_RULES of them) */
+    const char *name;   /* "req.mtu" */
+    char text[480];     /* "RC 198.18.0.1 QP ? > 198.18.0.2 QP 0x000012: expected ...; seen ..." */
+} pw_violation;
+/* NULL when out of memory. mtu: the path MTU, 0 to infer it from the traffic as it comes. */
+pw_conform *pw_conform_new(uint32_t mtu);
+void pw_conform_reset(pw_conform *c);
+void pw_conform_free(pw_conform *c);
+/* The violations frame `frame` shows (at most max written); returns how many it shows. */
+size_t pw_conform_feed(pw_conform *c, uint32_t frame, uint64_t time_ns, const uint8_t *p, size_t n, size_t wire_len,
+                       pw_violation *out, size_t max);
+/* The capture's end: the violations left (each names its frame); returns how many. */
+size_t pw_conform_finish(pw_conform *c, pw_violation *out, size_t max);
+
 #ifdef __cplusplus
 }
 #endif

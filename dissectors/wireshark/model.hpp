@@ -17,6 +17,7 @@
 
 #include <pushwire/cell/format.hpp>
 #include <pushwire/ib/headers.hpp>
+#include <pushwire/flow/conform.hpp>
 #include <pushwire/ib/opcode.hpp>
 #include <pushwire/ib/print.hpp>
 #include <pushwire/msg/idata.hpp>
@@ -403,6 +404,8 @@ inline model build() {
   extra("pushwire.cell.packet_frame", "Packet completed in", ft::framenum, base::none,
         "frame of the packet's last cell");
   extra("pushwire.cell.reassembled", "Reassembled data", ft::bytes, base::none, "the packet's data, all cells");
+  extra("pushwire.conform.rule", "Conformance rule", ft::string, base::none,
+        "a rule of spec/conformance.md this frame breaks (flow::conformance, as pushwire-conform judges)");
 
   m.experts = {
       {"pushwire.icrc.bad", "PI_CHECKSUM", "PI_ERROR", "Bad ICRC"},
@@ -416,6 +419,15 @@ inline model build() {
       {"pushwire.dc.connect", "PI_SEQUENCE", "PI_CHAT", "DC connect or disconnect"},
       {"pushwire.read_as_write", "PI_SEQUENCE", "PI_CHAT", "Read served as a write"},
   };
+  // One per conformance rule, in the rules' order (pushwire-wsgen indexes them by rule).
+  for (const flow::rule_info& r : flow::rule_table) {
+    const std::string_view n = r.name;
+    const bool checksum = n == "frame.icrc" || n == "cell.crc" || n == "cell.packet_crc";
+    const bool shape = n == "frame.length" || n == "cell.sequence";
+    const bool sequence = n.starts_with("retx.") || n.starts_with("pagefault.") || n.starts_with("dc.") || n == "req.psn_sequence";
+    m.experts.push_back({"pushwire.conform." + std::string{n}, checksum ? "PI_CHECKSUM" : shape ? "PI_MALFORMED" : sequence ? "PI_SEQUENCE" : "PI_PROTOCOL",
+                         checksum || shape ? "PI_ERROR" : "PI_WARN", std::string{r.checks}});
+  }
   return m;
 }
 

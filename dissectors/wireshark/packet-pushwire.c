@@ -13,6 +13,7 @@
 
 #include <epan/packet.h>
 #include <epan/expert.h>
+#include <epan/prefs.h>
 #include <epan/proto_data.h>
 #include <epan/etypes.h>
 #include <epan/dissectors/packet-infiniband.h>
@@ -71,6 +72,75 @@ static const pw_note *frame_note(packet_info *pinfo)
     if (n->send_data) n->send_data = (const guint8 *)wmem_memdup(wmem_file_scope(), n->send_data, n->send_data_len);
     p_add_proto_data(wmem_file_scope(), pinfo, proto_pushwire, 0, n);
     return n;
+}
+
+/* ------------------------------------------------------------------ conformance */
+
+/* The rules of spec/conformance.md each frame breaks, judged by the library's checker (through
+ * bridge.h) as pushwire-conform judges them: fed every Ethernet frame in order on the first pass;
+ * what only the rest of the capture shows (a PSN never sent, a NAK never obeyed) is added on the
+ * first later pass (Wireshark's display pass; tshark -2). */
+static pw_conform *conform;
+static gboolean conform_enabled = TRUE;
+static gboolean conform_finished;
+static wmem_map_t *conform_late; /* frame number -> GSList of pw_violation, from pw_conform_finish */
+
+static GSList *conform_keep(GSList *list, const pw_violation *v)
+{
+    return g_slist_append(list, wmem_memdup(wmem_file_scope(), v, sizeof *v));
+}
+
+/* This frame's violations (a GSList of pw_violation), computed on the first pass and kept. */
+static GSList *frame_violations(tvbuff_t *tvb, packet_info *pinfo)
+{
+    GSList *list = (GSList *)p_get_proto_data(wmem_file_scope(), pinfo, proto_pushwire, 1);
+    if (!conform_enabled || !conform) return NULL;
+    if (!PINFO_FD_VISITED(pinfo)) {
+        const guint len = tvb_captured_length(tvb);
+        const guint64 ns = pinfo->abs_ts.secs < 0 ? 0 : (guint64)pinfo->abs_ts.secs * 1000000000u + (guint64)pinfo->abs_ts.nsecs;
+        pw_violation found[8];
+        const size_t n = pw_conform_feed(conform, pinfo->num, ns, tvb_get_ptr(tvb, 0, (gint)len), len, tvb_reported_length(tvb),
+                                         found, G_N_ELEMENTS(found));
+        for (size_t i = 0; i < n && i < G_N_ELEMENTS(found); i++) list = conform_keep(list, &found[i]);
+        if (list) p_add_proto_data(wmem_file_scope(), pinfo, proto_pushwire, 1, list);
+        return list;
+    }
+    if (!conform_finished) {
+        conform_finished = TRUE;
+        pw_violation late[64];
+        const size_t n = pw_conform_finish(conform, late, G_N_ELEMENTS(late));
+        for (size_t i = 0; i < n && i < G_N_ELEMENTS(late); i++) {
+            const guint32 f = late[i].frame;
+            GSList *l = (GSList *)wmem_map_lookup(conform_late, GUINT_TO_POINTER(f));
+            wmem_map_insert(conform_late, GUINT_TO_POINTER(f), conform_keep(l, &late[i]));
+        }
+    }
+    GSList *late = (GSList *)wmem_map_lookup(conform_late, GUINT_TO_POINTER(pinfo->num));
+    if (!late) return list;
+    /* both: the first pass's and the end's (copied so neither list is changed) */
+    GSList *all = g_slist_copy(list);
+    for (GSList *l = late; l; l = l->next) all = g_slist_append(all, l->data);
+    return all;
+}
+
+/* One expert info and a pushwire.conform.rule item per violation of this frame. */
+static void show_violations(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree)
+{
+    GSList *list = frame_violations(tvb, pinfo);
+    if (!list) return;
+    GSList *kept = (GSList *)p_get_proto_data(wmem_file_scope(), pinfo, proto_pushwire, 1);
+    proto_item *ti = proto_tree_add_item(tree, proto_pushwire, tvb, 0, -1, ENC_NA);
+    proto_item_append_text(ti, " conformance");
+    proto_tree *sub = proto_item_add_subtree(ti, ett_pushwire);
+    for (GSList *l = list; l; l = l->next) {
+        const pw_violation *v = (const pw_violation *)l->data;
+        if (v->rule < 0 || v->rule >= PW_CONFORM_RULES) continue;
+        proto_item *ri = proto_tree_add_string(sub, hf_pushwire_conform_rule, tvb, 0, 0, v->name);
+        proto_item_set_generated(ri);
+        expert_add_info_format(pinfo, ri, pw_conform_ei[v->rule], "%s: %s", v->name, v->text);
+        col_append_fstr(pinfo->cinfo, COL_INFO, " [%s]", v->name);
+    }
+    if (list != kept) g_slist_free(list);
 }
 
 /* ------------------------------------------------------------------ the layout walker */
@@ -229,6 +299,7 @@ static int dissect_pushwire_post(tvbuff_t *tvb, packet_info *pinfo, proto_tree *
 {
     if (pinfo->rec->rec_type != REC_TYPE_PACKET || pinfo->rec->rec_header.packet_header.pkt_encap != WTAP_ENCAP_ETHERNET)
         return 0;
+    show_violations(tvb, pinfo, tree);
     const guint len = tvb_captured_length(tvb);
     if (len != tvb_reported_length(tvb)) return 0; /* cut by the snap length: nothing to verify */
     pw_roce r;
@@ -416,12 +487,16 @@ static int dissect_cell(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, voi
 static void observer_reset(void)
 {
     if (observer) pw_observer_reset(observer);
+    if (conform) pw_conform_reset(conform);
+    conform_finished = FALSE;
 }
 
 static void observer_free(void)
 {
     pw_observer_free(observer);
     observer = NULL;
+    pw_conform_free(conform);
+    conform = NULL;
 }
 
 static void proto_register_pushwire(void)
@@ -436,6 +511,13 @@ static void proto_register_pushwire(void)
     expert_register_field_array(expert_register_protocol(proto_pushwire), ei, array_length(ei));
 
     observer = pw_observer_new();
+    conform = pw_conform_new(0);
+    conform_late = wmem_map_new_autoreset(wmem_epan_scope(), wmem_file_scope(), g_direct_hash, g_direct_equal);
+    module_t *prefs = prefs_register_protocol(proto_pushwire, NULL);
+    prefs_register_bool_preference(prefs, "conform", "Check conformance",
+                                   "Judge every frame against spec/conformance.md's rules, as pushwire-conform does "
+                                   "(expert infos pushwire.conform.*)",
+                                   &conform_enabled);
     register_init_routine(observer_reset);
     register_cleanup_routine(observer_reset);
     register_shutdown_routine(observer_free);

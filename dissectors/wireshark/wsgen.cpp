@@ -72,6 +72,12 @@ std::string generate(const model& m) {
     o << "    { &" << e.ident() << ", { " << quoted(e.abbrev) << ", " << e.group << ", " << e.severity << ", "
       << quoted(e.summary) << ", EXPFILL } }, \\\n";
   o << "\n\n";
+  // The conformance rules' expert infos by rule index (flow::rule_table's order).
+  o << "#define PW_CONFORM_RULES " << pushwire::flow::rule_count << "\n";
+  o << "static expert_field *const pw_conform_ei[PW_CONFORM_RULES] = {\n";
+  for (const expert& e : m.experts)
+    if (e.abbrev.starts_with("pushwire.conform.")) o << "    &" << e.ident() << ",\n";
+  o << "};\n\n";
   for (const layout& l : m.layouts) o << "static gint ett_pw_" << l.ident << " = -1;\n";
   o << "\n#define PW_ETT_REGISTER";
   for (const layout& l : m.layouts) o << " \\\n    &ett_pw_" << l.ident << ",";

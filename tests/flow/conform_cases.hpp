@@ -261,9 +261,11 @@ inline std::vector<rule_case> rule_cases() {
     c.roce(req(opcode::rc_send_only, 103, d));
     out.push_back({"req.psn_sequence", rule::req_psn_sequence, at, std::move(c)});
   }
-  // req.opcode_sequence: a SEND_LAST where a SEND_ONLY belongs (no message in progress).
-  out.push_back({"req.opcode_sequence", rule::req_opcode_sequence, 5, base_conversation({.edit = [](std::size_t i, packet& p) {
-                   if (i == 5) p.opcode = opcode::rc_send_last;
+  // req.opcode_sequence: a FIRST where the write's MIDDLE belongs (a message started inside one;
+  // its own DMA length adds up with the LAST after it). (A SEND_LAST with no message before it
+  // would do too, but makes stock tshark 4.0's two-pass reassembly fail a dissector assertion.)
+  out.push_back({"req.opcode_sequence", rule::req_opcode_sequence, 2, base_conversation({.edit = [](std::size_t i, packet& p) {
+                   if (i == 2) p.opcode = opcode::rc_rdma_write_first, p.va = va_b + 0x4000, p.rkey = rkey_b, p.dmalen = mtu + 452;
                  }})});
   // req.mtu: a MIDDLE of 1000 bytes (the MTU is 1024), the DMA length still adding up.
   out.push_back({"req.mtu", rule::req_mtu, 2, [] {

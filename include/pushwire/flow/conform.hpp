@@ -244,7 +244,10 @@ class conformance {
       static constexpr char hexd[] = "0123456789abcdef";
       std::string s;
       if (kind == 4) {
-        for (int i = 0; i < 4; ++i) s += (i ? "." : "") + std::to_string(b[static_cast<std::size_t>(i)]);
+        for (std::size_t i = 0; i < 4; ++i) {
+          if (i) s += '.';
+          s += std::to_string(b[i]);
+        }
       } else {
         const int n = kind == 1 ? 6 : 16;
         for (int i = 0; i < n; ++i) {

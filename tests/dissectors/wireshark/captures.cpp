@@ -35,6 +35,8 @@
 #include <pushwire/msg/idata.hpp>
 #include <pushwire/msg/msg.hpp>
 #include <pushwire/wire/hex.hpp>
+
+#include "../../flow/conform_cases.hpp"
 #include <pushwire/wire/pcap.hpp>
 
 #include "model.hpp"
@@ -560,11 +562,16 @@ int write_expected(const std::string& pcap) {
   std::ofstream out(pcap.substr(0, pcap.rfind('.')) + ".expected");
   expect x{m, out};
   flow::observer obs;
+  flow::conformance conform;  // as the plugin runs it: one pass, the MTU inferred as frames come
   for (;;) {
     auto rec = r->next();
     if (!rec || !*rec) break;
     ++x.frame;
     const auto f = (*rec)->data;
+    for (const flow::violation& v : conform.check(x.frame, (*rec)->ts_ns, f, (*rec)->orig_len)) {
+      x.put("pushwire.conform.rule", std::string{flow::info(v.id).name});
+      x.expert("pushwire.conform." + std::string{flow::info(v.id).name});
+    }
     const flow::frame_note n = obs.observe(x.frame, (*rec)->ts_ns, f);
     if (f.size() >= 14 && wire::load_be16(f.data() + 12) == cell::ethertype) expect_cell(x, n, f);
     else expect_roce(x, n, f);
@@ -619,8 +626,23 @@ int corrupt(const std::string& in, int n, const std::string& dir, unsigned seed)
 
 }  // namespace
 
+// Every conformance rule's capture (tests/flow/conform_cases.hpp) as DIR/conform-N.pcap, and
+// DIR/conform.want: "conform-N.pcap<TAB>frame<TAB>rule" per capture.
+int write_conform(const std::string& dir) {
+  std::ofstream want(dir + "/conform.want");
+  int n = 0;
+  for (const auto& c : test::conform::rule_cases()) {
+    const std::string name = "conform-" + std::to_string(n++) + ".pcap";
+    const auto bytes = c.cap.pcap();
+    std::ofstream(dir + "/" + name, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    want << name << "\t" << c.frame << "\t" << flow::info(c.id).name << "\n";
+  }
+  return want ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "conform" && argc == 3) return write_conform(argv[2]);
   if (mode == "write" && argc == 3) {
     write_roce(std::string{argv[2]} + "/roce.pcap");
     write_cells(std::string{argv[2]} + "/cells.pcap");
@@ -633,6 +655,6 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (mode == "corrupt" && argc == 6) return corrupt(argv[2], std::stoi(argv[3]), argv[4], static_cast<unsigned>(std::stoul(argv[5])));
-  std::cerr << "usage: pushwire-ws-captures write DIR | expect FILE.pcap | corrupt IN N DIR SEED\n";
+  std::cerr << "usage: pushwire-ws-captures write DIR | conform DIR | expect FILE.pcap | corrupt IN N DIR SEED\n";
   return 1;
 }

@@ -6,6 +6,7 @@
   check_plugin.py robust  PLUGIN_SO CAPTURES_TOOL SEED COUNT FILE.pcap [FILE.pcap ...]
   check_plugin.py agree   PLUGIN_SO PUSHWIRE_DUMP FILE.pcap FILE.want
   check_plugin.py tap     PLUGIN_SO PUSHWIRE_RNIC
+  check_plugin.py conform PLUGIN_SO PUSHWIRE_CONFORM DIR (DIR/conform.want, DIR/gen-*.pcap)
 
 tshark ignores personal plugin directories when run as root (CI runs as root), so the plugin is
 staged under a fresh HOME in /tmp and tshark runs as uid 65534 through setpriv. Exit 77 (ctest
@@ -227,6 +228,34 @@ def tap(plugin, rnic):
                 print(f"roce: {len(rows)} reads served as writes, each with its source length and sink")
 
 
+def conform(plugin, tool, directory):
+    """The plugin's pushwire.conform.* expert infos (spec/conformance.md, spec/wireshark.md) are
+    pushwire-conform's verdicts: for every rule's capture, tshark -2 shows exactly that rule at
+    that frame, as pushwire-conform --json does; pushwire-gen's captures show none."""
+    home = stage(plugin)
+    checked = 0
+    with open(os.path.join(directory, "conform.want")) as f:
+        wants = [line.rstrip("\n").split("\t") for line in f if line.strip()]
+    for name, frame, rule in wants:
+        pcap = put(home, os.path.join(directory, name))
+        rows = tshark(home, ["-2", "-r", pcap, "-Y", "pushwire.conform.rule", "-T", "fields", "-e", "frame.number",
+                             "-e", "pushwire.conform.rule", "-e", "_ws.expert.severity"]).stdout.splitlines()
+        got = [tuple(r.split("\t")[:2]) for r in rows]
+        p = subprocess.run([tool, "--json", pcap], capture_output=True, text=True)
+        tool_says = [(str(o["frame"]), o["rule"]) for o in map(json.loads, p.stdout.splitlines()) if "rule" in o]
+        if got != [(frame, rule)] or tool_says != got:
+            sys.exit(f"FAIL: {name}: want {rule} at frame {frame}; the plugin says {got}, pushwire-conform {tool_says}")
+        if not rows[0].split("\t")[2]:
+            sys.exit(f"FAIL: {name}: no expert info severity on the violation")
+        checked += 1
+    for name in ("gen-roce.pcap", "gen-cells.pcap"):
+        pcap = put(home, os.path.join(directory, name))
+        rows = tshark(home, ["-2", "-r", pcap, "-Y", "pushwire.conform.rule"]).stdout.splitlines()
+        if rows:
+            sys.exit(f"FAIL: {name}: violations in pushwire-gen's capture: {rows[:3]}")
+    print(f"{checked} rules, each at its frame as pushwire-conform says; pushwire-gen's captures clean")
+
+
 def main():
     if len(sys.argv) < 3:
         sys.exit(__doc__)
@@ -239,6 +268,8 @@ def main():
         agree(plugin, sys.argv[3], sys.argv[4], sys.argv[5])
     elif mode == "tap":
         tap(plugin, sys.argv[3])
+    elif mode == "conform":
+        conform(plugin, sys.argv[3], sys.argv[4])
     elif mode == "robust":
         robust(plugin, sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), sys.argv[6:])
     else:

@@ -1,0 +1,136 @@
+// pushwire-conform as a user runs it: every rule's capture reported as that rule at that frame
+// (text and JSON), clean captures (pushwire-gen's, the reference RNIC's soak over a faulty
+// fabric in both framings) exit 0, --only, --mtu, --udp-port, and exit status 2 on what it
+// cannot read.
+#include <string>
+#include <vector>
+
+#include "../flow/conform_cases.hpp"
+#include "tools.hpp"
+
+using namespace pushwire;
+using namespace pushwire::test::conform;
+
+namespace {
+
+test::run_result conform(const std::string& args) { return test::run_conform(args); }
+
+std::string write(const capture& c, const std::string& name) {
+  const std::string path = PUSHWIRE_WORKDIR "/conform-" + name + ".pcap";
+  test::write_file(path, c.pcap());
+  return path;
+}
+
+std::string quoted(const std::string& path) { return "'" + path + "'"; }
+
+}  // namespace
+
+TEST_CASE("pushwire-conform: each rule's capture, one violation of that rule at that frame", "[tools][conform]") {
+  int n = 0;
+  for (const auto& c : rule_cases()) {
+    DYNAMIC_SECTION(c.name) {
+      const std::string path = write(c.cap, "rule-" + std::to_string(n));
+      const std::string name{flow::info(c.id).name};
+      auto j = conform("--json " + quoted(path));
+      CHECK(j.status == 1);
+      CHECK(j.err.empty());
+      const auto l = test::lines_of(j.out);
+      REQUIRE(l.size() == 2);
+      CHECK(l[0].starts_with("{\"frame\":" + std::to_string(c.frame) + ",\"rule\":\"" + name + "\",\"conversation\":\""));
+      CHECK(l[0].find("\"expected\":\"") != std::string::npos);
+      CHECK(l[0].find("\"seen\":\"") != std::string::npos);
+      CHECK(l[0].find("\"reference\":\"" + std::string{flow::info(c.id).reference} + "\"}") != std::string::npos);
+      CHECK(l[1].starts_with("{\"summary\":{\"frames\":" + std::to_string(c.cap.frames.size()) + ","));
+      CHECK(l[1].find("\"" + name + "\":1") != std::string::npos);
+      CHECK(l[1].ends_with("\"total\":1}}"));
+      auto t = conform(quoted(path));
+      CHECK(t.status == 1);
+      const auto tl = test::lines_of(t.out);
+      REQUIRE(tl.size() == 2);
+      CHECK(tl[0].starts_with("frame " + std::to_string(c.frame) + ": " + name + ": "));
+      CHECK(tl[0].find(": expected ") != std::string::npos);
+      CHECK(tl[0].find("; seen ") != std::string::npos);
+      CHECK(tl[1].find(" 1 violation: " + name + " 1") != std::string::npos);
+      // --only without it (its group's other rules, or another group): clean
+      const std::string other = name.starts_with("frame.") ? "req" : "frame";
+      auto o = conform("--only " + other + " " + quoted(path));
+      CHECK(o.status == 0);
+      auto g = conform("--only " + name.substr(0, name.find('.')) + " " + quoted(path));
+      CHECK(g.status == 1);
+    }
+    ++n;
+  }
+}
+
+TEST_CASE("pushwire-conform: pushwire-gen's captures and the clean conversation exit 0", "[tools][conform]") {
+  for (const std::string framing : {"roce", "cell"}) {
+    const std::string path = PUSHWIRE_WORKDIR "/conform-gen-" + framing + ".pcap";
+    REQUIRE(test::run_gen("--framing " + framing + " --out " + quoted(path)).status == 0);
+    auto r = conform(quoted(path));
+    INFO(r.out);
+    CHECK(r.status == 0);
+    CHECK(r.out.find(" 0 violations") != std::string::npos);
+  }
+  // --bad-icrc adds one frame.icrc
+  const std::string bad = PUSHWIRE_WORKDIR "/conform-gen-bad.pcap";
+  REQUIRE(test::run_gen("--framing roce --bad-icrc --out " + quoted(bad)).status == 0);
+  auto b = conform(quoted(bad));
+  CHECK(b.status == 1);
+  CHECK(b.out.starts_with("frame 17: frame.icrc: "));
+  const std::string base = write(base_conversation(), "base");
+  CHECK(conform(quoted(base)).status == 0);
+}
+
+TEST_CASE("pushwire-conform: the reference RNIC's soak over a lossy, duplicating, reordering fabric exits 0", "[tools][conform][rnic]") {
+  for (const std::string framing : {"roce", "cell"}) {
+    for (const std::string seed : {"1", "2"}) {
+      DYNAMIC_SECTION(framing << " seed " << seed) {
+        const std::string path = PUSHWIRE_WORKDIR "/conform-soak-" + framing + seed + ".pcap";
+        auto s = test::run_rnic("soak --messages 200 --seed " + seed + " --loss 0.05 --dup 0.05 --reorder 0.05 --framing " + framing +
+                                " --pcap " + quoted(path) + " --json");
+        REQUIRE(s.status == 0);
+        CHECK(s.out.find("\"retransmits\":0,") == std::string::npos);  // the faults happened
+        auto r = conform(quoted(path));
+        INFO(r.out.substr(0, 2000));
+        CHECK(r.status == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("pushwire-conform: --mtu, --udp-port and the inferred MTU", "[tools][conform]") {
+  const std::string base = write(base_conversation(), "base-mtu");
+  // The conversation's MTU is 1024: told 512, its FIRST and MIDDLE of 1024 bytes are too long.
+  auto small = conform("--json --mtu 512 " + quoted(base));
+  CHECK(small.status == 1);
+  CHECK(small.out.find("\"rule\":\"req.mtu\"") != std::string::npos);
+  CHECK(conform("--mtu 1024 " + quoted(base)).status == 0);
+  // Another RoCEv2 port: nothing here is RoCEv2.
+  auto port = conform("--udp-port 4792 " + quoted(base));
+  CHECK(port.status == 0);
+  CHECK(port.out == "13 frames (0 RoCEv2, 0 cells, 13 other), 0 conversations, 0 violations\n");
+}
+
+TEST_CASE("pushwire-conform: what it cannot read exits 2 with one line", "[tools][conform]") {
+  const std::string junk = PUSHWIRE_WORKDIR "/conform-junk.pcap";
+  test::write_file(junk, std::string("this is not a capture file at all, nor pcapng"));
+  auto j = conform(quoted(junk));
+  CHECK(j.status == 2);
+  CHECK(j.out.empty());
+  CHECK(j.err.starts_with("pushwire-conform: error: bad_pcap"));
+  CHECK(conform(quoted(PUSHWIRE_WORKDIR "/no-such-file.pcap")).status == 2);
+  auto cut = base_conversation().pcap();
+  cut.resize(cut.size() - 7);
+  test::write_file(PUSHWIRE_WORKDIR "/conform-cut.pcap", cut);
+  auto c = conform(quoted(PUSHWIRE_WORKDIR "/conform-cut.pcap"));
+  CHECK(c.status == 2);
+  CHECK(c.err.starts_with("pushwire-conform: error: truncated"));
+  CHECK(conform("").status == 2);
+  CHECK(conform("--only req.nothing x.pcap").status == 2);
+  CHECK(conform("--mtu 1000 x.pcap").status == 2);
+  CHECK(conform("--udp-port 0 x.pcap").status == 2);
+  CHECK(conform("--bogus x.pcap").status == 2);
+  auto h = conform("--help");
+  CHECK(h.status == 0);
+  CHECK(h.err.find("usage: pushwire-conform FILE") != std::string::npos);
+}
