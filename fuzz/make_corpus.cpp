@@ -23,6 +23,7 @@
 #include <pushwire/wire/pcap.hpp>
 
 #include "cell/vectors.hpp"
+#include "flow/conform_cases.hpp"
 #include "msg/vectors.hpp"
 #include "support/pcapng.hpp"
 
@@ -164,6 +165,19 @@ int main(int argc, char** argv) {
     for (std::size_t i = 0; i < ramp.size(); ++i) ramp[i] = static_cast<std::byte>(i * 37);
     seed(t, "zeros", zeros);
     seed(t, "ramp", ramp);
+  }
+  // the conformance checker's input: (u16 time step, cut choice, u16 length, frame) per frame,
+  // a seed per rule's capture
+  for (const auto& c : test::conform::rule_cases()) {
+    std::vector<std::byte> in{std::byte{1}};  // (no MTU given)
+    for (const auto& f : c.cap.frames) {
+      in.insert(in.end(), {std::byte{0x03}, std::byte{0xE8}, std::byte{1}, std::byte(f.size() >> 8), std::byte(f.size() & 0xFF)});
+      in.insert(in.end(), f.begin(), f.end());
+    }
+    std::string name = c.name;
+    for (char& ch : name)
+      if (ch == ' ' || ch == '(' || ch == ')' || ch == '.') ch = '_';
+    seed("conform", name, in);
   }
   // capture files: the tests' pcapng vectors, alone and as two sections; a big-endian classic pcap
   namespace ng = test::pcapng;

@@ -88,6 +88,7 @@ std::map<std::string, std::string> dictionaries() {
   for (const char* t : {"msg_dispatch", "roundtrip"}) d[std::string{t} + ".dict"] = msg;
   for (const char* t : {"roce_frame", "bth_chain"}) d[std::string{t} + ".dict"] = roce;
   for (const char* t : {"cell_decode", "cell_reassembler"}) d[std::string{t} + ".dict"] = cell;
+  d["conform.dict"] = roce + cell;  // captures of both framings
   d["pcap_reader.dict"] = capture;
   return d;
 }

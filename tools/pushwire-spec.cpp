@@ -503,6 +503,20 @@ std::optional<std::string> render(std::string_view key) {
     for (const auto& n : crc::select_errc_names)
       s += "| `" + std::string{n.name} + "` | " + std::string{crc::select_errc_meanings[n.value - 1]} + " |\n";
     out = s;
+  } else if (kind == "conform_rules") {
+    std::string s = "| Rule | What it checks | Decided by | Reference |\n|---|---|---|---|\n";
+    for (const flow::rule_info& r : flow::rule_table)
+      s += "| `" + std::string{r.name} + "` | " + std::string{r.checks} + " | " + std::string{r.judge} + " | " + std::string{r.reference} + " |\n";
+    out = s;
+  } else if (kind == "conform_limits") {
+    const flow::conform_limits l{};
+    out = "| Bound | Default | Beyond it |\n|---|---:|---|\n"
+          "| `max_streams` | " + std::to_string(l.max_streams) + " | a new stream is not tracked (`dropped_conversations`) |\n"
+          "| `history` | " + std::to_string(l.history) + " | PSNs older than this in a stream are forgotten |\n"
+          "| `reads` | " + std::to_string(l.reads) + " | older READ and atomic requests are forgotten |\n"
+          "| `max_pp_pairs` | " + std::to_string(l.max_pp_pairs) + " | a new push-push host pair is not judged |\n"
+          "| `max_message` | " + std::to_string(l.max_message) + " | a longer SEND is not read as a push-push message |\n"
+          "| `max_deferred` | " + std::to_string(l.max_deferred) + " | later verdicts are counted, not kept (`dropped_violations`) |\n";
   } else if (kind == "rnic_errors") {
     std::string s = "| Code | Name | Meaning |\n|---:|---|---|\n";
     for (std::size_t i = 0; i < rnic::errc_table.size(); ++i)

@@ -85,10 +85,10 @@ struct rule_info {
 
 inline constexpr std::array<rule_info, rule_count> rule_table{{
     {rule::frame_icrc, "frame.icrc", "A RoCEv2 frame's ICRC is the CRC of its invariant fields.", "ib::inspect (ib::compute_icrc)",
-     "IBTA vol. 1 Annex A17 (RoCEv2) A17.4.3; spec/roce.md §3"},
+     "IBTA vol. 1 Annex A17 (RoCEv2) A17.4.3; spec/roce.md §8"},
     {rule::frame_length, "frame.length",
      "IP and UDP lengths, PadCnt, the opcode's header chain and its payload agree (a frame to the RoCEv2 port).", "ib::inspect",
-     "IBTA vol. 1 9.2, 9.3; spec/roce.md §11"},
+     "IBTA vol. 1 9.2, 9.3; spec/roce.md §10, §11"},
     {rule::req_psn_sequence, "req.psn_sequence",
      "A requester's PSNs advance by one per packet (a READ by its responses'); a PSN skipped is sent later (lost before "
      "the capture point, then resent) or acknowledged (the capture missed it), else it is a violation.",
@@ -135,28 +135,28 @@ inline constexpr std::array<rule_info, rule_count> rule_table{{
     {rule::pagefault_no_retransmit, "pagefault.no_retransmit",
      "After a page-fault ACK (an RNR NAK answering an RDMA WRITE, READ or atomic; a PageFaultDelay cell) the requester sends "
      "nothing on that QP until the delay has passed.",
-     "ib::page_fault_ack", "page-fault explicit flow control (seed 000); spec/flow.md §2, spec/cells.md §11"},
+     "ib::page_fault_ack", "page-fault explicit flow control (seed 000); spec/flow.md §3, spec/roce.md §6"},
     {rule::dc_connect_first, "dc.connect_first", "A DC stream starts with a connect.", "flow::dc_target::judge (stranger)",
-     "Mellanox DC transport; spec/roce.md §4, spec/flow.md §4"},
+     "Mellanox DC transport; spec/roce.md §5, spec/flow.md §4"},
     {rule::dc_disconnect_last, "dc.disconnect_last",
      "No new data follows a DC disconnect until the next connect (an older PSN's resend is not new).",
-     "flow::dc_target::judge (stranger, closed_before)", "spec/roce.md §4, spec/flow.md §4"},
+     "flow::dc_target::judge (stranger, closed_before)", "spec/roce.md §5, spec/flow.md §4"},
     {rule::pp_idata_bounds, "pp.idata_bounds",
      "A push-push transfer indication (idata, BufferRDMAIndicate) names an advertised pool and element, and its byte count "
      "fits the element.",
-     "flow::pool_owner::on_indication (unknown_pool, too_large)", "split-model driver IV.B (seed 003); spec/push-push.md"},
+     "flow::pool_owner::on_indication (unknown_pool, too_large)", "split-model driver IV.A.2, IV.B.2 (seed 003); spec/push-push.md §6, spec/flow.md §1"},
     {rule::pp_element_free, "pp.element_free",
      "No RDMA write lands in a pool element the owner has not lent (not advertised, or consumed and not yet returned).",
-     "flow::pool_owner (element lent)", "split-model driver IV.B (seed 003); spec/push-push.md"},
+     "flow::pool_owner (element lent)", "split-model driver IV.B (seed 003); spec/flow.md §1"},
     {rule::pp_write_after_flush, "pp.write_after_flush", "No RDMA write lands in a pool after its flush completed.",
-     "flow::pool_owner (pool_state::flushed)", "split-model driver IV.B.1 (seed 003); spec/push-push.md"},
-    {rule::cell_crc, "cell.crc", "A cell's cell CRC is the CRC-32C of its bytes.", "cell::inspect", "spec/cells.md §3"},
+     "flow::pool_owner (pool_state::flushed)", "split-model driver IV.B.1 (seed 003); spec/flow.md §1"},
+    {rule::cell_crc, "cell.crc", "A cell's cell CRC is the CRC-32C of its bytes.", "cell::inspect", "spec/cells.md §5"},
     {rule::cell_packet_crc, "cell.packet_crc", "A packet's packet CRC, in its last cell, is the CRC-32C of its data.",
-     "cell::reassembler", "spec/cells.md §3, §5"},
+     "cell::reassembler", "spec/cells.md §5, §8"},
     {rule::cell_sequence, "cell.sequence",
      "A packet's cells agree (type, count, destination), come in CSN order with first and last flags in place, and a packet "
      "that lost cells is sent again.",
-     "cell::inspect (check_header), cell::reassembler", "spec/cells.md §2, §5"},
+     "cell::inspect (check_header), cell::reassembler", "spec/cells.md §3, §8"},
 }};
 
 namespace detail {
