@@ -55,6 +55,10 @@ DIR_asan  := build-asan
 DIR_fuzz  := build-fuzz
 DIR_aarch64 := build-aarch64
 
+# pushwire-gen's story: the host (10.0.0.1, QP 0x11) and the I/O unit (10.0.0.2, QP 0x22).
+HOST_TO_IOU := eth.src=02:00:00:00:00:01 eth.dst=02:00:00:00:00:02 ip.src=10.0.0.1 ip.dst=10.0.0.2
+IOU_TO_HOST := eth.src=02:00:00:00:00:02 eth.dst=02:00:00:00:00:01 ip.src=10.0.0.2 ip.dst=10.0.0.1
+
 .PHONY: demo test deps test-gcc test-clang test-asan test-aarch64 test-fuzz bench bench-wireshark spec clean
 
 demo: deps
@@ -75,6 +79,18 @@ demo: deps
 	./$(DIR_gcc)/tools/pushwire-rnic soak --messages 500 --loss 0.02 --dup 0.02 --reorder 0.02 --corrupt 0.02 --pcap $(DIR_gcc)/demo-rnic.pcap --json
 	@echo; echo "=== Its first frames, as the fabric's tap recorded them: $(DIR_gcc)/demo-rnic.pcap"
 	./$(DIR_gcc)/tools/pushwire-dump $(DIR_gcc)/demo-rnic.pcap | head -6
+	@echo; echo "=== pushwire-conform on that capture (spec/conformance.md): the frames the link corrupted fail their ICRC"
+	@echo "    (frame.icrc, or frame.length where a length was hit); its losses, duplicates and reorderings break no rule"
+	./$(DIR_gcc)/tools/pushwire-conform $(DIR_gcc)/demo-rnic.pcap | tail -1
+	@echo; echo "=== ... and the RoCEv2 story with three frames added by pushwire-gen frame, each breaking a rule: $(DIR_gcc)/demo-broken.pcap"
+	cp $(DIR_gcc)/demo-roce.pcap $(DIR_gcc)/demo-broken.pcap
+	./$(DIR_gcc)/tools/pushwire-gen frame --out $(DIR_gcc)/demo-broken.pcap $(HOST_TO_IOU) pushwire.opcode=RC_SEND_ONLY \
+	  infiniband.bth.destqp=0x22 infiniband.bth.psn=102 infiniband.bth.a=1 --payload 00112233 >/dev/null
+	./$(DIR_gcc)/tools/pushwire-gen frame --out $(DIR_gcc)/demo-broken.pcap $(IOU_TO_HOST) pushwire.opcode=RC_ACKNOWLEDGE \
+	  infiniband.bth.destqp=0x11 infiniband.bth.psn=150 infiniband.aeth.syndrome=0x1f infiniband.aeth.msn=2 >/dev/null
+	./$(DIR_gcc)/tools/pushwire-gen frame --out $(DIR_gcc)/demo-broken.pcap $(HOST_TO_IOU) pushwire.opcode=RC_ACKNOWLEDGE \
+	  infiniband.bth.destqp=0x22 infiniband.bth.psn=503 infiniband.aeth.syndrome=0x67 infiniband.aeth.msn=3 >/dev/null
+	./$(DIR_gcc)/tools/pushwire-conform $(DIR_gcc)/demo-broken.pcap; test $$? -eq 1
 	@if [ -f $(DIR_gcc)/plugins/4.0/epan/pushwire.so ]; then \
 	  echo; echo "=== Both captures in stock tshark with the pushwire plugin (dissectors/wireshark/tshark-pushwire)"; \
 	  dissectors/wireshark/tshark-pushwire --build $(DIR_gcc) -r $(DIR_gcc)/demo-roce.pcap; \
