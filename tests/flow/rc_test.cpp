@@ -477,6 +477,35 @@ TEST_CASE("responder: a duplicate SEND is re-acknowledged, never delivered twice
   CHECK(rs.receives() == 2);
 }
 
+TEST_CASE("responder: a duplicate SEND after a READ is re-acknowledged at the last SEND, never at the READ's PSNs") {
+  responder<4> rs({.mtu = mtu});
+  rs.post_receive(3);
+  const packet send{.opcode = ib::opcode::rc_send_only, .psn = 0, .ack_req = true, .length = 8};
+  packet read{.opcode = ib::opcode::rc_rdma_read_request, .psn = 1, .ack_req = true};
+  read.va = 0x1000, read.rkey = 1, read.dmalen = 2 * mtu;  // PSNs 1 and 2
+  (void)collect<qp_action_t>([&](qp_sink& o) { return rs.on_packet(send, o); });
+  (void)collect<qp_action_t>([&](qp_sink& o) { return rs.on_packet(read, o); });
+  CHECK(rs.expected_psn() == 3);
+  const auto a = collect<qp_action_t>([&](qp_sink& o) { return rs.on_packet(send, o); });
+  const auto acks = sent<void>(a);
+  REQUIRE(!acks.empty());
+  // the re-ACK comes after the READ's responses (PSN order) and names the SEND (0), not 2
+  CHECK(acks.back().opcode == ib::opcode::rc_acknowledge);
+  CHECK(acks.back().psn == 0);
+}
+
+TEST_CASE("requester: an RNR NAK on a WRITE with immediate's last packet is a genuine RNR, on its first a page-fault ACK") {
+  for (const bool last : {true, false}) {
+    auto cfg = rc_cfg();
+    cfg.start_psn = 0;
+    requester<8> rq(cfg);
+    (void)collect<qp_action_t>([&](qp_sink& o) { return rq.post({.id = 1, .op = wr_op::write_imm, .length = 2 * mtu, .remote_va = 0, .rkey = 1, .imm = 7}, 0, o); });
+    (void)collect<qp_action_t>([&](qp_sink& o) { return rq.on_packet(ack_for(last ? 1 : 0, ib::syndrome::rnr_nak(14).raw), 10, o); });
+    CHECK(rq.state() == (last ? req_state::rnr_wait : req_state::paused));
+    CHECK(rq.stats().page_faults == (last ? 0u : 1u));
+  }
+}
+
 TEST_CASE("responder: a duplicate READ is replayed with the same PSNs, a duplicate atomic returns the saved value") {
   std::uint64_t cell = 40;
   memory_port mem{&cell, nullptr, [](void* c, std::uint32_t, std::uint64_t, bool, std::uint64_t add, std::uint64_t) {

@@ -15,8 +15,9 @@
 // - Responses whose PSN is outside the outstanding range are stale and ignored (no state
 //   change): duplicates, and NAKs for packets already acknowledged.
 // - On RoCE a page-fault ACK is an RNR NAK (ib::page_fault_ack); a page_fault_aware requester
-//   reads an RNR NAK that answers an RDMA WRITE, READ or atomic as one, pauses without
-//   counting and resumes from that PSN; an RNR NAK answering a SEND is a genuine RNR.
+//   reads an RNR NAK that answers a packet needing no receive (ib::needs_receive) as one,
+//   pauses without counting and resumes from that PSN; one answering a SEND's FIRST or ONLY or
+//   a WRITE with immediate's LAST or ONLY is a genuine RNR.
 // - AETH credits: the responder announces its posted receives (ib::credit_code); the
 //   requester starts no new SEND while the last ACK announced none and packets are
 //   outstanding (it may always probe with one when nothing is).
