@@ -20,6 +20,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   opt.limits.history = 64;
   opt.limits.reads = 8;
   opt.limits.max_deferred = 64;
+  opt.limits.cell_packets = 4;
+  opt.limits.cell_packet_bytes = 4096;
   flow::conformance c(opt);
   std::uint64_t now = 1'000'000'000, frames = 0, seen = 0;
   while (!in.empty() && frames < 512) {

@@ -516,7 +516,9 @@ std::optional<std::string> render(std::string_view key) {
           "| `reads` | " + std::to_string(l.reads) + " | older READ and atomic requests are forgotten |\n"
           "| `max_pp_pairs` | " + std::to_string(l.max_pp_pairs) + " | a new push-push host pair is not judged |\n"
           "| `max_message` | " + std::to_string(l.max_message) + " | a longer SEND is not read as a push-push message |\n"
-          "| `max_deferred` | " + std::to_string(l.max_deferred) + " | later verdicts are counted, not kept (`dropped_violations`) |\n";
+          "| `max_deferred` | " + std::to_string(l.max_deferred) + " | later verdicts are counted, not kept (`dropped_violations`) |\n"
+          "| `cell_packets` × `cell_packet_bytes` | " + std::to_string(l.cell_packets) + " × " + std::to_string(l.cell_packet_bytes) +
+          " | a cell packet beyond them is not judged (the oldest incomplete ones make room first) |\n";
   } else if (kind == "rnic_errors") {
     std::string s = "| Code | Name | Meaning |\n|---:|---|---|\n";
     for (std::size_t i = 0; i < rnic::errc_table.size(); ++i)

@@ -207,6 +207,9 @@ struct conform_limits {
   std::size_t max_message = 65536;
   /// Violations held until finish() (the rest are counted, not kept).
   std::size_t max_deferred = 65536;
+  /// Cell packets reassembled at once, and the bytes of each (allocated when the first cell
+  /// comes: their product); a packet beyond them is not judged.
+  std::size_t cell_packets = 256, cell_packet_bytes = 65536;
 };
 
 struct conform_options {
@@ -277,7 +280,8 @@ class conformance {
   }
 
   /// Judges the capture's next frame (number `frame`, captured at `time_ns`; `wire_len`, when
-  /// larger than the bytes captured, says the capture cut it, and such a frame is not judged).
+  /// larger than the bytes captured, says the capture cut it: such a frame is judged by its
+  /// headers alone).
   /// Returns the violations this frame shows now (valid until the next call).
   std::span<const violation> check(std::uint64_t frame, std::uint64_t time_ns, std::span<const std::byte> f,
                                    std::size_t wire_len = 0) {
@@ -350,11 +354,10 @@ class conformance {
 
   // One request packet as sent (the history ring, by PSN).
   struct sent {
-    bool used = false, executed = false;
+    bool used = false;
     std::uint32_t psn = 0;
     ib::opcode op{};
     std::uint64_t frame = 0, time = 0;
-    std::uint32_t msn = 0;  ///< the replica's MSN after executing it (executed)
   };
   struct read_rec {  // a READ or atomic request
     std::uint32_t psn = 0, dmalen = 0;
@@ -586,7 +589,8 @@ class conformance {
     }
     // Packets that lost cells before the capture point are forgotten after cell_age of capture
     // time (their resends start again from the first cell).
-    if (!cells_) cells_.emplace(cell::reassembly_limits{.max_packets = 256, .max_packet_bytes = 1 << 16, .max_bytes = 16 << 20,
+    if (!cells_) cells_.emplace(cell::reassembly_limits{.max_packets = opt_.limits.cell_packets, .max_packet_bytes = opt_.limits.cell_packet_bytes,
+                                                         .max_bytes = opt_.limits.cell_packets * opt_.limits.cell_packet_bytes,
                                                          .max_age_ns = cell_age, .max_cell_payload = cell::max_cell_payload,
                                                          .history = 64});
     if (t_ - cells_expired_ >= cell_age / 16) cells_->expire(t_), cells_expired_ = t_;
@@ -787,12 +791,10 @@ class conformance {
           break;
         default: break;  // operations this checker does not execute (FLUSH, ATOMIC_WRITE): not judged
       }
-      if (why != invalid_reason::operation) {
-        s.rs ? s.rs->force(p, a.out) : s.dct->force(p, a.out);
-        executed(s, p, a);
-      } else {
-        entry(s, p.psn).executed = false;
-      }
+      // Followed past it; what an operation it does not execute (FLUSH, ATOMIC_WRITE) would
+      // place or deliver is not judged.
+      s.rs ? s.rs->force(p, a.out) : s.dct->force(p, a.out);
+      if (why != invalid_reason::operation) executed(s, p, a);
       return;
     }
     if (s.rs) (void)s.rs->on_packet(p, a.out);
@@ -909,11 +911,8 @@ class conformance {
     }
   }
 
-  /// A request the replica executed: its MSN after, and what it delivered (push-push).
+  /// What a request the replica executed delivered (push-push).
   void executed(stream& s, const packet& p, const actions_t& a) {
-    const responder_t& r = s.rs ? *s.rs : s.dct->transport();
-    sent& e = entry(s, p.psn);
-    if (e.used && e.psn == p.psn) e.executed = true, e.msn = r.msn();
     for (const auto& act : a.out) {
       if (const auto* pl = std::get_if<qp_action::place>(&act)) placed(s, p, *pl);
       else if (const auto* rc = std::get_if<qp_action::receive>(&act)) received(s, p, *rc);
