@@ -401,6 +401,15 @@ TEST_CASE("read as write: one 0xC0 request, served by a write, its ACK and those
   REQUIRE(sent<void>(a).size() == 1);
   CHECK(ib::syndrome{sent<void>(a)[0].aeth.syndrome}.nak_reason() == ib::nak_code::remote_access_error);
   CHECK(r2.state() == resp_state::error);
+  // Once served, a repeat of it (its ACK lost) is re-acknowledged at its own PSN.
+  responder<4> r4({.mtu = mtu, .peer_qp = 9});
+  (void)collect<qp_action_t>([&](qp_sink& o) { return r4.on_packet(p[0], o); });
+  r4.served(0, true);
+  (void)collect<qp_action_t>([&](qp_sink& o) { r4.pump(o); return step_result{}; });
+  a = collect<qp_action_t>([&](qp_sink& o) { return r4.on_packet(p[0], o); });
+  REQUIRE(sent<void>(a).size() == 1);
+  CHECK(sent<void>(a)[0].psn == 0);
+  CHECK(ib::syndrome{sent<void>(a)[0].aeth.syndrome}.kind() == ib::aeth_kind::ack);
   // Not on UC.
   responder<4> r3({.svc = service::uc, .mtu = mtu});
   packet uc = p[0];

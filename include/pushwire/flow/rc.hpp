@@ -579,6 +579,9 @@ class requester {
       if (reliable() && ib::psn_before(una_, end)) una_ = end;  // completed: acknowledged through its end
       q_.pop_front();
       if (cur_ > 0) --cur_;
+      // never resend below what is acknowledged (and never wait on a PSN behind it: with nxt_
+      // behind una_, a SEND held for credits would wait for an ACK nothing is outstanding for)
+      if (reliable() && ib::psn_before(nxt_, una_)) rewind(una_);
     }
   }
   constexpr void fail(wc_status s, qp_sink& out) {
@@ -982,6 +985,8 @@ class responder {
     for (pending& t : tx_)
       if (!t.stream && !t.ready && t.single.psn == psn) {
         t.ready = true;
+        // its ACK is what acknowledges it: a duplicate is re-acknowledged from here on
+        if (ok && ib::psn_after(psn, acked_psn_)) acked_psn_ = psn;
         if (!ok) {
           t.single.aeth.syndrome = ib::syndrome::nak(ib::nak_code::remote_access_error).raw;
           st_ = resp_state::error;
