@@ -26,6 +26,26 @@ bool equal_bytes(const side& s, std::size_t off, const std::vector<std::byte>& w
   return std::equal(want.begin(), want.end(), s.buf.begin() + static_cast<std::ptrdiff_t>(off));
 }
 
+/// "Another NIC" at 198.18.0.9 (QP 0x99), on a raw port of side b (198.18.0.2).
+const address_vector another_nic{.port = 0, .dmac = {0x02, 0, 0, 0, 0, 9}, .dgid = gid_v4(198, 18, 0, 9)};
+/// A packet it sends to b's QP qb, its headers but the opcode's own to fill.
+ib::roce_packet from_another_nic(const side& b, std::uint32_t qb, ib::opcode op, std::uint32_t psn) {
+  ib::roce_packet f{};
+  f.eth.src = another_nic.dmac;
+  f.eth.dst = b.dev->config().ports[0].mac;
+  f.ip4.src = {198, 18, 0, 9};
+  f.ip4.dst = {198, 18, 0, 2};
+  f.bth.opcode = ib::code(op);
+  f.bth.destqp = qb;
+  f.bth.psn = psn;
+  return f;
+}
+std::vector<std::byte> built_frame(const ib::roce_packet& f) {
+  std::vector<std::byte> out(*ib::frame_size(f));
+  REQUIRE(ib::build(f, out).has_value());
+  return out;
+}
+
 /// a and b differ nowhere outside [from, to).
 bool same_outside(const std::vector<std::byte>& a, const std::vector<std::byte>& b, std::size_t from, std::size_t to) {
   return a.size() == b.size() && std::equal(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(from), b.begin()) &&
@@ -497,24 +517,15 @@ TEST_CASE("a raw port: the reference answers frames injected from outside, and s
   side b(2, framing::roce);
   const std::size_t raw = *fab.raw_port(*b.dev, 0);
   const std::uint32_t qb = b.qp(qp_type::rc);
-  // The peer is "another NIC" at 198.18.0.9, QP 0x99.
-  address_vector peer{.port = 0, .dmac = {0x02, 0, 0, 0, 0, 9}, .dgid = gid_v4(198, 18, 0, 9)};
+  const address_vector& peer = another_nic;
   REQUIRE(bring_up(*b.dev, qb, qp_type::rc, 0x99, peer) == errc{});
   // An RDMA WRITE ONLY of 4 bytes, built with the codec as another NIC would send it.
   const std::array<std::byte, 4> payload{std::byte{1}, std::byte{2}, std::byte{3}, std::byte{4}};
-  ib::roce_packet f{};
-  f.eth.src = peer.dmac;
-  f.eth.dst = b.dev->config().ports[0].mac;
-  f.ip4.src = {198, 18, 0, 9};
-  f.ip4.dst = {198, 18, 0, 2};
-  f.bth.opcode = ib::code(ib::opcode::rc_rdma_write_only);
-  f.bth.destqp = qb;
-  f.bth.psn = 0;
+  ib::roce_packet f = from_another_nic(b, qb, ib::opcode::rc_rdma_write_only, 0);
   f.bth.a = true;
   f.ext.set<ib::ext::reth>({.va = b.addr(0x100), .r_key = b.mr.rkey, .dmalen = 4});
   f.payload = payload;
-  std::vector<std::byte> frame(*ib::frame_size(f));
-  REQUIRE(ib::build(f, frame).has_value());
+  auto frame = built_frame(f);
   fab.inject(raw, frame);
   fab.run_until(fab.now() + 1'000'000);
   CHECK(std::equal(payload.begin(), payload.end(), b.buf.begin() + 0x100));
@@ -542,26 +553,16 @@ TEST_CASE("cut-through: a WRITE's later packets are placed while their ICRC is c
   side b(2, framing::roce);
   const std::size_t raw = *fab.raw_port(*b.dev, 0);
   const std::uint32_t qb = b.qp(qp_type::rc);
-  address_vector peer{.port = 0, .dmac = {0x02, 0, 0, 0, 0, 9}, .dgid = gid_v4(198, 18, 0, 9)};
-  REQUIRE(bring_up(*b.dev, qb, qp_type::rc, 0x99, peer, 1024) == errc{});
+  REQUIRE(bring_up(*b.dev, qb, qp_type::rc, 0x99, another_nic, 1024) == errc{});
   // A 3 KiB WRITE at 0x1000 from "another NIC": FIRST, MIDDLE, LAST of 1 KiB each.
   constexpr std::size_t at = 0x1000, part = 1024;
   const auto data = pattern_bytes(3 * part, 5);
   auto frame = [&](ib::opcode op, std::uint32_t psn, std::size_t i) {
-    ib::roce_packet f{};
-    f.eth.src = peer.dmac;
-    f.eth.dst = b.dev->config().ports[0].mac;
-    f.ip4.src = {198, 18, 0, 9};
-    f.ip4.dst = {198, 18, 0, 2};
-    f.bth.opcode = ib::code(op);
-    f.bth.destqp = qb;
-    f.bth.psn = psn;
+    ib::roce_packet f = from_another_nic(b, qb, op, psn);
     f.bth.a = op == ib::opcode::rc_rdma_write_last;
     if (op == ib::opcode::rc_rdma_write_first) f.ext.set<ib::ext::reth>({.va = b.addr(at), .r_key = b.mr.rkey, .dmalen = 3 * part});
     f.payload = std::span<const std::byte>(data).subspan(i * part, part);
-    std::vector<std::byte> out(*ib::frame_size(f));
-    REQUIRE(ib::build(f, out).has_value());
-    return out;
+    return built_frame(f);
   };
   auto send = [&](const std::vector<std::byte>& f) {
     fab.inject(raw, f);
