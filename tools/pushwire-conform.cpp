@@ -8,7 +8,7 @@
 // With --json one object per violation (frame, rule, conversation, expected, seen, reference),
 // then a summary object (frames, conversations, violations per rule).
 // RoCEv2 is UDP destination port 4791 (or --udp-port) whatever the source port. The path MTU is
-// inferred per host pair from the largest FIRST or MIDDLE payload unless --mtu is given.
+// inferred per request stream from its largest FIRST or MIDDLE payload unless --mtu is given.
 // --only takes rule ids and groups, comma-separated: frame.icrc,resp,pp.* (a group is the part
 // before the dot).
 // Exit status: 0 no violation, 1 violations, 2 unreadable input or a bad command line.
@@ -39,7 +39,7 @@ int usage(const char* why) {
                "  FILE          a pcap or pcapng capture (Ethernet) of RoCEv2 or cell traffic\n"
                "  --json        one JSON object per violation, then a summary object\n"
                "  --udp-port N  RoCEv2 UDP destination port (default 4791)\n"
-               "  --mtu N       the path MTU (256, 512, 1024, 2048, 4096); default: inferred per host pair\n"
+               "  --mtu N       the path MTU (256, 512, 1024, 2048, 4096); default: inferred per request stream\n"
                "  --only RULES  judge only these rules: ids or groups, comma-separated (req.mtu,resp,pp)\n"
                "  --ibta-rd     read opcodes 0x40-0x5F as IBTA RD, not DC\n"
                "rules: spec/conformance.md; exit status: 0 clean, 1 violations, 2 unreadable input or bad arguments\n";

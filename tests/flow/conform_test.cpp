@@ -144,6 +144,24 @@ TEST_CASE("conformance: each rule's capture is reported as that rule at that fra
   CHECK(covered.size() == flow::rule_count);  // every rule has its capture
 }
 
+TEST_CASE("conformance: the inferred MTU is per request stream: two QP pairs of the same hosts at 1024 and 4096", "[flow][conform]") {
+  // The base conversation (MTU 1024, to QP 0x12) and, beside it, a 4096-MTU WRITE to QP 0x13.
+  // Inferred per host pair, the 4096 would make the 1024-byte FIRST and MIDDLE short.
+  constexpr std::uint32_t qp_c = 0x13, qp_d = 0x14;
+  capture c = base_conversation({.after = [](std::size_t i, capture& k) {
+    if (i != 3) return;
+    const auto big = k.keep(bytes(4096, 9)), tail = k.keep(bytes(100, 10));
+    packet f = write_first(500, big, 4196);
+    f.dest_qp = qp_c;
+    k.roce(f);
+    k.roce(req(opcode::rc_rdma_write_last, 501, tail, qp_c));
+    k.roce(ack(501, 1, qp_d), false);
+  }});
+  const auto vs = judge(c);
+  INFO(describe(vs));
+  CHECK(vs.empty());
+}
+
 TEST_CASE("conformance: frames others published (scapy's UC SENDs, a ConnectX-4 Lx CNP) give no violation", "[flow][conform]") {
   using namespace pushwire::test::public_frames;
   capture c;

@@ -214,9 +214,9 @@ struct conform_limits {
 
 struct conform_options {
   wire::codec_options codec{};  ///< RoCEv2 UDP port (any source port), 0x40-0x5F as DC or RD
-  /// The path MTU; 0 infers it: per host pair, the largest FIRST or MIDDLE payload that is an
-  /// IBTA MTU (256..4096), learned by learn() over the whole capture first, or else as the
-  /// capture shows it.
+  /// The path MTU; 0 infers it: per request stream, the largest FIRST or MIDDLE request payload
+  /// that is an IBTA MTU (256..4096), learned by learn() over the whole capture first, or else
+  /// from the stream's first FIRST or MIDDLE (requests or READ responses) as the capture shows it.
   std::uint32_t mtu = 0;
   /// Rules judged (bit i: rule i); others are not reported.
   std::uint32_t rules = (1u << rule_count) - 1;
@@ -271,12 +271,12 @@ class conformance {
   const conform_options& options() const { return opt_; }
   const conform_summary& summary() const { return sum_; }
 
-  /// First pass (optional): learns each host pair's path MTU from its RoCEv2 FIRST and MIDDLE
-  /// payloads (cells carry packets whole: their MTU shows as check() reassembles them).
+  /// First pass (optional): learns each request stream's path MTU from its RoCEv2 FIRST and
+  /// MIDDLE payloads (cells carry packets whole: their MTU shows as check() reassembles them).
   void learn(std::span<const std::byte> f) {
     ib::roce_view v;
     if (ib::inspect(f, v, with_crc(wire::crc_check::skip)).code == wire::errc{})
-      note_mtu(ip_host(v, true), ip_host(v, false), *v.op, v.payload.size());
+      note_mtu(ip_host(v, true), ip_host(v, false), v.bth().destqp, *v.op, v.payload.size());
   }
 
   /// Judges the capture's next frame (number `frame`, captured at `time_ns`; `wire_len`, when
@@ -487,15 +487,15 @@ class conformance {
     h.kind = 1;
     return h;
   }
-  static std::pair<host, host> unordered(const host& a, const host& b) { return a < b ? std::pair{a, b} : std::pair{b, a}; }
-  void note_mtu(const host& a, const host& b, const ib::opcode_info& op, std::size_t payload) {
-    if (!op.payload || (op.pos != ib::position::first && op.pos != ib::position::middle) || !is_ib_mtu(payload)) return;
-    auto& m = mtus_[unordered(a, b)];
+  /// A request stream's path MTU, from its FIRST and MIDDLE payloads (learn()).
+  void note_mtu(const host& src, const host& dst, std::uint32_t dqp, const ib::opcode_info& op, std::size_t payload) {
+    if (!op.request || !op.payload || (op.pos != ib::position::first && op.pos != ib::position::middle) || !is_ib_mtu(payload)) return;
+    auto& m = mtus_[std::tuple{src, dst, dqp}];
     m = std::max<std::uint32_t>(m, static_cast<std::uint32_t>(payload));
   }
-  std::uint32_t mtu_of(const host& a, const host& b) const {
+  std::uint32_t mtu_of(const host& src, const host& dst, std::uint32_t dqp) const {
     if (opt_.mtu) return opt_.mtu;
-    const auto it = mtus_.find(unordered(a, b));
+    const auto it = mtus_.find(std::tuple{src, dst, dqp});
     return it == mtus_.end() ? 0 : it->second;
   }
 
@@ -558,7 +558,6 @@ class conformance {
       return;  // a receiver drops it: the machines never see it
     }
     const packet p = from_roce(v);
-    if (!opt_.mtu) note_mtu(src, dst, *v.op, v.payload.size());
     on_packet(p, src, dst, via::roce);
   }
   static std::string hex32(std::uint32_t x) {
@@ -635,7 +634,6 @@ class conformance {
     const auto p = from_cell(d, opt_.codec);
     cells_->forget(key);  // the transport judges duplicates by PSN
     if (!p) return;
-    if (!opt_.mtu) note_mtu(src, dst, p->info(), p->payload.size());
     on_packet(*p, src, dst, d.type != cell::cell_type::transport ? via::native_cell : via::cell);
   }
 
@@ -674,7 +672,7 @@ class conformance {
     s->svc = svc;
     s->hist.resize(hist_mask_ + 1);
     s->reads.resize(opt_.limits.reads);
-    s->mtu = mtu_of(src, dst);
+    s->mtu = mtu_of(src, dst, p.dest_qp);
     if (svc == service::dc) s->requester_qp = p.dci;
     else s->rs.emplace();  // made at the first message start (on_request)
     stream* raw = s.get();
@@ -1237,7 +1235,7 @@ class conformance {
   std::vector<violation> now_, deferred_;
   std::uint64_t frame_ = 0, t_ = 0, last_ns_ = 0;
   std::vector<std::byte> cut_;  ///< a frame cut by the capture, zero-filled to its length
-  std::map<std::pair<host, host>, std::uint32_t> mtus_;
+  std::map<std::tuple<host, host, std::uint32_t>, std::uint32_t> mtus_;  // (requester, responder, responder QP)
   std::map<stream_key, std::unique_ptr<stream>> streams_;
   std::map<std::tuple<host, host, std::uint32_t>, stream*> bound_;
   std::map<std::tuple<host, host, std::uint32_t>, std::vector<stream*>> excluded_;  // while binding
