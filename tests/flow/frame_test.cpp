@@ -103,7 +103,7 @@ std::vector<std::byte> segment_and_reassemble(const cell::packet_spec& s, std::s
     const auto res = r.push(buf, 0);
     INFO(wire::to_string(res.error.code) << " at " << res.error.field);
     REQUIRE(res.status != cell::push_status::rejected);
-    if (res.packet) out = res.packet;
+    if (res.packet) out = *res.packet;
   }
   return buf;
 }

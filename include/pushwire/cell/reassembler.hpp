@@ -74,8 +74,9 @@ struct push_result {
   std::optional<packet_key> key{};
   /// Rejected: the packet in progress was dropped as well (it can no longer complete).
   bool dropped = false;
-  /// Delivered: the packet.
-  std::optional<delivered_packet> packet;
+  /// Delivered: the packet, held by the reassembler until the next push() or expire() (as its
+  /// payload may be). A pointer, not a copy: the result stays a few words, cheap per cell.
+  const delivered_packet* packet = nullptr;
 };
 
 class reassembler {
@@ -223,9 +224,17 @@ class reassembler {
     return {mac | (k.response ? response_bit : 0), std::uint64_t{k.src_wqp} << 32 | k.psn};
   }
   static packet_key unpack(const packed_key& k) {
-    packet_key p{{}, static_cast<std::uint32_t>(k.wqp_psn >> 32), static_cast<std::uint32_t>(k.wqp_psn), (k.mac & response_bit) != 0};
-    for (std::size_t i = 0; i < 6; ++i) p.src[i] = static_cast<std::uint8_t>(k.mac >> (40 - 8 * i));
+    packet_key p;
+    unpack(k, p);
     return p;
+  }
+  // In place, field by field: a key built aside in narrow stores and copied in one wide load
+  // stalls on store forwarding (once per cell).
+  static void unpack(const packed_key& k, packet_key& p) {
+    wire::store_be<6>(reinterpret_cast<std::byte*>(p.src.data()), k.mac);
+    p.src_wqp = static_cast<std::uint32_t>(k.wqp_psn >> 32);
+    p.psn = static_cast<std::uint32_t>(k.wqp_psn);
+    p.response = (k.mac & response_bit) != 0;
   }
 
   struct slot {
@@ -303,11 +312,11 @@ class reassembler {
     return {};
   }
 
-  // (Member by member: brace-initialising the whole result costs a 176-byte clear per cell.)
+  // (Member by member: brace-initialising the whole result costs a clear of it per cell.)
   static push_result result(push_status st, const packed_key& k) {
     push_result r;
     r.status = st;
-    r.key = unpack(k);
+    unpack(k, r.key.emplace());
     return r;
   }
 
@@ -322,7 +331,7 @@ class reassembler {
     if (!c.hdr.last) return result(push_status::accepted, s.key);
     if (s.crc != *c.packet_crc) return drop(s, {errc::packet_crc_mismatch, c.at.packet_crc, "packet_crc"});
     push_result r = result(push_status::delivered, s.key);
-    r.packet = delivered_packet{unpack(s.key), s.dst, s.dst_wqp, s.type, s.ack_req, s.rdma, c.ack, c.idata, s.cell_count, s.store.first(s.bytes)};
+    r.packet = &(delivered_ = delivered_packet{unpack(s.key), s.dst, s.dst_wqp, s.type, s.ack_req, s.rdma, c.ack, c.idata, s.cell_count, s.store.first(s.bytes)});
     remember(s.key);
     release(s);
     ++stats_.delivered;
@@ -341,7 +350,7 @@ class reassembler {
     ++stats_.cells;
     ++stats_.delivered;
     push_result r = result(push_status::delivered, key);
-    r.packet = delivered_packet{unpack(key), c.dst(), c.hdr.dst_wqp, c.hdr.type, c.hdr.ack_req, std::nullopt, c.ack, std::nullopt, 1, {}};
+    r.packet = &(delivered_ = delivered_packet{unpack(key), c.dst(), c.hdr.dst_wqp, c.hdr.type, c.hdr.ack_req, std::nullopt, c.ack, std::nullopt, 1, {}});
     return r;
   }
 
@@ -382,6 +391,7 @@ class reassembler {
   std::size_t history_next_ = 0, history_used_ = 0;
   std::size_t in_flight_ = 0, held_ = 0, hint_ = 0;
   error_t open_error_{};
+  delivered_packet delivered_{};  // what the last delivering push() returned
   counters stats_{};
 };
 
