@@ -32,6 +32,7 @@
 #include <string_view>
 #include <vector>
 
+#include <pushwire/rnic/connect.hpp>
 #include <pushwire/rnic/fabric.hpp>
 #include <pushwire/wire/json.hpp>
 
@@ -102,27 +103,7 @@ struct node {
 };
 
 errc bring_up(device& d, std::uint32_t qpn, qp_type t, std::uint32_t peer, const address_vector& av, std::uint32_t mtu) {
-  using M = qp_attr_mask;
-  qp_attr a{};
-  a.state = qp_state::init;
-  a.access_flags = access::remote_write | access::remote_read | access::remote_atomic;
-  M m = M::state | M::pkey_index | M::port | (t == qp_type::dci ? M::none : M::access_flags);
-  if (errc e = d.modify_qp(qpn, a, m); e != errc{}) return e;
-  a.state = qp_state::rtr;
-  a.av = av;
-  a.path_mtu = mtu;
-  a.dest_qp_num = peer;
-  a.min_rnr_timer = 1;
-  m = t == qp_type::rc    ? M::state | M::av | M::path_mtu | M::dest_qpn | M::rq_psn | M::max_dest_rd_atomic | M::min_rnr_timer
-      : t == qp_type::dct ? M::state | M::path_mtu | M::min_rnr_timer
-                          : M::state | M::path_mtu;
-  if (errc e = d.modify_qp(qpn, a, m); e != errc{}) return e;
-  if (t == qp_type::dct) return {};
-  a.state = qp_state::rts;
-  a.timeout = 6;  // 262 us: a lossy link recovers quickly
-  a.retry_cnt = 7;
-  a.rnr_retry = 7;
-  return d.modify_qp(qpn, a, M::state | M::timeout | M::retry_cnt | M::rnr_retry | M::sq_psn | M::max_qp_rd_atomic);
+  return pushwire::rnic::bring_up(d, qpn, {.type = t, .peer_qpn = peer, .av = av, .mtu = mtu, .timeout = 6});  // 262 us: a lossy link recovers quickly
 }
 
 struct totals {

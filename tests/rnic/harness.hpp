@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include <pushwire/rnic/connect.hpp>
 #include <pushwire/rnic/fabric.hpp>
 
 namespace pushwire::test::rnic {
@@ -62,50 +63,12 @@ struct side {
   }
 };
 
-/// The attributes that bring a QP of type t to RTS (RTR for a DCT), talking to `peer` at av.
+/// rnic::bring_up with the harness's positional arguments (its defaults otherwise).
 inline errc bring_up(device& d, std::uint32_t qpn, qp_type t, std::uint32_t peer, const address_vector& av,
                      std::uint32_t mtu = 1024, std::uint32_t psn_out = 0, std::uint32_t psn_in = 0) {
-  using M = qp_attr_mask;
-  qp_attr a{};
-  a.state = qp_state::init;
-  a.port = 0;
-  a.access_flags = access::remote_write | access::remote_read | access::remote_atomic;
-  a.qkey = 0x11111111;
-  M m = M::state | M::pkey_index | M::port;
-  if (t == qp_type::ud) m = m | M::qkey;
-  else if (t != qp_type::dci) m = m | M::access_flags;
-  if (errc e = d.modify_qp(qpn, a, m); e != errc{}) return e;
-  a.state = qp_state::rtr;
-  a.av = av;
-  a.path_mtu = mtu;
-  a.dest_qp_num = peer;
-  a.rq_psn = psn_in;
-  a.max_dest_rd_atomic = 16;
-  a.min_rnr_timer = 1;
-  switch (t) {
-    case qp_type::rc: m = M::state | M::av | M::path_mtu | M::dest_qpn | M::rq_psn | M::max_dest_rd_atomic | M::min_rnr_timer; break;
-    case qp_type::uc: m = M::state | M::av | M::path_mtu | M::dest_qpn | M::rq_psn; break;
-    case qp_type::ud: m = M::state; break;
-    case qp_type::dci: m = M::state | M::path_mtu; break;
-    case qp_type::dct: m = M::state | M::path_mtu | M::min_rnr_timer; break;
-  }
-  if (errc e = d.modify_qp(qpn, a, m); e != errc{}) return e;
-  if (t == qp_type::dct) return {};
-  a.state = qp_state::rts;
-  a.sq_psn = psn_out;
-  a.timeout = 8;
-  a.retry_cnt = 7;
-  a.rnr_retry = 7;
-  a.max_rd_atomic = 16;
-  m = t == qp_type::rc || t == qp_type::dci ? M::state | M::timeout | M::retry_cnt | M::rnr_retry | M::sq_psn | M::max_qp_rd_atomic
-                                             : M::state | M::sq_psn;
-  return d.modify_qp(qpn, a, m);
+  return pushwire::rnic::bring_up(d, qpn, {.type = t, .peer_qpn = peer, .av = av, .mtu = mtu, .psn_out = psn_out, .psn_in = psn_in});
 }
-
-inline address_vector av_to(const device& d) {
-  const port_config& p = d.config().ports[0];
-  return {.port = 0, .dmac = p.mac, .dgid = p.gid};
-}
+inline address_vector av_to(const device& d) { return address_of(d); }
 
 /// Two sides on one link.
 struct pair {
