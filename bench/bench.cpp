@@ -17,6 +17,8 @@
 #include <benchmark/benchmark.h>
 #include <unistd.h>
 
+#include <pushwire/pp/endpoint.hpp>
+#include <pushwire/rnic/connect.hpp>
 #include <pushwire/rnic/fabric.hpp>
 #include <zlib.h>
 #if PUSHWIRE_BENCH_ISAL
@@ -304,14 +306,8 @@ struct rnic_bench {
     const auto ac = *a->create_cq(acq), bc = *b->create_cq(bcq);
     qa = *a->create_qp({.pd = apd, .send_cq = ac, .recv_cq = ac, .sq = &asq, .rq = &arq});
     qb = *b->create_qp({.pd = bpd, .send_cq = bc, .recv_cq = bc, .sq = &bsq, .rq = &brq});
-    using M = rnic::qp_attr_mask;
-    for (auto [d, q, peer, to] : {std::tuple{a.get(), qa, qb, b.get()}, std::tuple{b.get(), qb, qa, a.get()}}) {
-      const rnic::address_vector av{.dmac = to->config().ports[0].mac, .dgid = to->config().ports[0].gid};
-      (void)d->modify_qp(q, {.state = rnic::qp_state::init, .access_flags = rnic::all_access}, M::state | M::pkey_index | M::port | M::access_flags);
-      (void)d->modify_qp(q, {.state = rnic::qp_state::rtr, .av = av, .path_mtu = 4096, .dest_qp_num = peer},
-                         M::state | M::av | M::path_mtu | M::dest_qpn | M::rq_psn | M::max_dest_rd_atomic | M::min_rnr_timer);
-      (void)d->modify_qp(q, {.state = rnic::qp_state::rts}, M::state | M::timeout | M::retry_cnt | M::rnr_retry | M::sq_psn | M::max_qp_rd_atomic);
-    }
+    (void)rnic::bring_up(*a, qa, {.peer_qpn = qb, .av = rnic::address_of(*b), .mtu = 4096, .timeout = 14, .min_rnr_timer = 12, .remote = rnic::all_access});
+    (void)rnic::bring_up(*b, qb, {.peer_qpn = qa, .av = rnic::address_of(*a), .mtu = 4096, .timeout = 14, .min_rnr_timer = 12, .remote = rnic::all_access});
   }
   /// Runs the fabric until `n` completions have been polled on a's CQ (and b's, for b_n).
   bool wait(std::size_t n, std::size_t b_n = 0) {
@@ -377,6 +373,49 @@ void BM_rnic_pingpong(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
 }
 BENCHMARK(BM_rnic_pingpong)->Arg(64)->ComputeStatistics("min", min_of);
+
+// The push-push layer (spec/pp.md §2): N-byte packets from a host endpoint to an I/O-unit
+// endpoint over two RNICs on the loopback fabric (no virtual rate or latency), each delivered to
+// a callback that reads its first byte; the I/O unit returns credits as it polls. Items:
+// packets. send_max picks the carrier: BM_pp_packet uses the default (SendData up to 256 bytes,
+// WRITE with idata above), _send forces SendData and _write forces the write.
+void pp_packet(benchmark::State& state, std::uint32_t send_max) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  rnic::loopback_fabric fab;
+  auto port = [](std::uint8_t k) {
+    rnic::device_config c;
+    c.ports[0].mac = {2, 0, 0, 0, 0, k};
+    c.ports[0].gid = rnic::gid_v4(198, 18, 0, k);
+    c.tx_queue = 1u << 16;
+    return c;
+  };
+  rnic::device hd(port(1)), id(port(2));
+  (void)fab.link(hd, 0, id, 0, {.rate = 0, .latency = 0, .mtu = 1u << 16, .queue_bytes = ~std::size_t{0}});
+  std::uint64_t got = 0, sum = 0;
+  pp::endpoint host(hd, {.send_max = send_max});
+  pp::endpoint iou(id, {.first_pool_ref = 0x81, .send_max = send_max}, {.packet = [&](std::span<const std::byte> b) { ++got, sum += std::to_integer<unsigned>(b[0]); }});
+  (void)host.connect(iou.local());
+  (void)iou.connect(host.local());
+  const auto poll = [&] { host.poll(), iou.poll(); };
+  fab.run([&] { return poll(), host.writable(n); }, fab.now() + 1'000'000'000);
+  const std::vector<std::byte> pkt(n, std::byte{1});
+  constexpr std::uint64_t batch = 64;
+  for (auto _ : state) {
+    const std::uint64_t want = got + batch;
+    for (std::uint64_t i = 0; i < batch; ++i)
+      if (!fab.run([&] { return host.send_packet(pkt) != pp::errc::would_block || (poll(), false); }, fab.now() + 1'000'000'000)) state.SkipWithError("no credit");
+    if (!fab.run([&] { return poll(), got >= want; }, fab.now() + 1'000'000'000)) state.SkipWithError("packets lost");
+  }
+  benchmark::DoNotOptimize(sum);
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * batch));
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * batch * n));
+}
+void BM_pp_packet(benchmark::State& s) { pp_packet(s, 256); }
+void BM_pp_packet_send(benchmark::State& s) { pp_packet(s, 2048); }
+void BM_pp_packet_write(benchmark::State& s) { pp_packet(s, 0); }
+BENCHMARK(BM_pp_packet)->Arg(64)->Arg(256)->Arg(1500)->ComputeStatistics("min", min_of);
+BENCHMARK(BM_pp_packet_send)->Arg(64)->Arg(256)->Arg(512)->Arg(1024)->Arg(1500)->ComputeStatistics("min", min_of);
+BENCHMARK(BM_pp_packet_write)->Arg(64)->Arg(256)->Arg(512)->Arg(1024)->Arg(1500)->ComputeStatistics("min", min_of);
 
 // Every path this CPU has, by name: BM_crc32_<path>/N, BM_crc32c_<path>/N, and the fused copy
 // BM_crc32_copy_<path>/N, BM_crc32c_copy_<path>/N (bytes copied and checksummed; memcpy is

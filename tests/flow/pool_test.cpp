@@ -270,6 +270,24 @@ TEST_CASE("pool owner: BufferRecvPoolGet through the allocator callback, granted
   CHECK(kinds(a) == "declined");
 }
 
+TEST_CASE("pool owner: a granted pool keeps the allocator's pool_ref unless one in use has it") {
+  std::uint32_t next = 7;
+  pool_allocator alloc{&next, [](void* ctx, std::uint32_t size, std::uint32_t count) -> std::optional<msg::pool_descriptor> {
+                         return msg::pool_descriptor{.pool_ref = *static_cast<std::uint32_t*>(ctx), .element_count = count,
+                                                     .element_size = size, .memory_handle = 9, .address = 0x5000, .pool_context = 0};
+                       }};
+  pool_owner<3, 8> o(alloc);
+  auto a = collect<A>([&](pool_sink& s) { return o.advertise({.pool_ref = 0, .element_count = 2, .element_size = 64, .memory_handle = 1, .address = 0x1000, .pool_context = 0}, s); });
+  a = collect<A>([&](pool_sink& s) { return o.on_get({.element_size = 128, .element_count = 4}, s); });
+  auto rp = only<pool_action::send_recv_pool>(a);
+  REQUIRE(rp.size() == 1);
+  CHECK(rp[0].pool.pool_ref == 7);
+  a = collect<A>([&](pool_sink& s) { return o.on_get({.element_size = 128, .element_count = 4}, s); });  // 7 again: in use
+  rp = only<pool_action::send_recv_pool>(a);
+  REQUIRE(rp.size() == 1);
+  CHECK(rp[0].pool.pool_ref == 1);  // the lowest unused (0 is advertised)
+}
+
 TEST_CASE("pool scenario: messages over the wire, credits conserved, every element returned or flushed") {
   owner o;
   user u({.low_water = 0});

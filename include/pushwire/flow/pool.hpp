@@ -118,8 +118,9 @@ struct pool_input {
   std::uint64_t txn = 0;        ///< flush_reply, peer_flush
 };
 
-/// Owner: the caller's allocator for BufferRecvPoolGet. Returns the new pool (its pool_ref is
-/// assigned by the owner) or nullopt to decline. Must not call back into the machine.
+/// Owner: the caller's allocator for BufferRecvPoolGet. Returns the new pool or nullopt to
+/// decline. Its pool_ref is kept unless a pool in use has it (then the owner assigns the lowest
+/// one not in use). Must not call back into the machine.
 struct pool_allocator {
   void* ctx = nullptr;
   std::optional<msg::pool_descriptor> (*grant)(void* ctx, std::uint32_t element_size, std::uint32_t element_count) = nullptr;
@@ -431,8 +432,11 @@ constexpr step_result pool_owner<P, E>::on_get(const msg::buffer_recv_pool_get& 
   if (free && alloc_.grant && g.element_count != 0 && g.element_size != 0 && g.element_count <= E) {
     if (auto d = alloc_.grant(alloc_.ctx, g.element_size, g.element_count); d && d->element_count && d->element_size &&
                                                                             d->element_count <= E) {
-      std::uint32_t ref = 0;  // the lowest pool_ref not in use
-      while (find(ref) && slots_[*find(ref)].state != pool_state::flushed) ++ref;
+      // The allocator's pool_ref unless it is in use; then the lowest one not in use.
+      const auto in_use = [&](std::uint32_t r) { return find(r) && slots_[*find(r)].state != pool_state::flushed; };
+      std::uint32_t ref = d->pool_ref;
+      if (in_use(ref))
+        for (ref = 0; in_use(ref);) ++ref;
       in.desc = *d;
       in.desc.pool_ref = ref;
       if (const auto old = find(ref)) free = old;
