@@ -54,6 +54,10 @@ struct port_config {
   framing frame = framing::roce;
   /// Cells: data bytes per cell (1..65535).
   std::uint32_t cell_payload = 256;
+  /// RoCE: the UDP source port of every frame (the ICRC covers it). 0 derives it per QP pair
+  /// from the flow label (ib/entropy.hpp); a UDP socket transport sets its bound port
+  /// (net/udp.hpp), since the kernel sends from that. Sessions set their own.
+  std::uint16_t udp_sport = 0;
 };
 
 /// Limits and behaviour of one device (spec/rnic.md §2).
@@ -1454,9 +1458,10 @@ class device {
       std::copy(ps.cfg.gid.begin() + 12, ps.cfg.gid.end(), b.ip4.src.begin());
       std::copy(av.dgid.begin() + 12, av.dgid.end(), b.ip4.dst.begin());
       b.ip4.ttl = av.hop_limit;
+      b.ip4.flags_df = true;  // as rxe, and as Linux sends a datagram of an unconnected socket (identification 0): net/udp.hpp
     }
     const std::uint32_t fl = av.flow_label ? av.flow_label : ib::flow_label(q.qpn, p.dest_qp);
-    b.udp.srcport = ib::udp_sport(fl);
+    b.udp.srcport = ps.cfg.udp_sport ? ps.cfg.udp_sport : ib::udp_sport(fl);
     if (v6) b.ip6.flow = fl;
     return b;
   }

@@ -20,18 +20,10 @@
 #include <vector>
 
 #include <pushwire/rnic/device.hpp>
+#include <pushwire/rnic/faults.hpp>
 #include <pushwire/wire/pcap.hpp>
 
 namespace pushwire::rnic {
-
-/// Faults of one direction of a link. Probabilities are fractions (0.05 = 5%), per frame.
-struct direction_faults {
-  double loss = 0, duplicate = 0, reorder = 0, corrupt = 0, delay = 0;
-  /// A reordered frame is held back by 1 .. max_reorder ns (frames sent meanwhile pass it).
-  time_ns max_reorder = 20'000;
-  /// A delayed frame arrives 1 .. max_delay ns late.
-  time_ns max_delay = 100'000;
-};
 
 struct link_config {
   double rate = 12.5e9;     ///< bytes per second (100 Gb/s); 0: no serialization delay
@@ -261,29 +253,21 @@ class loopback_fabric {
     const time_ns wire_time = k.cfg.rate > 0 ? static_cast<time_ns>(static_cast<double>(f.size()) * 1e9 / k.cfg.rate) : 0;
     k.busy_until[dir] = start + wire_time;
     time_ns at = k.busy_until[dir] + k.cfg.latency;
-    std::uniform_real_distribution<double> u(0, 1);
-    auto chance = [&](double p) { return p > 0 && u(r) < p; };  // no draw for a fault that is off
-    if (chance(fx.loss)) {
+    const fault_verdict v = decide(fx, f.size(), r);
+    if (v.lost) {
       ++stats_.lost;
       return;
     }
-    if (chance(fx.corrupt) && !f.empty()) {
+    if (v.flip_bit) {
       ++stats_.corrupted;
-      const std::size_t bit = std::uniform_int_distribution<std::size_t>(0, f.size() * 8 - 1)(r);
-      f[bit / 8] ^= static_cast<std::byte>(1u << (bit % 8));
+      f[*v.flip_bit / 8] ^= static_cast<std::byte>(1u << (*v.flip_bit % 8));
     }
-    if (chance(fx.reorder)) {
-      ++stats_.reordered;
-      at += std::uniform_int_distribution<time_ns>(1, std::max<time_ns>(fx.max_reorder, 1))(r);
-    }
-    if (chance(fx.delay)) {
-      ++stats_.delayed;
-      at += std::uniform_int_distribution<time_ns>(1, std::max<time_ns>(fx.max_delay, 1))(r);
-    }
-    if (chance(fx.duplicate)) {
+    stats_.reordered += v.reordered;
+    stats_.delayed += v.delayed;
+    at += v.extra;
+    if (v.duplicate_extra) {
       ++stats_.duplicated;
-      const time_ns later = at + std::uniform_int_distribution<time_ns>(0, std::max<time_ns>(fx.max_reorder, 1))(r);
-      events_.push({later, seq_++, l, 1 - from, f, sender});
+      events_.push({at + *v.duplicate_extra, seq_++, l, 1 - from, f, sender});
     }
     events_.push({at, seq_++, l, 1 - from, std::move(f), sender});
   }

@@ -1,0 +1,291 @@
+// RoCEv2 over a UDP socket: a real transport for one port of an rnic::device (spec/net.md).
+// Frames the device transmits lose their Ethernet, IPv4 and UDP headers and go out as
+// datagrams (sendmmsg) to the destination address and UDP port their headers name; datagrams
+// received (recvmmsg) get those headers back and go to the device, which checks the ICRC.
+// - The ICRC covers the IPv4 identification and flags. Linux sends a datagram of an unconnected
+//   socket with path-MTU discovery on (IP_PMTUDISC_DO) with DF set and identification 0, and the
+//   device builds its frames so; a received datagram is given the same. A peer whose IP headers
+//   differ there (rxe chooses identifications) fails the ICRC: use AF_PACKET for it.
+// - IPv4 only: the port's GID must be an IPv4-mapped address.
+// - Seeded faults on the send path (rnic::direction_faults, rnic::decide), since tc netem is not
+//   available everywhere; held-back frames leave when their time comes (flush()).
+// This is real I/O (sockets, the clock): nothing sans-IO includes it.
+#pragma once
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/ip.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <optional>
+#include <random>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include <pushwire/ib/encap.hpp>
+#include <pushwire/rnic/device.hpp>
+#include <pushwire/rnic/faults.hpp>
+
+namespace pushwire::net {
+
+/// Nanoseconds on CLOCK_MONOTONIC: the time a real transport gives device.progress().
+inline rnic::time_ns monotonic_ns() {
+  return static_cast<rnic::time_ns>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+
+struct udp_config {
+  /// Local address the socket binds (the port's GID, as 4 bytes), and its UDP port.
+  std::array<std::uint8_t, 4> address{127, 0, 0, 1};
+  std::uint16_t port = 4791;
+  /// Datagrams per sendmmsg / recvmmsg call: 1..1024.
+  std::uint32_t batch = 64;
+  /// Faults applied to what this side sends, and their seed.
+  rnic::direction_faults faults{};
+  std::uint64_t seed = 1;
+};
+
+struct udp_counters {
+  std::uint64_t sent = 0, received = 0, send_errors = 0, not_sendable = 0, truncated = 0;
+  std::uint64_t lost = 0, corrupted = 0, duplicated = 0, held = 0;  ///< injected faults
+};
+
+class udp_port {
+ public:
+  /// Opens and binds the socket (non-blocking). On failure ok() is false and error() is errno.
+  explicit udp_port(const udp_config& c) : cfg_(c), rng_(c.seed) {
+    cfg_.batch = std::clamp<std::uint32_t>(cfg_.batch, 1, 1024);
+    fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd_ < 0) {
+      err_ = errno;
+      return;
+    }
+    const int pmtu = IP_PMTUDISC_DO;  // DF set, identification 0 (see the top)
+    const int big = 4 << 20;
+    (void)::setsockopt(fd_, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof pmtu);
+    (void)::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
+    (void)::setsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(cfg_.port);
+    std::memcpy(&a.sin_addr, cfg_.address.data(), 4);
+    if (::bind(fd_, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) {
+      err_ = errno;
+      ::close(fd_);
+      fd_ = -1;
+      return;
+    }
+    rx_.resize(cfg_.batch);
+    for (auto& b : rx_) b.resize(max_datagram);
+  }
+  udp_port(const udp_port&) = delete;
+  udp_port& operator=(const udp_port&) = delete;
+  ~udp_port() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+  bool ok() const { return fd_ >= 0; }
+  int error() const { return err_; }
+  int fd() const { return fd_; }
+  const udp_counters& stats() const { return stats_; }
+
+  /// Sends every frame the device has for its port `port` (and held-back frames now due).
+  /// Returns the datagrams handed to the kernel.
+  /// The device port's udp_sport must be this socket's port (the ICRC covers the source port
+  /// the kernel sends from); otherwise its frames are not sent (not_sendable).
+  std::size_t send_from(rnic::device& d, std::size_t port, rnic::time_ns now) {
+    const bool sendable = d.config().ports[port].udp_sport == cfg_.port;
+    while (auto f = d.take_frame(port)) {
+      if (sendable) queue(std::span<const std::byte>(f->data(), f->size()), now);
+      else ++stats_.not_sendable;
+      d.recycle(std::move(*f));
+    }
+    return flush(now);
+  }
+
+  /// Receives what is waiting (up to `rounds` batches) and gives each datagram to the device
+  /// as a frame, at time now. Returns the datagrams taken.
+  std::size_t receive_into(rnic::device& d, std::size_t port, rnic::time_ns now, int rounds = 4) {
+    const rnic::port_config& pc = d.config().ports[port];
+    std::size_t total = 0;
+    std::vector<mmsghdr> h(cfg_.batch);
+    std::vector<iovec> iov(cfg_.batch);
+    std::vector<sockaddr_in> from(cfg_.batch);
+    for (int k = 0; k < rounds; ++k) {
+      for (std::size_t i = 0; i < cfg_.batch; ++i) {
+        iov[i] = {rx_[i].data() + headers, max_datagram - headers};
+        h[i] = {};
+        h[i].msg_hdr.msg_iov = &iov[i];
+        h[i].msg_hdr.msg_iovlen = 1;
+        h[i].msg_hdr.msg_name = &from[i];
+        h[i].msg_hdr.msg_namelen = sizeof from[i];
+      }
+      const int n = ::recvmmsg(fd_, h.data(), cfg_.batch, MSG_DONTWAIT, nullptr);
+      if (n <= 0) break;
+      for (int i = 0; i < n; ++i) {
+        const auto& m = h[static_cast<std::size_t>(i)];
+        if (m.msg_hdr.msg_flags & MSG_TRUNC) {
+          ++stats_.truncated;
+          continue;
+        }
+        const auto& src = from[static_cast<std::size_t>(i)];
+        std::array<std::uint8_t, 4> sip{};
+        std::memcpy(sip.data(), &src.sin_addr, 4);
+        auto frame = std::span<std::byte>(rx_[static_cast<std::size_t>(i)]).first(headers + m.msg_len);
+        wrap(frame, pc.mac, sip, ntohs(src.sin_port), cfg_.address, cfg_.port);
+        d.receive(port, frame, now);
+        ++stats_.received;
+      }
+      total += static_cast<std::size_t>(n);
+      if (static_cast<std::uint32_t>(n) < cfg_.batch) break;
+    }
+    return total;
+  }
+
+  /// Sends the frames whose time has come (held-back ones under injected faults).
+  std::size_t flush(rnic::time_ns now) {
+    std::size_t sent = 0;
+    while (!out_.empty()) {
+      std::vector<mmsghdr> h;
+      std::vector<iovec> iov;
+      std::vector<sockaddr_in> to;
+      h.reserve(cfg_.batch), iov.reserve(cfg_.batch), to.reserve(cfg_.batch);
+      std::size_t i = 0;
+      for (auto it = out_.begin(); it != out_.end() && h.size() < cfg_.batch; ++it, ++i) {
+        if (it->at > now) continue;
+        to.push_back(it->to);
+        iov.push_back({it->bytes.data(), it->bytes.size()});
+      }
+      if (iov.empty()) break;
+      h.resize(iov.size());
+      for (std::size_t k = 0; k < iov.size(); ++k) {
+        h[k].msg_hdr.msg_iov = &iov[k];
+        h[k].msg_hdr.msg_iovlen = 1;
+        h[k].msg_hdr.msg_name = &to[k];
+        h[k].msg_hdr.msg_namelen = sizeof to[k];
+      }
+      const int n = ::sendmmsg(fd_, h.data(), static_cast<unsigned>(h.size()), MSG_DONTWAIT);
+      if (n <= 0) {
+        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+          ++stats_.send_errors;  // (unreachable peer, ...): the transport's retries cover it
+          drop_due(now, 1);
+          continue;
+        }
+        break;  // the socket is full: the rest waits for the next call
+      }
+      drop_due(now, static_cast<std::size_t>(n));
+      sent += static_cast<std::size_t>(n);
+      stats_.sent += static_cast<std::uint64_t>(n);
+    }
+    return sent;
+  }
+  /// Frames waiting (held back, or refused by a full socket).
+  std::size_t waiting() const { return out_.size(); }
+  /// When the next held-back frame is due (for a caller's poll timeout), if any.
+  std::optional<rnic::time_ns> next_due() const {
+    std::optional<rnic::time_ns> t;
+    for (const auto& o : out_) t = t ? std::min(*t, o.at) : o.at;
+    return t;
+  }
+
+  /// Bytes the Ethernet, IPv4 and UDP headers take in a frame.
+  static constexpr std::size_t headers = wire::eth_header_size + 20 + 8;
+  /// Largest datagram taken (a 4096-byte MTU packet with its headers fits).
+  static constexpr std::size_t max_datagram = 9216;
+
+  /// The frame of a datagram whose payload is already at frame[headers...]: Ethernet (to `mac`,
+  /// from 00:00:00:00:00:00), IPv4 (DF, identification 0, TTL 64) and UDP (checksum 0).
+  static void wrap(std::span<std::byte> frame, const wire::mac_address& mac, const std::array<std::uint8_t, 4>& src, std::uint16_t sport,
+                   const std::array<std::uint8_t, 4>& dst, std::uint16_t dport) {
+    const std::size_t payload = frame.size() - headers;
+    (void)wire::encode(wire::eth_header{.dst = mac, .src = {}, .type = ib::ethertype_ipv4}, frame);
+    ib::ipv4_header ip{};
+    ip.version = 4;
+    ip.hdr_len = 5;
+    ip.len = static_cast<std::uint16_t>(20 + 8 + payload);
+    ip.flags_df = true;
+    ip.ttl = 64;
+    ip.proto = ib::ip_proto_udp;
+    std::copy(src.begin(), src.end(), ip.src.begin());
+    std::copy(dst.begin(), dst.end(), ip.dst.begin());
+    const auto iph = frame.subspan(wire::eth_header_size, 20);
+    (void)wire::encode(ip, iph);
+    wire::store_be16(iph.data() + 10, ib::inet_fold(ib::inet_sum(iph)));
+    (void)wire::encode(ib::udp_header{.srcport = sport, .dstport = dport, .length = static_cast<std::uint16_t>(8 + payload), .checksum = 0},
+                       frame.subspan(wire::eth_header_size + 20));
+  }
+
+ private:
+  struct pending {
+    rnic::time_ns at = 0;
+    sockaddr_in to{};
+    std::vector<std::byte> bytes;
+  };
+  // A device frame to a datagram (IPv4, no options, UDP): queued with its faults.
+  void queue(std::span<const std::byte> f, rnic::time_ns now) {
+    const auto l2 = wire::locate_payload(f);
+    if (!l2 || l2->type != ib::ethertype_ipv4 || f.size() < l2->offset + 28) {
+      ++stats_.not_sendable;
+      return;
+    }
+    const std::byte* ip = f.data() + l2->offset;
+    const std::size_t ihl = 4u * (std::to_integer<unsigned>(ip[0]) & 0x0F);
+    const std::size_t len = wire::load_be16(ip + 2);
+    if (ihl < 20 || len < ihl + 8 || f.size() < l2->offset + len) {
+      ++stats_.not_sendable;
+      return;
+    }
+    pending p;
+    p.to.sin_family = AF_INET;
+    std::memcpy(&p.to.sin_addr, ip + 16, 4);
+    p.to.sin_port = htons(wire::load_be16(ip + ihl + 2));
+    p.bytes.assign(ip + ihl + 8, ip + len);
+    p.at = now;
+    const rnic::fault_verdict v = rnic::decide(cfg_.faults, p.bytes.size(), rng_);
+    if (v.lost) {
+      ++stats_.lost;
+      return;
+    }
+    if (v.flip_bit) {
+      ++stats_.corrupted;
+      p.bytes[*v.flip_bit / 8] ^= static_cast<std::byte>(1u << (*v.flip_bit % 8));
+    }
+    p.at += v.extra;
+    stats_.held += v.extra > 0;
+    if (v.duplicate_extra) {
+      ++stats_.duplicated;
+      pending c = p;
+      c.at += *v.duplicate_extra;
+      out_.push_back(std::move(c));
+    }
+    out_.push_back(std::move(p));
+  }
+  // Removes the first n due frames (those the last sendmmsg took, in order).
+  void drop_due(rnic::time_ns now, std::size_t n) {
+    for (auto it = out_.begin(); it != out_.end() && n > 0;) {
+      if (it->at <= now) it = out_.erase(it), --n;
+      else ++it;
+    }
+  }
+
+  udp_config cfg_;
+  int fd_ = -1, err_ = 0;
+  std::mt19937_64 rng_;
+  udp_counters stats_{};
+  std::deque<pending> out_;
+  std::vector<std::vector<std::byte>> rx_;
+};
+
+}  // namespace pushwire::net
