@@ -1,0 +1,126 @@
+// A TAP interface (IFF_TAP | IFF_NO_PI): the host IP stack's end of the split-model driver, or
+// the I/O unit's LAN NIC (spec/net.md §4). Whole Ethernet frames, non-blocking; the MAC, MTU,
+// link state and carrier are set here (the host module takes them from the I/O unit over
+// CfgUtil). Real I/O: nothing sans-IO includes it.
+#pragma once
+
+#include <fcntl.h>
+#include <linux/if.h>
+#include <linux/if_tun.h>
+#include <net/if_arp.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+
+#include <pushwire/wire/ethernet.hpp>
+
+namespace pushwire::net {
+
+struct tap_counters {
+  std::uint64_t frames_in = 0, bytes_in = 0, frames_out = 0, bytes_out = 0, write_errors = 0;
+};
+
+class tap {
+ public:
+  /// Opens (creating if needed) the TAP interface `name` (at most 15 characters). On failure
+  /// ok() is false and error() is errno (ENOENT: no /dev/net/tun; EPERM: not allowed).
+  explicit tap(const std::string& name) {
+    fd_ = ::open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    if (fd_ < 0) {
+      err_ = errno;
+      return;
+    }
+    ifreq r{};
+    r.ifr_flags = IFF_TAP | IFF_NO_PI;
+    std::strncpy(r.ifr_name, name.c_str(), IFNAMSIZ - 1);
+    if (::ioctl(fd_, TUNSETIFF, &r) != 0) {
+      err_ = errno;
+      ::close(fd_);
+      fd_ = -1;
+      return;
+    }
+    name_ = r.ifr_name;
+    ctl_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  }
+  tap(const tap&) = delete;
+  tap& operator=(const tap&) = delete;
+  ~tap() {
+    if (fd_ >= 0) ::close(fd_);
+    if (ctl_ >= 0) ::close(ctl_);
+  }
+
+  bool ok() const { return fd_ >= 0; }
+  int error() const { return err_; }
+  int fd() const { return fd_; }
+  const std::string& name() const { return name_; }
+  const tap_counters& stats() const { return stats_; }
+
+  /// The next frame the stack sent into `buf` (its size), or 0 when none is waiting.
+  std::size_t read(std::span<std::byte> buf) {
+    const ssize_t n = ::read(fd_, buf.data(), buf.size());
+    if (n <= 0) return 0;
+    ++stats_.frames_in;
+    stats_.bytes_in += static_cast<std::size_t>(n);
+    return static_cast<std::size_t>(n);
+  }
+  /// Gives a frame to the stack; false when the kernel refused it (counted).
+  bool write(std::span<const std::byte> frame) {
+    if (::write(fd_, frame.data(), frame.size()) != static_cast<ssize_t>(frame.size())) {
+      ++stats_.write_errors;
+      return false;
+    }
+    ++stats_.frames_out;
+    stats_.bytes_out += frame.size();
+    return true;
+  }
+
+  /// The interface's MAC (the interface should be down to change it on some kernels).
+  int set_mac(const wire::mac_address& m) {
+    ifreq r = req();
+    r.ifr_hwaddr.sa_family = ARPHRD_ETHER;
+    std::memcpy(r.ifr_hwaddr.sa_data, m.data(), 6);
+    return ::ioctl(ctl_, SIOCSIFHWADDR, &r) == 0 ? 0 : errno;
+  }
+  wire::mac_address mac() const {
+    ifreq r = req();
+    wire::mac_address m{};
+    if (::ioctl(ctl_, SIOCGIFHWADDR, &r) == 0) std::memcpy(m.data(), r.ifr_hwaddr.sa_data, 6);
+    return m;
+  }
+  int set_mtu(std::uint32_t mtu) {
+    ifreq r = req();
+    r.ifr_mtu = static_cast<int>(mtu);
+    return ::ioctl(ctl_, SIOCSIFMTU, &r) == 0 ? 0 : errno;
+  }
+  /// Administratively up or down.
+  int set_up(bool up) {
+    ifreq r = req();
+    if (::ioctl(ctl_, SIOCGIFFLAGS, &r) != 0) return errno;
+    r.ifr_flags = static_cast<short>(up ? (r.ifr_flags | IFF_UP) : (r.ifr_flags & ~IFF_UP));
+    return ::ioctl(ctl_, SIOCSIFFLAGS, &r) == 0 ? 0 : errno;
+  }
+  /// The carrier (link detected): down while the far end is away.
+  int set_carrier(bool on) {
+    int v = on ? 1 : 0;
+    return ::ioctl(fd_, TUNSETCARRIER, &v) == 0 ? 0 : errno;
+  }
+
+ private:
+  ifreq req() const {
+    ifreq r{};
+    std::strncpy(r.ifr_name, name_.c_str(), IFNAMSIZ - 1);
+    return r;
+  }
+  int fd_ = -1, ctl_ = -1, err_ = 0;
+  std::string name_;
+  tap_counters stats_{};
+};
+
+}  // namespace pushwire::net
