@@ -19,7 +19,7 @@ JOBS ?= $(shell nproc)
 # g++-12-aarch64-linux-gnu and qemu-user build and run the aarch64 CRC paths' tests).
 PACKAGES := cmake make pkg-config gcc-12 g++-12 clang-14 libclang-rt-14-dev libboost-dev catch2 libbenchmark-dev \
             zlib1g-dev libisal-dev tshark python3-scapy libwireshark-dev wireshark-dev util-linux ccache \
-            g++-12-aarch64-linux-gnu qemu-user
+            g++-12-aarch64-linux-gnu qemu-user iputils-ping iperf3 iproute2 python3
 
 # ccache is the compiler launcher when it is on PATH (evaluated when a recipe runs, after deps).
 # Paths inside the clone are hashed relative to it, so clones in other directories share hits.
@@ -91,6 +91,9 @@ demo: deps
 	./$(DIR_gcc)/tools/pushwire-gen frame --out $(DIR_gcc)/demo-broken.pcap $(HOST_TO_IOU) pushwire.opcode=RC_ACKNOWLEDGE \
 	  infiniband.bth.destqp=0x22 infiniband.bth.psn=503 infiniband.aeth.syndrome=0x67 infiniband.aeth.msn=3 >/dev/null
 	./$(DIR_gcc)/tools/pushwire-conform $(DIR_gcc)/demo-broken.pcap; test $$? -eq 1
+	@echo; echo "=== The split-model driver for real (spec/split-model.md): pushwire-host and pushwire-iou in namespaces,"
+	@echo "    RoCEv2 over UDP between them; ping and a file through TCP both ways, then a Flush each way"
+	tests/netns/split_model.sh $(DIR_gcc)
 	@if [ -f $(DIR_gcc)/plugins/4.0/epan/pushwire.so ]; then \
 	  echo; echo "=== Both captures in stock tshark with the pushwire plugin (dissectors/wireshark/tshark-pushwire)"; \
 	  dissectors/wireshark/tshark-pushwire --build $(DIR_gcc) -r $(DIR_gcc)/demo-roce.pcap; \

@@ -1,0 +1,290 @@
+// The split-model driver's two modules (seed 003, IV; spec/split-model.md): pushwire-host gives
+// the host's IP stack a TAP interface; pushwire-iou owns the LAN NIC (a TAP whose far side is
+// the LAN). Both are the same loop over one reference RNIC port on a UDP socket (net/udp.hpp),
+// the push-push endpoint (pp/endpoint.hpp) and its connection manager (pp/cm.hpp):
+//   TAP frame -> pp::endpoint::send_packet -> RDMA write / SendData -> peer -> its TAP.
+// The host takes its interface's MAC and link state from the I/O unit over CfgUtil.
+#pragma once
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <pushwire/net/tap.hpp>
+#include <pushwire/net/udp.hpp>
+#include <pushwire/pp/cm.hpp>
+#include <pushwire/pp/endpoint.hpp>
+
+namespace pushwire::tools {
+
+inline volatile sig_atomic_t stop_requested = 0;
+
+struct module_options {
+  pp::role role = pp::role::host;
+  std::array<std::uint8_t, 4> local{}, peer{};
+  std::string tap = "pw0";
+  wire::mac_address mac{0x02, 0x50, 0x57, 0, 0, 1};  ///< I/O unit: its LAN NIC's MAC (the host's interface gets it)
+  std::uint32_t mtu = 1500;
+  /// The fabric link's MTU: the path MTU is the largest IBTA MTU whose packets fit in it.
+  std::uint32_t fabric_mtu = 1500;
+  bool verbose = false;
+};
+
+inline bool parse_ip(const char* s, std::array<std::uint8_t, 4>& out) {
+  in_addr a{};
+  if (::inet_pton(AF_INET, s, &a) != 1) return false;
+  std::memcpy(out.data(), &a, 4);
+  return true;
+}
+
+inline int module_usage(const char* prog, const char* why) {
+  if (why) std::fprintf(stderr, "%s: %s\n", prog, why);
+  std::fprintf(stderr,
+               "usage: %s --local IP --peer IP [--tap NAME] [--mtu N] [--fabric-mtu N]%s [-v]\n"
+               "  --local IP   this module's fabric address (RoCEv2 on UDP 4791, CM on UDP %u)\n"
+               "  --peer IP    the other module's fabric address\n"
+               "  --tap NAME   the TAP interface to create or attach (default %s)\n"
+               "  --mtu N      the interface MTU (default 1500)\n"
+               "  --fabric-mtu N  the fabric link's MTU (default 1500): the RoCE path MTU is the largest that fits\n"
+               "spec/split-model.md\n",
+               prog, std::strstr(prog, "iou") ? " [--mac MAC]" : "", pp::cm_port, std::strstr(prog, "iou") ? "lan0" : "pw0");
+  return 2;
+}
+
+inline std::optional<module_options> parse_module(int argc, char** argv, pp::role role) {
+  module_options o;
+  o.role = role;
+  if (role == pp::role::iou) o.tap = "lan0";
+  bool have_local = false, have_peer = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
+    if (a == "-v") {
+      o.verbose = true;
+    } else if (a == "--local" && v && parse_ip(v, o.local)) {
+      have_local = true, ++i;
+    } else if (a == "--peer" && v && parse_ip(v, o.peer)) {
+      have_peer = true, ++i;
+    } else if (a == "--tap" && v && std::strlen(v) < 16) {
+      o.tap = v, ++i;
+    } else if (a == "--mtu" && v) {
+      o.mtu = static_cast<std::uint32_t>(std::strtoul(v, nullptr, 10)), ++i;
+      if (o.mtu < 576 || o.mtu > 65535 - 64) return std::nullopt;
+    } else if (a == "--fabric-mtu" && v) {
+      o.fabric_mtu = static_cast<std::uint32_t>(std::strtoul(v, nullptr, 10)), ++i;
+      if (o.fabric_mtu < 576 || o.fabric_mtu > 65535) return std::nullopt;
+    } else if (a == "--mac" && v && role == pp::role::iou) {
+      unsigned m[6];
+      if (std::sscanf(v, "%x:%x:%x:%x:%x:%x", &m[0], &m[1], &m[2], &m[3], &m[4], &m[5]) != 6) return std::nullopt;
+      for (int k = 0; k < 6; ++k) o.mac[static_cast<std::size_t>(k)] = static_cast<std::uint8_t>(m[k]);
+      ++i;
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (!have_local || !have_peer) return std::nullopt;
+  return o;
+}
+
+/// One module's life: returns the exit status (0 after SIGINT / SIGTERM and a clean flush).
+class module {
+ public:
+  explicit module(const module_options& o)
+      : o_(o), dev_(device_config(o)), udp_({.address = o.local}), tap_(o.tap),
+        cm_({.role = o.role, .incarnation = std::random_device{}() | (std::uint64_t{std::random_device{}()} << 32) | 1}) {}
+
+  int run() {
+    const char* who = o_.role == pp::role::host ? "pushwire-host" : "pushwire-iou";
+    if (!udp_.ok()) return fail(who, "UDP 4791", udp_.error());
+    if (!tap_.ok()) return fail(who, ("TAP " + o_.tap).c_str(), tap_.error());
+    cm_fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(pp::cm_port);
+    std::memcpy(&a.sin_addr, o_.local.data(), 4);
+    if (cm_fd_ < 0 || ::bind(cm_fd_, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) return fail(who, "CM socket", errno);
+    (void)tap_.set_mtu(o_.mtu);
+    if (o_.role == pp::role::iou) (void)tap_.set_carrier(true);
+    else (void)tap_.set_carrier(false);  // until the I/O unit says the link is up
+    (void)tap_.set_up(true);
+    make_endpoint();
+    std::printf("%s: fabric %u.%u.%u.%u, peer %u.%u.%u.%u, interface %s\n", who, o_.local[0], o_.local[1], o_.local[2], o_.local[3],
+                o_.peer[0], o_.peer[1], o_.peer[2], o_.peer[3], tap_.name().c_str());
+    std::fflush(stdout);
+    std::vector<std::byte> frame(65536 + 64);
+    rnic::time_ns closing_since = 0;
+    while (true) {
+      pollfd fds[3] = {{udp_.fd(), POLLIN, 0}, {cm_fd_, POLLIN, 0}, {tap_.fd(), POLLIN, 0}};
+      (void)::poll(fds, 3, 1);
+      const rnic::time_ns now = net::monotonic_ns();
+      cm_step(now);
+      udp_.receive_into(dev_, 0, now);
+      dev_.progress(now);
+      ep_->poll();
+      // Frames from the stack (host) or the LAN (I/O unit) go to the peer while it is there.
+      for (int k = 0; k < 64; ++k) {
+        const std::size_t n = tap_.read(frame);
+        if (n == 0) break;
+        if (ep_->current() != pp::state::connected) continue;  // no carrier: dropped, as a NIC would
+        if (ep_->send_packet(std::span(frame).first(n)) != pp::errc{}) ++dropped_;
+      }
+      dev_.progress(now);
+      udp_.send_from(dev_, 0, now);
+      if (stop_requested && !closing_since) {
+        closing_since = now;
+        if (ep_->close() != pp::errc{}) break;
+      }
+      if (closing_since && (ep_->current() == pp::state::closed || now - closing_since > 1'000'000'000)) break;
+    }
+    // Let the last control messages leave.
+    for (int k = 0; k < 50; ++k) {
+      const rnic::time_ns now = net::monotonic_ns();
+      udp_.receive_into(dev_, 0, now);
+      dev_.progress(now);
+      ep_->poll();
+      udp_.send_from(dev_, 0, now);
+      ::usleep(1000);
+    }
+    std::printf("%s: %s; packets out %lu in %lu, dropped %lu\n", who, std::string(wire::enum_name(ep_->current())).c_str(),
+                ep_->stats().packets_out, ep_->stats().packets_in, dropped_);
+    ::close(cm_fd_);
+    return ep_->current() == pp::state::closed ? 0 : 1;
+  }
+
+ private:
+  static rnic::device_config device_config(const module_options& o) {
+    rnic::port_config p;
+    p.mac = {0x02, 0x50, 0x57, 0x00, 0x00, static_cast<std::uint8_t>(o.role)};
+    p.gid = rnic::gid_v4(o.local[0], o.local[1], o.local[2], o.local[3]);
+    p.udp_sport = 4791;
+    rnic::device_config c;
+    c.ports = {p};
+    c.retry_forever = true;  // liveness is the CM's (spec/pp.md §7)
+    return c;
+  }
+  static int fail(const char* who, const char* what, int err) {
+    std::fprintf(stderr, "%s: %s: %s\n", who, what, std::strerror(err));
+    return 1;
+  }
+  void make_endpoint() {
+    pp::config c;
+    c.first_pool_ref = o_.role == pp::role::host ? 0x01 : 0x81;
+    // IPv4 20 + UDP 8 + BTH 12 + RETH 16 + ImmDt 4 + ICRC 4 = 64 bytes around a packet's payload.
+    c.mtu = 256;
+    for (std::uint32_t m : {4096u, 2048u, 1024u, 512u})
+      if (m + 64 <= o_.fabric_mtu) {
+        c.mtu = m;
+        break;
+      }
+    c.element_size = std::max<std::uint32_t>(2048, o_.mtu + 64);
+    c.elements = 128;
+    c.send_slots = 128;
+    pp::handlers h;
+    h.packet = [this](std::span<const std::byte> p) { (void)tap_.write(p); };
+    if (o_.role == pp::role::iou) {
+      h.cfg_request = [this](msg::cfg::request_code code, std::span<const std::byte>) {
+        pp::cfg_answer a;
+        if (code == msg::cfg::request_code::get_mac_address) {
+          a.status = msg::cfg::status::success;
+          for (std::uint8_t b : o_.mac) a.data.push_back(static_cast<std::byte>(b));
+        } else if (code == msg::cfg::request_code::get_link_state) {
+          a.status = msg::cfg::status::success;
+          a.data.resize(8);
+          (void)wire::encode(msg::cfg::link_state{.up = 1, .speed_mbps = 10000}, a.data);
+        }
+        return a;
+      };
+    } else {
+      h.cfg_reply = [this](std::uint64_t, msg::cfg::request_code code, msg::cfg::status st, std::span<const std::byte> d) {
+        if (st != msg::cfg::status::success) return;
+        if (code == msg::cfg::request_code::get_mac_address && d.size() == 6) {
+          wire::mac_address m;
+          for (std::size_t i = 0; i < 6; ++i) m[i] = std::to_integer<std::uint8_t>(d[i]);
+          (void)tap_.set_up(false);
+          (void)tap_.set_mac(m);
+          (void)tap_.set_up(true);
+        } else if (code == msg::cfg::request_code::get_link_state) {
+          if (const auto ls = wire::decode<msg::cfg::link_state>(d)) (void)tap_.set_carrier(ls->up == 1);
+        }
+      };
+    }
+    ep_ = std::make_unique<pp::endpoint>(dev_, c, std::move(h));
+    const pp::address l = ep_->local();
+    cm_.set_local(l.control_qpn, l.data_qpn, l.send_max);
+  }
+  void apply(const pp::cm_actions& a, rnic::time_ns now) {
+    if (a.reset) make_endpoint();
+    if (a.carrier_down) (void)tap_.set_carrier(false), log("peer lost: carrier down");
+    if (a.connect) {
+      rnic::address_vector av{};
+      av.dgid = rnic::gid_v4(o_.peer[0], o_.peer[1], o_.peer[2], o_.peer[3]);
+      if (ep_->connect({.control_qpn = a.connect->control_qpn, .data_qpn = a.connect->data_qpn, .av = av, .send_max = a.connect->send_max}) ==
+          pp::errc{}) {
+        log("connected");
+        if (o_.role == pp::role::host) {
+          (void)ep_->cfg_request(msg::cfg::request_code::get_mac_address);
+          (void)ep_->cfg_request(msg::cfg::request_code::get_link_state);
+        }
+      }
+    }
+    if (a.carrier_up && o_.role == pp::role::host && ep_->current() == pp::state::connected && !a.connect)
+      (void)ep_->cfg_request(msg::cfg::request_code::get_link_state), log("peer back");
+    if (a.send) {
+      std::array<std::byte, pp::hello_size> b;
+      (void)wire::encode(*a.send, b);
+      sockaddr_in to{};
+      to.sin_family = AF_INET;
+      to.sin_port = htons(pp::cm_port);
+      std::memcpy(&to.sin_addr, o_.peer.data(), 4);
+      (void)::sendto(cm_fd_, b.data(), b.size(), MSG_DONTWAIT, reinterpret_cast<const sockaddr*>(&to), sizeof to);
+    }
+    (void)now;
+  }
+  void cm_step(rnic::time_ns now) {
+    std::array<std::byte, 256> b;
+    for (int k = 0; k < 16; ++k) {
+      const ssize_t n = ::recv(cm_fd_, b.data(), b.size(), MSG_DONTWAIT);
+      if (n < 0) break;
+      apply(cm_.on_datagram(std::span(b).first(static_cast<std::size_t>(n)), now), now);
+    }
+    apply(cm_.tick(now), now);
+  }
+  void log(const char* what) {
+    if (o_.verbose) std::printf("%s: %s\n", o_.role == pp::role::host ? "pushwire-host" : "pushwire-iou", what), std::fflush(stdout);
+  }
+
+  module_options o_;
+  rnic::device dev_;
+  net::udp_port udp_;
+  net::tap tap_;
+  pp::connector cm_;
+  std::unique_ptr<pp::endpoint> ep_;
+  int cm_fd_ = -1;
+  std::uint64_t dropped_ = 0;
+};
+
+inline int module_main(int argc, char** argv, pp::role role) {
+  const auto o = parse_module(argc, argv, role);
+  if (!o) return module_usage(argv[0], "bad arguments");
+  struct sigaction sa{};
+  sa.sa_handler = [](int) { stop_requested = 1; };
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+  module m(*o);
+  return m.run();
+}
+
+}  // namespace pushwire::tools
