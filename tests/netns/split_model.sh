@@ -3,7 +3,9 @@
 # between host and iou is the fabric (198.18.0.1 <-> 198.18.0.2, RoCEv2 over UDP); pushwire-iou
 # owns lan0, a TAP moved into the lan namespace (198.18.1.2); pushwire-host gives the host's
 # stack pw0 (198.18.1.1). Checks: ping through the driver, a file through TCP both ways with
-# checksums compared, and a clean teardown (Flush each way: both modules exit 0).
+# checksums compared, garbage on the I/O unit's ports, kill -9 of the I/O unit (the host's
+# carrier down within 1 s) and its restart (reconnected, traffic again), and a clean teardown
+# (Flush each way: both modules exit 0).
 # usage: split_model.sh BUILD_DIR      (root; skips, visibly, without namespaces)
 set -euo pipefail
 build=$(cd "$1" && pwd)
@@ -75,9 +77,38 @@ xfer() {  # from_ns to_ns to_addr file
 }
 xfer $h $l 198.18.1.2 "$work/up.bin" || { kill -TERM $host $iou; sleep 1.5; show_logs; exit 1; }
 xfer $l $h 198.18.1.1 "$work/down.bin" || { kill -TERM $host $iou; sleep 1.5; show_logs; exit 1; }
+# garbage on both of the I/O unit's ports (random bytes, short and long) changes nothing
+cat >"$work/junk.py" <<'PY'
+import os, random, socket
+random.seed(5); s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(3000):
+    port = 4791 if i % 2 else 18515
+    d = os.urandom(random.randrange(0, 1400))
+    if i % 7 == 0 and len(d) > 12: d = bytes([0x04, 0, 0xff, 0xff, 0, 0, 0, 2]) + d[8:]   # a BTH-looking start
+    s.sendto(d, ("198.18.0.2", port))
+PY
+ip netns exec $h python3 "$work/junk.py"
+if ! ip netns exec $h ping -c 2 -i 0.2 -w 5 198.18.1.2 >/dev/null; then show_logs; echo "FAIL: ping after the garbage"; exit 1; fi
+kill -0 $iou && kill -0 $host || { show_logs; echo "FAIL: a module died of the garbage"; exit 1; }
+echo "3000 garbage datagrams: both modules alive, ping still answered"
+# kill -9 the I/O unit: the host's carrier goes down within 1 s; a new I/O unit is found again
+carrier() { ip netns exec $h cat /sys/class/net/pw0/carrier 2>/dev/null || echo 0; }
+kill -9 $iou; wait $iou 2>/dev/null || true; t0=$(date +%s%N)
+while [ "$(carrier)" = 1 ] && [ $(( ($(date +%s%N) - t0) / 1000000 )) -lt 3000 ]; do sleep 0.02; done
+down_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+[ "$(carrier)" = 0 ] && [ $down_ms -le 1000 ] || { show_logs; echo "FAIL: carrier still up ${down_ms} ms after kill -9"; exit 1; }
+echo "I/O unit killed: host carrier down after ${down_ms} ms"
+ip netns exec $i "$build/tools/pushwire-iou" --local 198.18.0.2 --peer 198.18.0.1 --tap lan0 --fabric-mtu 9000 -v >>"$work/iou.log" 2>&1 &
+iou=$!; pids="$host $iou"
+wait_for $i lan0
+ip -n $i link set lan0 netns $l
+ip -n $l addr add 198.18.1.2/24 dev lan0; ip -n $l link set lan0 up
+if ! ip netns exec $h ping -c 3 -i 0.2 -w 10 198.18.1.2 >/dev/null; then show_logs; echo "FAIL: no traffic after the I/O unit restarted"; exit 1; fi
+xfer $h $l 198.18.1.2 "$work/up.bin" || { kill -TERM $host $iou; sleep 1.5; show_logs; exit 1; }
+echo "I/O unit restarted: carrier up, reconnected, ping and TCP flow again"
 # teardown: SIGTERM the host: it flushes both ways and both modules leave cleanly
 kill -TERM $host; kill -TERM $iou
 rc_h=0; rc_i=0; wait $host || rc_h=$?; wait $iou || rc_i=$?; pids=
 tail -n1 "$work/host.log"; tail -n1 "$work/iou.log"
 if [ $rc_h != 0 ] || [ $rc_i != 0 ]; then show_logs; echo "FAIL: teardown (host $rc_h, iou $rc_i)"; exit 1; fi
-echo "PASS: ping, TCP both ways, flush"
+echo "PASS: ping, TCP both ways, garbage, I/O-unit restart, flush"

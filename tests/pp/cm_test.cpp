@@ -97,9 +97,9 @@ TEST_CASE("cm: silence is noticed within dead_after, and the same incarnation's 
   rnic::time_ns now = 1'000'000'000;
   run(a, b, now, 10);
   REQUIRE(a.cm.state() == pp::cm_state::connected);
-  run(a, b, now, 700, false);
+  run(a, b, now, 550, false);
   CHECK(a.downs == 0);
-  run(a, b, now, 300, false);  // 1000 ms of silence > 800 ms
+  run(a, b, now, 100, false);  // 650 ms of silence > 600 ms
   CHECK(a.downs == 1);
   CHECK(a.cm.state() == pp::cm_state::lost);
   run(a, b, now, 200);

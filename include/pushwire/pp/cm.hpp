@@ -50,7 +50,7 @@ struct cm_config {
   pp::role role = pp::role::host;
   std::uint64_t incarnation = 1;      ///< nonzero; a restarted process takes a new one
   rnic::time_ns hello_interval = 100'000'000;  ///< 100 ms
-  rnic::time_ns dead_after = 800'000'000;      ///< silence that means the peer is gone (< 1 s)
+  rnic::time_ns dead_after = 600'000'000;      ///< silence that means the peer is gone (well under 1 s)
 };
 
 /// The CM's states.
