@@ -40,6 +40,9 @@ struct module_options {
   std::uint32_t mtu = 1500;
   /// The fabric link's MTU: the path MTU is the largest IBTA MTU whose packets fit in it.
   std::uint32_t fabric_mtu = 1500;
+  /// Faults injected into what this module sends on the fabric (spec/net.md §2).
+  rnic::direction_faults faults{};
+  std::uint64_t seed = 1;
   bool verbose = false;
 };
 
@@ -53,12 +56,14 @@ inline bool parse_ip(const char* s, std::array<std::uint8_t, 4>& out) {
 inline int module_usage(const char* prog, const char* why) {
   if (why) std::fprintf(stderr, "%s: %s\n", prog, why);
   std::fprintf(stderr,
-               "usage: %s --local IP --peer IP [--tap NAME] [--mtu N] [--fabric-mtu N]%s [-v]\n"
+               "usage: %s --local IP --peer IP [--tap NAME] [--mtu N] [--fabric-mtu N]%s\n"
+               "       [--loss P] [--dup P] [--reorder P] [--corrupt P] [--seed S] [-v]\n"
                "  --local IP   this module's fabric address (RoCEv2 on UDP 4791, CM on UDP %u)\n"
                "  --peer IP    the other module's fabric address\n"
                "  --tap NAME   the TAP interface to create or attach (default %s)\n"
                "  --mtu N      the interface MTU (default 1500)\n"
                "  --fabric-mtu N  the fabric link's MTU (default 1500): the RoCE path MTU is the largest that fits\n"
+               "  --loss P ...    faults injected into what this module sends (fractions: 0.05 = 5%%), seeded\n"
                "spec/split-model.md\n",
                prog, std::strstr(prog, "iou") ? " [--mac MAC]" : "", pp::cm_port, std::strstr(prog, "iou") ? "lan0" : "pw0");
   return 2;
@@ -83,6 +88,13 @@ inline std::optional<module_options> parse_module(int argc, char** argv, pp::rol
     } else if (a == "--mtu" && v) {
       o.mtu = static_cast<std::uint32_t>(std::strtoul(v, nullptr, 10)), ++i;
       if (o.mtu < 576 || o.mtu > 65535 - 64) return std::nullopt;
+    } else if ((a == "--loss" || a == "--dup" || a == "--reorder" || a == "--corrupt") && v) {
+      const double p = std::strtod(v, nullptr);
+      if (!(p >= 0 && p <= 1)) return std::nullopt;
+      (a == "--loss" ? o.faults.loss : a == "--dup" ? o.faults.duplicate : a == "--reorder" ? o.faults.reorder : o.faults.corrupt) = p;
+      ++i;
+    } else if (a == "--seed" && v) {
+      o.seed = std::strtoull(v, nullptr, 10), ++i;
     } else if (a == "--fabric-mtu" && v) {
       o.fabric_mtu = static_cast<std::uint32_t>(std::strtoul(v, nullptr, 10)), ++i;
       if (o.fabric_mtu < 576 || o.fabric_mtu > 65535) return std::nullopt;
@@ -103,7 +115,7 @@ inline std::optional<module_options> parse_module(int argc, char** argv, pp::rol
 class module {
  public:
   explicit module(const module_options& o)
-      : o_(o), dev_(device_config(o)), udp_({.address = o.local}), tap_(o.tap),
+      : o_(o), dev_(device_config(o)), udp_({.address = o.local, .faults = o.faults, .seed = o.seed}), tap_(o.tap),
         cm_({.role = o.role, .incarnation = std::random_device{}() | (std::uint64_t{std::random_device{}()} << 32) | 1}) {}
 
   int run() {
@@ -158,8 +170,9 @@ class module {
       udp_.send_from(dev_, 0, now);
       ::usleep(1000);
     }
-    std::printf("%s: %s; packets out %lu in %lu, dropped %lu\n", who, std::string(wire::enum_name(ep_->current())).c_str(),
-                ep_->stats().packets_out, ep_->stats().packets_in, dropped_);
+    std::printf("%s: %s; packets out %lu in %lu, dropped %lu; datagrams out %lu in %lu, injected losses %lu\n", who,
+                std::string(wire::enum_name(ep_->current())).c_str(), ep_->stats().packets_out, ep_->stats().packets_in, dropped_,
+                udp_.stats().sent, udp_.stats().received, udp_.stats().lost);
     ::close(cm_fd_);
     return ep_->current() == pp::state::closed ? 0 : 1;
   }

@@ -4,7 +4,8 @@
 # owns lan0, a TAP moved into the lan namespace (198.18.1.2); pushwire-host gives the host's
 # stack pw0 (198.18.1.1). Checks: ping through the driver, a file through TCP both ways with
 # checksums compared, garbage on the I/O unit's ports, kill -9 of the I/O unit (the host's
-# carrier down within 1 s) and its restart (reconnected, traffic again), and a clean teardown
+# carrier down within 1 s) and its restart with 5% injected loss (reconnected, both files intact
+# through TCP again), and a clean teardown
 # (Flush each way: both modules exit 0).
 # usage: split_model.sh BUILD_DIR      (root; skips, visibly, without namespaces)
 set -euo pipefail
@@ -98,17 +99,20 @@ while [ "$(carrier)" = 1 ] && [ $(( ($(date +%s%N) - t0) / 1000000 )) -lt 3000 ]
 down_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 [ "$(carrier)" = 0 ] && [ $down_ms -le 1000 ] || { show_logs; echo "FAIL: carrier still up ${down_ms} ms after kill -9"; exit 1; }
 echo "I/O unit killed: host carrier down after ${down_ms} ms"
-ip netns exec $i "$build/tools/pushwire-iou" --local 198.18.0.2 --peer 198.18.0.1 --tap lan0 --fabric-mtu 9000 -v >>"$work/iou.log" 2>&1 &
+ip netns exec $i "$build/tools/pushwire-iou" --local 198.18.0.2 --peer 198.18.0.1 --tap lan0 --fabric-mtu 9000 --loss 0.05 --seed 3 -v >>"$work/iou.log" 2>&1 &
 iou=$!; pids="$host $iou"
 wait_for $i lan0
 ip -n $i link set lan0 netns $l
 ip -n $l addr add 198.18.1.2/24 dev lan0; ip -n $l link set lan0 up
 if ! ip netns exec $h ping -c 3 -i 0.2 -w 10 198.18.1.2 >/dev/null; then show_logs; echo "FAIL: no traffic after the I/O unit restarted"; exit 1; fi
+echo "I/O unit restarted (now losing 5% of what it sends): reconnected, ping answered"
 xfer $h $l 198.18.1.2 "$work/up.bin" || { kill -TERM $host $iou; sleep 1.5; show_logs; exit 1; }
-echo "I/O unit restarted: carrier up, reconnected, ping and TCP flow again"
+xfer $l $h 198.18.1.1 "$work/down.bin" || { kill -TERM $host $iou; sleep 1.5; show_logs; exit 1; }
+echo "... and TCP moves both files intact through 5% loss"
 # teardown: SIGTERM the host: it flushes both ways and both modules leave cleanly
 kill -TERM $host; kill -TERM $iou
 rc_h=0; rc_i=0; wait $host || rc_h=$?; wait $iou || rc_i=$?; pids=
 tail -n1 "$work/host.log"; tail -n1 "$work/iou.log"
 if [ $rc_h != 0 ] || [ $rc_i != 0 ]; then show_logs; echo "FAIL: teardown (host $rc_h, iou $rc_i)"; exit 1; fi
-echo "PASS: ping, TCP both ways, garbage, I/O-unit restart, flush"
+tail -n1 "$work/iou.log" | grep -q 'injected losses [1-9]' || { show_logs; echo "FAIL: no loss was injected"; exit 1; }
+echo "PASS: ping, TCP both ways, garbage, I/O-unit restart, 5% loss, flush"
