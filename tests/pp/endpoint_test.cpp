@@ -44,8 +44,8 @@ struct world {
   std::function<void(std::uint64_t, msg::cfg::request_code, msg::cfg::status, std::span<const std::byte>)> host_cfg_reply;
   std::unique_ptr<pp::endpoint> host, iou;
 
-  explicit world(pp::config hc = {}, pp::config ic = {}, const rnic::link_config& link = {}, std::uint64_t seed = 1)
-      : fab(seed), hdev({.ports = {port_n(1)}, .retry_forever = true}), idev({.ports = {port_n(2)}, .retry_forever = true}) {
+  explicit world(pp::config hc = {}, pp::config ic = {}, const rnic::link_config& link = {}, std::uint64_t seed = 1, bool forever = true)
+      : fab(seed), hdev({.ports = {port_n(1)}, .retry_forever = forever}), idev({.ports = {port_n(2)}, .retry_forever = forever}) {
     REQUIRE(fab.link(hdev, 0, idev, 0, link) == rnic::errc{});
     if (ic.first_pool_ref == 1) ic.first_pool_ref = 0x81;
     host = std::make_unique<pp::endpoint>(
@@ -68,8 +68,8 @@ struct world {
   template <class F>
   bool run(F&& done, rnic::time_ns limit = 2'000'000'000) {
     return fab.run([&] {
-      host->poll();
-      iou->poll();
+      if (host) host->poll();
+      if (iou) iou->poll();
       return done();
     }, fab.now() + limit);
   }
@@ -237,4 +237,14 @@ TEST_CASE("endpoint: over a lossy, duplicating, reordering, corrupting link ever
       CHECK(w.host->current() == pp::state::connected);
     }
   }
+}
+
+TEST_CASE("endpoint: a peer that vanishes fails the endpoint (retries exceeded), and nothing more is sent", "[pp]") {
+  world w({}, {}, {}, 1, /*forever=*/false);
+  REQUIRE(w.run([&] { return w.host->writable(2048); }));
+  w.iou.reset();  // its QPs are destroyed: nothing answers
+  REQUIRE(w.host->send_packet(packet_of(1, 1500)) == pp::errc{});
+  REQUIRE(w.run([&] { return w.host->current() == pp::state::failed; }));
+  CHECK(w.host_states.back() == pp::state::failed);
+  CHECK(w.host->send_packet(packet_of(2, 1500)) == pp::errc::not_connected);
 }

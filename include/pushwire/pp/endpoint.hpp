@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -51,7 +52,7 @@ enum class state : std::uint8_t {
   connected,  ///< pools advertised; packets flow both ways
   closing,    ///< close(): flushing both ways
   closed,     ///< every pool flushed both ways (or the peer closed); nothing more is sent
-  failed,     ///< a queue pair went to the error state (the peer vanished, a protocol fault)
+  failed,     ///< a completion reported an error: a queue pair went to the error state
 };
 inline constexpr std::array<wire::named_value, 5> state_names{{
     {state::idle, "idle"}, {state::connected, "connected"}, {state::closing, "closing"},
@@ -276,8 +277,6 @@ class endpoint {
     }
     flush_updates();
     pump_backlog();
-    for (const rnic::async_event& e : dev_.take_events())
-      if (e.object == ctrl_qp_ || e.object == data_qp_) enter(state::failed);
     return n;
   }
 
@@ -441,7 +440,7 @@ class endpoint {
       std::memcpy(buf.data(), backlog_.front().data(), backlog_.front().size());
       if (post(ctrl_qp_, wr_kind::control_send, i, rnic::wr_opcode::send, buf.first(backlog_.front().size())) != errc{}) return;
       ctrl_busy_[i] = true;
-      backlog_.erase(backlog_.begin());
+      backlog_.pop_front();
       ++stats_.messages_out;
     }
   }
@@ -552,10 +551,9 @@ class endpoint {
     }
   }
   void on_recv(const rnic::work_completion& wc) {
-    if (wc.status != rnic::wc_status::success) {
-      if (wc.status != rnic::wc_status::flushed) enter(state::failed);
-      return;
-    }
+    // A QP in the error state flushes its receives: this sees it even with no send outstanding
+    // (the device's asynchronous events are its owner's to take, not one endpoint's).
+    if (wc.status != rnic::wc_status::success) return enter(state::failed);
     const std::uint32_t i = index_of(wc.wr_id);
     if (kind_of(wc.wr_id) == wr_kind::control_recv) {
       if (i >= cfg_.control_slots * 2) return;
@@ -687,7 +685,7 @@ class endpoint {
   std::vector<send_slot> sends_;
   std::uint32_t send_hint_ = 0;
   std::vector<bool> ctrl_busy_;
-  std::vector<std::vector<std::byte>> backlog_;
+  std::deque<std::vector<std::byte>> backlog_;
   std::array<pool, max_pools> pools_{};
   std::size_t pool_count_ = 0;
   std::uint32_t send_max_ = 0;            // SendData up to this (the smaller of both ends')
