@@ -88,6 +88,7 @@ class udp_port {
       return;
     }
     rx_.resize(cfg_.batch);
+    hdr_.resize(cfg_.batch), iov_.resize(cfg_.batch), addr_.resize(cfg_.batch);
     for (auto& b : rx_) b.resize(max_datagram);
   }
   udp_port(const udp_port&) = delete;
@@ -120,9 +121,9 @@ class udp_port {
   std::size_t receive_into(rnic::device& d, std::size_t port, rnic::time_ns now, int rounds = 4) {
     const rnic::port_config& pc = d.config().ports[port];
     std::size_t total = 0;
-    std::vector<mmsghdr> h(cfg_.batch);
-    std::vector<iovec> iov(cfg_.batch);
-    std::vector<sockaddr_in> from(cfg_.batch);
+    auto& h = hdr_;
+    auto& iov = iov_;
+    auto& from = addr_;
     for (int k = 0; k < rounds; ++k) {
       for (std::size_t i = 0; i < cfg_.batch; ++i) {
         iov[i] = {rx_[i].data() + headers, max_datagram - headers};
@@ -158,25 +159,20 @@ class udp_port {
   std::size_t flush(rnic::time_ns now) {
     std::size_t sent = 0;
     while (!out_.empty()) {
-      std::vector<mmsghdr> h;
-      std::vector<iovec> iov;
-      std::vector<sockaddr_in> to;
-      h.reserve(cfg_.batch), iov.reserve(cfg_.batch), to.reserve(cfg_.batch);
-      std::size_t i = 0;
-      for (auto it = out_.begin(); it != out_.end() && h.size() < cfg_.batch; ++it, ++i) {
+      std::size_t m = 0;  // due frames gathered into hdr_ / iov_ / addr_
+      for (auto it = out_.begin(); it != out_.end() && m < cfg_.batch; ++it) {
         if (it->at > now) continue;
-        to.push_back(it->to);
-        iov.push_back({it->bytes.data(), it->bytes.size()});
+        addr_[m] = it->to;
+        iov_[m] = {it->bytes.data(), it->bytes.size()};
+        hdr_[m] = {};
+        hdr_[m].msg_hdr.msg_iov = &iov_[m];
+        hdr_[m].msg_hdr.msg_iovlen = 1;
+        hdr_[m].msg_hdr.msg_name = &addr_[m];
+        hdr_[m].msg_hdr.msg_namelen = sizeof addr_[m];
+        ++m;
       }
-      if (iov.empty()) break;
-      h.resize(iov.size());
-      for (std::size_t k = 0; k < iov.size(); ++k) {
-        h[k].msg_hdr.msg_iov = &iov[k];
-        h[k].msg_hdr.msg_iovlen = 1;
-        h[k].msg_hdr.msg_name = &to[k];
-        h[k].msg_hdr.msg_namelen = sizeof to[k];
-      }
-      const int n = ::sendmmsg(fd_, h.data(), static_cast<unsigned>(h.size()), MSG_DONTWAIT);
+      if (m == 0) break;
+      const int n = ::sendmmsg(fd_, hdr_.data(), static_cast<unsigned>(m), MSG_DONTWAIT);
       if (n <= 0) {
         if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
           ++stats_.send_errors;  // (unreachable peer, ...): the transport's retries cover it
@@ -286,6 +282,9 @@ class udp_port {
   udp_counters stats_{};
   std::deque<pending> out_;
   std::vector<std::vector<std::byte>> rx_;
+  std::vector<mmsghdr> hdr_;  // one batch's headers, vectors and addresses (reused by every call)
+  std::vector<iovec> iov_;
+  std::vector<sockaddr_in> addr_;
 };
 
 }  // namespace pushwire::net
