@@ -185,6 +185,44 @@ TEST_CASE("UC and UD over both framings", "[rnic][uc][ud]") {
       CHECK(rc[0].src_qp == ua);
       CHECK(rc[0].imm == 5);
       CHECK(equal_bytes(p.b, 0x3000 + device::grh_size, msg));
+      // The GRH space holds the IPv4 header as verbs gives it (20 zero bytes, then the header):
+      // version/IHL 0x45, protocol UDP, a's address as source and b's as destination.
+      CHECK(rc[0].grh == (f == framing::roce));
+      if (f == framing::roce) {
+        const auto gh = std::span(p.b.buf).subspan(0x3000, device::grh_size);
+        CHECK(std::all_of(gh.begin(), gh.begin() + 20, [](std::byte x) { return x == std::byte{0}; }));
+        CHECK(gh[20] == std::byte{0x45});
+        CHECK(gh[29] == std::byte{17});
+        const auto ga = p.a.dev->config().ports[0].gid, gb = p.b.dev->config().ports[0].gid;
+        for (std::size_t k = 0; k < 4; ++k) {
+          CHECK(std::to_integer<std::uint8_t>(gh[32 + k]) == ga[12 + k]);
+          CHECK(std::to_integer<std::uint8_t>(gh[36 + k]) == gb[12 + k]);
+        }
+      }
+      // UD has no path MTU attribute: a message is bounded by the port's MTU (4096 here), not
+      // by qp_attr's default 1024.
+      const auto big = pattern_bytes(3000, 6);
+      std::copy(big.begin(), big.end(), p.a.buf.begin() + 0x4000);
+      const sge r2 = p.b.at(0x6000, 4096 + device::grh_size);
+      REQUIRE(p.b.dev->post_recv(ub, {.wr_id = 10, .sg_list = std::span(&r2, 1)}) == errc{});
+      const sge s2 = p.a.at(0x4000, 3000);
+      REQUIRE(p.a.dev->post_send(ua, {.wr_id = 11, .opcode = wr_opcode::send, .sg_list = std::span(&s2, 1), .ah = ah, .remote_qpn = ub, .remote_qkey = 0x11111111}) == errc{});
+      p.settle();
+      const auto sc2 = p.a.poll_send();
+      REQUIRE(sc2.size() == 1);
+      CHECK(sc2[0].status == wc_status::success);
+      const auto rc2 = p.b.poll_recv();
+      REQUIRE(rc2.size() == 1);
+      CHECK(rc2[0].byte_len == 3000 + device::grh_size);
+      CHECK(equal_bytes(p.b, 0x6000 + device::grh_size, big));
+      // ... and one byte more than the port's MTU is the sender's length error.
+      const sge s3 = p.a.at(0x4000, 4097);
+      REQUIRE(p.a.dev->post_send(ua, {.wr_id = 12, .opcode = wr_opcode::send, .sg_list = std::span(&s3, 1), .ah = ah, .remote_qpn = ub, .remote_qkey = 0x11111111}) == errc{});
+      p.settle();
+      const auto sc3 = p.a.poll_send();
+      REQUIRE(sc3.size() == 1);
+      CHECK(sc3[0].status != wc_status::success);
+      CHECK(p.b.poll_recv().empty());
     }
   }
 }

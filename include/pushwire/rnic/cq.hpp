@@ -27,12 +27,14 @@ struct cqe {
   std::uint32_t src_qp = 0;    ///< UD receives: the sender's QP
   std::uint8_t status = 0;     ///< wc_status
   std::uint8_t opcode = 0;     ///< wc_opcode
-  std::uint8_t flags = 0;      ///< cqe_with_imm
+  std::uint8_t flags = 0;      ///< cqe_with_imm, cqe_grh
   std::uint8_t op_own = 0;     ///< bit 0: the owner bit (the completion indicator)
   std::uint32_t vendor_err = 0;  ///< the responder's NAK code or the device's errc that caused an error status
 };
 static_assert(sizeof(cqe) == 32);
 inline constexpr std::uint8_t cqe_with_imm = 1;
+/// UD receives: the buffer's first 40 bytes hold the packet's network header (IBV_WC_GRH).
+inline constexpr std::uint8_t cqe_grh = 2;
 inline constexpr std::uint8_t cqe_owner = 1;
 
 /// A polled completion, as poll() returns it.
@@ -42,6 +44,7 @@ struct work_completion {
   wc_opcode opcode = wc_opcode::send;
   std::uint32_t byte_len = 0, imm = 0, qp_num = 0, src_qp = 0, vendor_err = 0;
   bool with_imm = false;
+  bool grh = false;  ///< UD receives: the GRH space was written (cqe_grh)
   friend constexpr bool operator==(const work_completion&, const work_completion&) = default;
 };
 
@@ -70,7 +73,7 @@ class cq_memory {
       const std::uint8_t own = std::atomic_ref<std::uint8_t>(e.op_own).load(std::memory_order_acquire);
       if ((own & cqe_owner) != phase(ci, n)) break;
       out[got++] = {e.wr_id, static_cast<wc_status>(e.status), static_cast<wc_opcode>(e.opcode), e.byte_len, e.imm,
-                    e.qp_num, e.src_qp, e.vendor_err, (e.flags & cqe_with_imm) != 0};
+                    e.qp_num, e.src_qp, e.vendor_err, (e.flags & cqe_with_imm) != 0, (e.flags & cqe_grh) != 0};
       ++ci;
     }
     db_.consumer.store(ci, std::memory_order_release);

@@ -49,7 +49,8 @@ constexpr std::span<const wire::named_value> wire_enum_names(framing) { return f
 struct port_config {
   wire::mac_address mac{};
   std::array<std::uint8_t, 16> gid{};
-  /// RoCE: the largest path MTU (payload bytes per packet), 256..4096. Cells: unused.
+  /// The largest path MTU (payload bytes per packet), 256..4096; in both framings the limit of
+  /// a UD message (UD has no path MTU attribute).
   std::uint32_t mtu = 4096;
   framing frame = framing::roce;
   /// Cells: data bytes per cell (1..65535).
@@ -185,7 +186,7 @@ struct recv_record {
   wc_status status = wc_status::success;
   wc_opcode op = wc_opcode::recv;
   std::uint32_t byte_len = 0, imm = 0, src_qp = 0;
-  bool with_imm = false;
+  bool with_imm = false, grh = false;
 };
 
 }  // namespace detail
@@ -631,8 +632,11 @@ class device {
   }
   std::uint32_t port_path_mtu(std::size_t port) const { return ports_[port].cfg.mtu; }
   /// The MTU a QP's machines work with: the path MTU, in both framings (a cell packet is one
-  /// transport packet, segmented into cells).
-  std::uint32_t machine_mtu(const qp_state_t& q) const { return q.attr.path_mtu; }
+  /// transport packet, segmented into cells). UD has no path MTU attribute: its messages are
+  /// bounded by its port's MTU (IBTA 9.7.1: a UD message is one packet; mlx5 and rxe likewise).
+  std::uint32_t machine_mtu(const qp_state_t& q) const {
+    return q.init.type == qp_type::ud && q.attr.port < ports_.size() ? port_path_mtu(q.attr.port) : q.attr.path_mtu;
+  }
   bool cell_port(const qp_state_t& q) const {
     const std::uint8_t port = q.init.type == qp_type::dct || q.init.type == qp_type::dci || q.init.type == qp_type::ud ? q.attr.port : q.attr.av.port;
     return port < ports_.size() && ports_[port].cfg.frame == framing::cell;
@@ -1168,6 +1172,18 @@ class device {
     r->imm = rc.imm;
     r->op = rc.with_imm && current_is_write_ ? wc_opcode::recv_rdma_with_imm : wc_opcode::recv;
     r->src_qp = current_src_qp_;
+    // UD: the GRH space holds the packet's network header, as verbs hands it over (rxe, mlx5):
+    // IPv6, its 40-byte header; IPv4, 20 zero bytes and its 20-byte header (options left out).
+    if (q.init.type == qp_type::ud && current_grh_) {
+      std::size_t done = 0;
+      auto copy = [&](std::byte* h, std::size_t k) {
+        std::memcpy(h, current_grh_->data() + done, k);
+        done += k;
+      };
+      r->grh = r->status == wc_status::success &&
+               walk(q, std::span<const sge>(r->wqe.sg.data(), std::min<std::size_t>(r->wqe.num_sge, max_sge)), 0, grh_size,
+                    access::local_write, copy);
+    }
   }
 
   // -- memory port (the responder's view of memory) -------------------------------------------
@@ -1276,7 +1292,7 @@ class device {
       e.opcode = static_cast<std::uint8_t>(r.op);
       e.byte_len = r.status == wc_status::success ? r.byte_len : 0;
       e.imm = r.imm;
-      e.flags = r.with_imm ? cqe_with_imm : 0;
+      e.flags = static_cast<std::uint8_t>((r.with_imm ? cqe_with_imm : 0) | (r.grh ? cqe_grh : 0));
       e.qp_num = q.qpn;
       e.src_qp = r.src_qp;
       if (!write_cqe(q, q.init.recv_cq, e)) return;
@@ -1519,6 +1535,14 @@ class device {
       return;
     }
     address_vector from{.port = static_cast<std::uint8_t>(&ps - ports_.data()), .dmac = eth.src, .dgid = src};
+    std::array<std::byte, grh_size> grh{};
+    if (v.v6) std::memcpy(grh.data(), frame.data() + v.ip_offset, grh_size);
+    else std::memcpy(grh.data() + 20, frame.data() + v.ip_offset, 20);
+    current_grh_ = &grh;
+    struct clear_grh {
+      device& d;
+      ~clear_grh() { d.current_grh_ = nullptr; }
+    } clear{*this};
     if (qp_state_t* q = session_qps_ ? find_qp(p.dest_qp) : nullptr; q && q->sessions && p.info().request) {
       const auto udp = v.udp();
       receive_session(*q, {.src = src, .dst = dst, .sport = udp.srcport, .dport = udp.dstport}, p, frame, from);
@@ -1713,6 +1737,7 @@ class device {
   std::size_t session_qps_ = 0;  ///< QPs with sessions: receive_roce looks a packet's QP up first only then
   std::uint32_t current_src_qp_ = 0;
   bool current_is_write_ = false;
+  const std::array<std::byte, grh_size>* current_grh_ = nullptr;  ///< the RoCE packet being dispatched's (cells: none)
   bool probing_ = false;  ///< cut_through asks a responder where a packet goes: raise no fault
   std::optional<flow::qp_action::place> preplaced_{};  ///< the placement cut_through made
 };
