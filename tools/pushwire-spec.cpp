@@ -24,6 +24,9 @@
 #include <pushwire/ib/lan.hpp>
 #include <pushwire/ib/opcode.hpp>
 #include <pushwire/msg/msg.hpp>
+#include <pushwire/pp/cm.hpp>
+#include <pushwire/pp/endpoint.hpp>
+#include <pushwire/pp/lan.hpp>
 #include <pushwire/rnic/qp.hpp>
 #include <pushwire/wire/crc.hpp>
 #include <pushwire/wire/pcap.hpp>
@@ -274,6 +277,15 @@ std::optional<std::string> render_ib_struct(std::string_view arg, std::string_vi
   return render_struct<H>();
 }
 
+// A table of errc_info rows, codes from 1.
+template <class Table>
+std::string error_table(const Table& t) {
+  std::string s = "| Code | Name | Meaning |\n|---:|---|---|\n";
+  for (std::size_t i = 0; i < t.size(); ++i)
+    s += "| " + std::to_string(i + 1) + " | `" + std::string{t[i].name} + "` | " + std::string{t[i].meaning} + " |\n";
+  return s;
+}
+
 // The parts of a cell frame, in order, with their sizes (format.hpp).
 std::string render_cell_layout() {
   std::string s = "| Part | Bytes | Present |\n|---|---:|---|\n";
@@ -454,7 +466,8 @@ std::optional<std::string> render(std::string_view key) {
                    render_ib_struct<ib::cnp_pad>(arg, "cnp_pad"), render_ib_struct<ib::sinketh>(arg, "sinketh"), render_ib_struct<ib::eth_header>(arg, "eth_header"),
                    render_ib_struct<ib::vlan_tag>(arg, "vlan_tag"), render_ib_struct<ib::ipv4_header>(arg, "ipv4_header"),
                    render_ib_struct<ib::ipv6_header>(arg, "ipv6_header"), render_ib_struct<ib::udp_header>(arg, "udp_header"),
-                   render_ib_struct<ib::lid_mac>(arg, "lid_mac")})
+                   render_ib_struct<ib::lid_mac>(arg, "lid_mac"), render_ib_struct<pp::hello>(arg, "pp_hello"),
+                   render_ib_struct<pp::lan_hello>(arg, "lan_hello")})
       if (r) out = r;
   } else if (kind == "enum") {
     if (arg == "function") out = specgen::value_table(msg::function_names, 4);
@@ -520,11 +533,11 @@ std::optional<std::string> render(std::string_view key) {
           "| `cell_packets` × `cell_packet_bytes` | " + std::to_string(l.cell_packets) + " × " + std::to_string(l.cell_packet_bytes) +
           " | a cell packet beyond them is not judged (the oldest incomplete ones make room first) |\n";
   } else if (kind == "rnic_errors") {
-    std::string s = "| Code | Name | Meaning |\n|---:|---|---|\n";
-    for (std::size_t i = 0; i < rnic::errc_table.size(); ++i)
-      s += "| " + std::to_string(i + 1) + " | `" + std::string{rnic::errc_table[i].name} + "` | " +
-           std::string{rnic::errc_table[i].meaning} + " |\n";
-    out = s;
+    out = error_table(rnic::errc_table);
+  } else if (kind == "pp_errors") {
+    out = error_table(pp::errc_table);
+  } else if (kind == "lan_errors") {
+    out = error_table(pp::lan_errc_table);
   } else if (kind == "rnic_transitions") {
     // Every (from, to) with a rule for some type: required and optional attributes per type.
     auto names = [](rnic::qp_attr_mask m) {
@@ -544,11 +557,7 @@ std::optional<std::string> render(std::string_view key) {
     s += "| any | RESET, ERR | all | - | - |\n";
     out = s;
   } else if (kind == "flow_errors") {
-    std::string s = "| Code | Name | Meaning |\n|---:|---|---|\n";
-    for (std::size_t i = 0; i < flow::errc_table.size(); ++i)
-      s += "| " + std::to_string(i + 1) + " | `" + std::string{flow::errc_table[i].name} + "` | " +
-           std::string{flow::errc_table[i].meaning} + " |\n";
-    out = s;
+    out = error_table(flow::errc_table);
   } else if (kind == "errors") {
     std::string s = "| Code | Name | Meaning |\n|---:|---|---|\n";
     // "errors cell": those a cell decoder or the reassembler returns.

@@ -27,6 +27,7 @@
 #include <pushwire/net/udp.hpp>
 #include <pushwire/pp/cm.hpp>
 #include <pushwire/pp/endpoint.hpp>
+#include <pushwire/pp/lan.hpp>
 
 namespace pushwire::tools {
 
@@ -44,6 +45,10 @@ struct module_options {
   rnic::direction_faults faults{};
   std::uint64_t seed = 1;
   bool verbose = false;
+  /// --lan-emulation (host only): the other members' fabric addresses, and this member's LID.
+  bool lan = false;
+  std::vector<std::array<std::uint8_t, 4>> members{};
+  std::uint16_t lid = 0;
 };
 
 inline bool parse_ip(const char* s, std::array<std::uint8_t, 4>& out) {
@@ -51,6 +56,73 @@ inline bool parse_ip(const char* s, std::array<std::uint8_t, 4>& out) {
   if (::inet_pton(AF_INET, s, &a) != 1) return false;
   std::memcpy(out.data(), &a, 4);
   return true;
+}
+
+/// The options both kinds of module share (--tap, --mtu, --fabric-mtu, faults, --seed, -v):
+/// 1 taken with no value, 2 taken with its value, 0 not one of them, -1 a bad value.
+inline int parse_shared(std::string_view a, const char* v, module_options& o) {
+  if (a == "-v") return o.verbose = true, 1;
+  if (!v) return 0;
+  if (a == "--tap") return std::strlen(v) < 16 ? (o.tap = v, 2) : -1;
+  if (a == "--mtu") {
+    o.mtu = static_cast<std::uint32_t>(std::strtoul(v, nullptr, 10));
+    return o.mtu < 576 || o.mtu > 65535 - 64 ? -1 : 2;
+  }
+  if (a == "--fabric-mtu") {
+    o.fabric_mtu = static_cast<std::uint32_t>(std::strtoul(v, nullptr, 10));
+    return o.fabric_mtu < 576 || o.fabric_mtu > 65535 ? -1 : 2;
+  }
+  if (a == "--loss" || a == "--dup" || a == "--reorder" || a == "--corrupt") {
+    const double p = std::strtod(v, nullptr);
+    if (!(p >= 0 && p <= 1)) return -1;
+    (a == "--loss" ? o.faults.loss : a == "--dup" ? o.faults.duplicate : a == "--reorder" ? o.faults.reorder : o.faults.corrupt) = p;
+    return 2;
+  }
+  if (a == "--seed") return o.seed = std::strtoull(v, nullptr, 10), 2;
+  return 0;
+}
+
+/// The CM's datagram socket, bound to (local, pp::cm_port); -1 and errno on failure.
+inline int open_cm_socket(const std::array<std::uint8_t, 4>& local) {
+  const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(pp::cm_port);
+  std::memcpy(&a.sin_addr, local.data(), 4);
+  if (fd < 0 || ::bind(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) {
+    const int e = errno;
+    if (fd >= 0) ::close(fd);
+    errno = e;
+    return -1;
+  }
+  return fd;
+}
+inline void send_cm(int fd, const std::array<std::uint8_t, 4>& to_ip, std::span<const std::byte> b) {
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(pp::cm_port);
+  std::memcpy(&to.sin_addr, to_ip.data(), 4);
+  (void)::sendto(fd, b.data(), b.size(), MSG_DONTWAIT, reinterpret_cast<const sockaddr*>(&to), sizeof to);
+}
+
+/// A device with one RoCE port at fabric address `local`, sending from UDP 4791 (net/udp.hpp).
+inline rnic::device_config fabric_device(const std::array<std::uint8_t, 4>& local, std::uint8_t mac_low, std::uint32_t port_mtu = 4096) {
+  rnic::port_config p;
+  p.mac = {0x02, 0x50, 0x57, 0x00, 0x00, mac_low};
+  p.gid = rnic::gid_v4(local[0], local[1], local[2], local[3]);
+  p.udp_sport = 4791;
+  p.mtu = port_mtu;
+  rnic::device_config c;
+  c.ports = {p};
+  c.retry_forever = true;  // liveness is the CM's (spec/pp.md §7)
+  return c;
+}
+
+/// The largest IBTA MTU whose packets, with `overhead` bytes of headers, fit a fabric link's MTU.
+inline std::uint32_t path_mtu_for(std::uint32_t fabric_mtu, std::uint32_t overhead) {
+  for (std::uint32_t m : {4096u, 2048u, 1024u, 512u})
+    if (m + overhead <= fabric_mtu) return m;
+  return 256;
 }
 
 inline int module_usage(const char* prog, const char* why) {
@@ -77,27 +149,13 @@ inline std::optional<module_options> parse_module(int argc, char** argv, pp::rol
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
     const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
-    if (a == "-v") {
-      o.verbose = true;
+    if (const int k = parse_shared(a, v, o); k != 0) {
+      if (k < 0) return std::nullopt;
+      i += k - 1;
     } else if (a == "--local" && v && parse_ip(v, o.local)) {
       have_local = true, ++i;
     } else if (a == "--peer" && v && parse_ip(v, o.peer)) {
       have_peer = true, ++i;
-    } else if (a == "--tap" && v && std::strlen(v) < 16) {
-      o.tap = v, ++i;
-    } else if (a == "--mtu" && v) {
-      o.mtu = static_cast<std::uint32_t>(std::strtoul(v, nullptr, 10)), ++i;
-      if (o.mtu < 576 || o.mtu > 65535 - 64) return std::nullopt;
-    } else if ((a == "--loss" || a == "--dup" || a == "--reorder" || a == "--corrupt") && v) {
-      const double p = std::strtod(v, nullptr);
-      if (!(p >= 0 && p <= 1)) return std::nullopt;
-      (a == "--loss" ? o.faults.loss : a == "--dup" ? o.faults.duplicate : a == "--reorder" ? o.faults.reorder : o.faults.corrupt) = p;
-      ++i;
-    } else if (a == "--seed" && v) {
-      o.seed = std::strtoull(v, nullptr, 10), ++i;
-    } else if (a == "--fabric-mtu" && v) {
-      o.fabric_mtu = static_cast<std::uint32_t>(std::strtoul(v, nullptr, 10)), ++i;
-      if (o.fabric_mtu < 576 || o.fabric_mtu > 65535) return std::nullopt;
     } else if (a == "--mac" && v && role == pp::role::iou) {
       unsigned m[6];
       if (std::sscanf(v, "%x:%x:%x:%x:%x:%x", &m[0], &m[1], &m[2], &m[3], &m[4], &m[5]) != 6) return std::nullopt;
@@ -115,19 +173,14 @@ inline std::optional<module_options> parse_module(int argc, char** argv, pp::rol
 class module {
  public:
   explicit module(const module_options& o)
-      : o_(o), dev_(device_config(o)), udp_({.address = o.local, .faults = o.faults, .seed = o.seed}), tap_(o.tap),
+      : o_(o), dev_(fabric_device(o.local, static_cast<std::uint8_t>(o.role))), udp_({.address = o.local, .faults = o.faults, .seed = o.seed}), tap_(o.tap),
         cm_({.role = o.role, .incarnation = std::random_device{}() | (std::uint64_t{std::random_device{}()} << 32) | 1}) {}
 
   int run() {
     const char* who = o_.role == pp::role::host ? "pushwire-host" : "pushwire-iou";
     if (!udp_.ok()) return fail(who, "UDP 4791", udp_.error());
     if (!tap_.ok()) return fail(who, ("TAP " + o_.tap).c_str(), tap_.error());
-    cm_fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(pp::cm_port);
-    std::memcpy(&a.sin_addr, o_.local.data(), 4);
-    if (cm_fd_ < 0 || ::bind(cm_fd_, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) return fail(who, "CM socket", errno);
+    if ((cm_fd_ = open_cm_socket(o_.local)) < 0) return fail(who, "CM socket", errno);
     (void)tap_.set_mtu(o_.mtu);
     if (o_.role == pp::role::iou) (void)tap_.set_carrier(true);
     else (void)tap_.set_carrier(false);  // until the I/O unit says the link is up
@@ -178,16 +231,6 @@ class module {
   }
 
  private:
-  static rnic::device_config device_config(const module_options& o) {
-    rnic::port_config p;
-    p.mac = {0x02, 0x50, 0x57, 0x00, 0x00, static_cast<std::uint8_t>(o.role)};
-    p.gid = rnic::gid_v4(o.local[0], o.local[1], o.local[2], o.local[3]);
-    p.udp_sport = 4791;
-    rnic::device_config c;
-    c.ports = {p};
-    c.retry_forever = true;  // liveness is the CM's (spec/pp.md §7)
-    return c;
-  }
   static int fail(const char* who, const char* what, int err) {
     std::fprintf(stderr, "%s: %s: %s\n", who, what, std::strerror(err));
     return 1;
@@ -196,12 +239,7 @@ class module {
     pp::config c;
     c.first_pool_ref = o_.role == pp::role::host ? 0x01 : 0x81;
     // IPv4 20 + UDP 8 + BTH 12 + RETH 16 + ImmDt 4 + ICRC 4 = 64 bytes around a packet's payload.
-    c.mtu = 256;
-    for (std::uint32_t m : {4096u, 2048u, 1024u, 512u})
-      if (m + 64 <= o_.fabric_mtu) {
-        c.mtu = m;
-        break;
-      }
+    c.mtu = path_mtu_for(o_.fabric_mtu, 64);
     c.element_size = std::max<std::uint32_t>(2048, o_.mtu + 64);
     c.elements = 128;
     c.send_slots = 128;
@@ -258,11 +296,7 @@ class module {
     if (a.send) {
       std::array<std::byte, pp::hello_size> b;
       (void)wire::encode(*a.send, b);
-      sockaddr_in to{};
-      to.sin_family = AF_INET;
-      to.sin_port = htons(pp::cm_port);
-      std::memcpy(&to.sin_addr, o_.peer.data(), 4);
-      (void)::sendto(cm_fd_, b.data(), b.size(), MSG_DONTWAIT, reinterpret_cast<const sockaddr*>(&to), sizeof to);
+      send_cm(cm_fd_, o_.peer, b);
     }
     (void)now;
   }
@@ -289,13 +323,178 @@ class module {
   std::uint64_t dropped_ = 0;
 };
 
+// ---- LAN emulation (spec/split-model.md §LAN emulation) ------------------------------------
+
+inline int lan_usage(const char* prog, const char* why) {
+  if (why) std::fprintf(stderr, "%s: %s\n", prog, why);
+  std::fprintf(stderr,
+               "usage: %s --lan-emulation --local IP --peer IP [--peer IP ...] [--lid N] [--tap NAME] [--mtu N]\n"
+               "       [--fabric-mtu N] [--loss P] [--dup P] [--reorder P] [--corrupt P] [--seed S] [-v]\n"
+               "  --local IP   this member's fabric address (RoCEv2 on UDP 4791, hellos on UDP %u)\n"
+               "  --peer IP    another member's fabric address (one per member)\n"
+               "  --lid N      this member's LID, 1..0xBFFF (default: the low 16 bits of --local)\n"
+               "  --mtu N      the interface MTU (default: 1500, at most the fabric path MTU - 14)\n"
+               "spec/split-model.md\n",
+               prog, pp::cm_port);
+  return 2;
+}
+
+inline std::optional<module_options> parse_lan(int argc, char** argv) {
+  module_options o;
+  o.lan = true;
+  o.mtu = 0;  // the default depends on the path MTU
+  bool have_local = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
+    std::array<std::uint8_t, 4> ip{};
+    if (a == "--lan-emulation") continue;
+    if (const int k = parse_shared(a, v, o); k != 0) {
+      if (k < 0) return std::nullopt;
+      i += k - 1;
+    } else if (a == "--local" && v && parse_ip(v, o.local)) {
+      have_local = true, ++i;
+    } else if (a == "--peer" && v && parse_ip(v, ip)) {
+      o.members.push_back(ip), ++i;
+    } else if (a == "--lid" && v) {
+      const unsigned long l = std::strtoul(v, nullptr, 0);
+      if (l < ib::lid_unicast_first || l > ib::lid_unicast_last) return std::nullopt;
+      o.lid = static_cast<std::uint16_t>(l), ++i;
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (!have_local || o.members.empty()) return std::nullopt;
+  if (o.lid == 0) {
+    const unsigned l = unsigned{o.local[2]} << 8 | o.local[3];
+    if (l < ib::lid_unicast_first || l > ib::lid_unicast_last) return std::nullopt;
+    o.lid = static_cast<std::uint16_t>(l);
+  }
+  return o;
+}
+
+/// One member of an emulated LAN: a TAP whose MAC embeds (LID, UD QPN), frames as UD SENDs to
+/// the members (pp/lan.hpp), hellos to every --peer on the CM port.
+class lan_module {
+ public:
+  explicit lan_module(const module_options& o)
+      // IPv4 20 + UDP 8 + BTH 12 + DETH 8 + ICRC 4 = 52 bytes around a UD payload.
+      : o_(o), dev_(fabric_device(o.local, 0x10, path_mtu_for(o.fabric_mtu, 52))), udp_({.address = o.local, .faults = o.faults, .seed = o.seed}),
+        tap_(o.tap),
+        lan_(dev_, {.lid = o.lid, .incarnation = std::random_device{}() | (std::uint64_t{std::random_device{}()} << 32) | 1},
+             [this](std::span<const std::byte> f) { (void)tap_.write(f); }) {}
+
+  int run() {
+    const char* who = "pushwire-host";
+    const std::uint32_t max_mtu = lan_.max_frame() - wire::eth_header_size;
+    if (o_.mtu == 0) o_.mtu = std::min<std::uint32_t>(1500, max_mtu);
+    if (o_.mtu > max_mtu) {
+      std::fprintf(stderr, "%s: --mtu %u: at most %u on this fabric (path MTU %u less the Ethernet header)\n", who, o_.mtu, max_mtu, lan_.max_frame());
+      return 2;
+    }
+    if (!lan_.ok()) return std::fprintf(stderr, "%s: the RNIC refused the LAN's queue pair\n", who), 1;
+    if (!udp_.ok()) return fail(who, "UDP 4791", udp_.error());
+    if (!tap_.ok()) return fail(who, ("TAP " + o_.tap).c_str(), tap_.error());
+    if ((cm_fd_ = open_cm_socket(o_.local)) < 0) return fail(who, "CM socket", errno);
+    (void)tap_.set_mtu(o_.mtu);
+    (void)tap_.set_mac(lan_.mac());
+    (void)tap_.set_carrier(false);  // until a member is heard
+    (void)tap_.set_up(true);
+    const auto m = lan_.mac();
+    std::printf("%s: LAN emulation: fabric %u.%u.%u.%u, LID 0x%04x, UD QP 0x%06x, interface %s MAC %02x:%02x:%02x:%02x:%02x:%02x, MTU %u, %zu peers\n",
+                who, o_.local[0], o_.local[1], o_.local[2], o_.local[3], o_.lid, lan_.qpn(), tap_.name().c_str(), m[0], m[1], m[2], m[3],
+                m[4], m[5], o_.mtu, o_.members.size());
+    std::fflush(stdout);
+    std::vector<std::byte> frame(65536);
+    std::array<std::byte, pp::lan_hello_size> hello;
+    (void)wire::encode(lan_.hello(), hello);
+    rnic::time_ns next_hello = 0;
+    bool carrier = false;
+    while (!stop_requested) {
+      pollfd fds[3] = {{udp_.fd(), POLLIN, 0}, {cm_fd_, POLLIN, 0}, {tap_.fd(), POLLIN, 0}};
+      (void)::poll(fds, 3, 1);
+      const rnic::time_ns now = net::monotonic_ns();
+      if (now >= next_hello) {
+        for (const auto& p : o_.members) send_cm(cm_fd_, p, hello);
+        next_hello = now + 100'000'000;
+      }
+      hear(now);
+      if (lan_.tick(now)) log("a member went silent");
+      if (carrier != !lan_.members().empty()) {
+        carrier = !carrier;
+        (void)tap_.set_carrier(carrier);
+        log(carrier ? "carrier up" : "carrier down: no member");
+      }
+      udp_.receive_into(dev_, 0, now);
+      dev_.progress(now);
+      lan_.poll();
+      for (int k = 0; k < 64; ++k) {
+        const std::size_t n = tap_.read(frame);
+        if (n == 0) break;
+        (void)lan_.send_frame(std::span(frame).first(n));  // refusals are counted by reason
+      }
+      dev_.progress(now);
+      udp_.send_from(dev_, 0, now);
+    }
+    const auto& st = lan_.stats();
+    auto refused = [&](pp::lan_errc e) { return static_cast<unsigned long>(st.refused[static_cast<std::size_t>(e)]); };
+    std::printf("%s: left the LAN; frames out %lu (broadcasts %lu, copies %lu) in %lu; members %zu, joined %lu, restarted %lu, left %lu; "
+                "refused: no_route %lu, no_members %lu, would_block %lu, too_large %lu, spoofed %lu, unknown_sender %lu\n",
+                who, static_cast<unsigned long>(st.frames_out), static_cast<unsigned long>(st.broadcasts_out), static_cast<unsigned long>(st.copies_out),
+                static_cast<unsigned long>(st.frames_in), lan_.members().size(), static_cast<unsigned long>(st.joined),
+                static_cast<unsigned long>(st.restarted), static_cast<unsigned long>(st.left), refused(pp::lan_errc::no_route),
+                refused(pp::lan_errc::no_members), refused(pp::lan_errc::would_block), refused(pp::lan_errc::too_large),
+                refused(pp::lan_errc::spoofed_source), refused(pp::lan_errc::unknown_sender));
+    ::close(cm_fd_);
+    return 0;
+  }
+
+ private:
+  static int fail(const char* who, const char* what, int err) {
+    std::fprintf(stderr, "%s: %s: %s\n", who, what, std::strerror(err));
+    return 1;
+  }
+  void hear(rnic::time_ns now) {
+    std::array<std::byte, 256> b;
+    for (int k = 0; k < 64; ++k) {
+      sockaddr_in from{};
+      socklen_t len = sizeof from;
+      const ssize_t n = ::recvfrom(cm_fd_, b.data(), b.size(), MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&from), &len);
+      if (n < 0) break;
+      std::array<std::uint8_t, 4> ip;
+      std::memcpy(ip.data(), &from.sin_addr, 4);
+      const auto h = lan_.on_hello(std::span(b).first(static_cast<std::size_t>(n)), rnic::gid_v4(ip[0], ip[1], ip[2], ip[3]), now);
+      if (o_.verbose && (h == pp::lan::heard::joined || h == pp::lan::heard::restarted))
+        std::printf("pushwire-host: member %u.%u.%u.%u %s\n", ip[0], ip[1], ip[2], ip[3], h == pp::lan::heard::joined ? "joined" : "restarted"),
+            std::fflush(stdout);
+    }
+  }
+  void log(const char* what) {
+    if (o_.verbose) std::printf("pushwire-host: %s\n", what), std::fflush(stdout);
+  }
+
+  module_options o_;
+  rnic::device dev_;
+  net::udp_port udp_;
+  net::tap tap_;
+  pp::lan lan_;
+  int cm_fd_ = -1;
+};
+
 inline int module_main(int argc, char** argv, pp::role role) {
-  const auto o = parse_module(argc, argv, role);
-  if (!o) return module_usage(argv[0], "bad arguments");
+  bool lan = false;
+  for (int i = 1; i < argc; ++i) lan |= std::string_view(argv[i]) == "--lan-emulation";
+  std::optional<module_options> o;
+  if (lan && role == pp::role::host) {
+    if (!(o = parse_lan(argc, argv))) return lan_usage(argv[0], "bad arguments");
+  } else if (!(o = parse_module(argc, argv, role))) {
+    return module_usage(argv[0], "bad arguments");
+  }
   struct sigaction sa{};
   sa.sa_handler = [](int) { stop_requested = 1; };
   ::sigaction(SIGINT, &sa, nullptr);
   ::sigaction(SIGTERM, &sa, nullptr);
+  if (o->lan) return lan_module(*o).run();
   module m(*o);
   return m.run();
 }

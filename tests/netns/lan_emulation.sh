@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# LAN emulation among three hosts (spec/split-model.md, "LAN emulation"): namespaces m1, m2, m3
+# on one fabric (veths on a bridge in a fourth namespace, 198.18.0.1-3, RoCEv2 over UDP); each
+# runs pushwire-host --lan-emulation, whose pw0 (198.18.2.1-3/24) has a MAC embedding its LID
+# and UD QPN. Checks: ping between every pair; the kernel's ARP learned exactly those MACs;
+# a broadcast ping is answered by both others; a file through TCP with its checksum compared;
+# a member killed with -9 and restarted (a new incarnation) is reached again;
+# SIGTERM: each member leaves with status 0.
+# usage: lan_emulation.sh BUILD_DIR      (root; skips, visibly, without namespaces)
+set -euo pipefail
+build=$(cd "$1" && pwd)
+if [ "$(id -u)" != 0 ] || ! ip netns add pwcheck$$ 2>/dev/null; then
+  echo "SKIPPED: needs root and network namespaces"; exit 0
+fi
+ip netns del pwcheck$$
+for c in ping python3; do command -v $c >/dev/null || { echo "SKIPPED: $c missing"; exit 0; }; done
+s=pwl$$; work=$(mktemp -d)
+f=$s-fab
+declare -A pid
+cleanup() {
+  set +e
+  for p in "${pid[@]}"; do kill "$p" 2>/dev/null; done
+  sleep 0.3
+  for p in "${pid[@]}"; do kill -9 "$p" 2>/dev/null; done
+  for n in $f $s-m1 $s-m2 $s-m3; do ip netns del $n 2>/dev/null; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+ip netns add $f; ip -n $f link set lo up
+ip -n $f link add br0 type bridge; ip -n $f link set br0 up
+for i in 1 2 3; do
+  n=$s-m$i
+  ip netns add $n; ip -n $n link set lo up
+  ip netns exec $n sysctl -qw net.ipv4.icmp_echo_ignore_broadcasts=0
+  ip link add $s-v$i type veth peer name $s-b$i
+  ip link set $s-v$i netns $n; ip link set $s-b$i netns $f
+  ip -n $f link set $s-b$i mtu 9000 master br0 up
+  ip -n $n addr add 198.18.0.$i/24 dev $s-v$i; ip -n $n link set $s-v$i mtu 9000 up
+done
+start() {  # member number
+  local i=$1 n=$s-m$1 peers=()
+  for j in 1 2 3; do [ $j != $i ] && peers+=(--peer 198.18.0.$j); done
+  ip netns exec $n "$build/tools/pushwire-host" --lan-emulation --local 198.18.0.$i "${peers[@]}" --tap pw0 --fabric-mtu 9000 -v \
+    >>"$work/m$i.log" 2>&1 &
+  pid[$i]=$!
+  for _ in $(seq 100); do ip -n $n link show pw0 >/dev/null 2>&1 && break; sleep 0.05; done
+  ip -n $n addr add 198.18.2.$i/24 dev pw0 2>/dev/null || true
+  ip -n $n link set pw0 up
+}
+show_logs() { for i in 1 2 3; do echo "--- m$i"; cat "$work/m$i.log"; done; }
+fail() { show_logs; echo "FAIL: $*"; exit 1; }
+for i in 1 2 3; do start $i; done
+# every pair, both ways (the first ping of a pair waits for the members to hear each other, and ARP)
+for pair in "1 2" "1 3" "2 3" "3 1"; do
+  set -- $pair
+  ip netns exec $s-m$1 ping -c 2 -i 0.2 -w 10 198.18.2.$2 >"$work/ping" || { cat "$work/ping"; fail "ping m$1 -> m$2"; }
+done
+echo "ping between every pair of the three members"
+# the kernel's ARP entry for each member is the MAC that member announced: a2:<LID>:<UD QPN>
+for i in 2 3; do
+  mac=$(sed -n 's/.*interface pw0 MAC \([0-9a-f:]*\),.*/\1/p' "$work/m$i.log" | tail -n1)
+  lid=$(sed -n 's/.*LID 0x\([0-9a-f]*\),.*/\1/p' "$work/m$i.log" | tail -n1)
+  got=$(ip -n $s-m1 neigh show 198.18.2.$i dev pw0 | awk '{print $3}')
+  [ "$got" = "$mac" ] || fail "m1's ARP has $got for 198.18.2.$i, the member announced $mac"
+  [ "${mac:0:2}" = a2 ] && [ "$((16#${mac:3:2}${mac:6:2}))" = "$((16#$lid))" ] || fail "$mac does not embed LID 0x$lid"
+done
+echo "ARP resolved each member to its LID/QPN MAC: $(ip -n $s-m1 neigh show dev pw0 | awk '{printf "%s=%s ", $1, $3}')"
+# a broadcast ping reaches both other members once
+ip netns exec $s-m1 ping -b -c 3 -i 0.2 -w 5 198.18.2.255 >"$work/bping" 2>&1 || true
+grep -q 'from 198.18.2.2' "$work/bping" && grep -q 'from 198.18.2.3' "$work/bping" || { cat "$work/bping"; fail "broadcast ping"; }
+echo "broadcast ping from m1 answered by m2 and m3"
+# a file through TCP between m2 and m3, checksum compared
+head -c 2000000 /dev/urandom >"$work/f.bin"
+cat >"$work/tcp.py" <<'PY'
+import hashlib, socket, sys
+if sys.argv[1] == "serve":
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((sys.argv[2], 5001)); s.listen(1)
+    s.settimeout(30); c, _ = s.accept(); c.settimeout(30); h = hashlib.sha256()
+    while True:
+        b = c.recv(65536)
+        if not b: break
+        h.update(b)
+    print(h.hexdigest())
+else:
+    c = socket.create_connection((sys.argv[2], 5001), timeout=30); c.sendall(open(sys.argv[3], "rb").read()); c.close()
+PY
+ip netns exec $s-m3 python3 "$work/tcp.py" serve 198.18.2.3 >"$work/sum" & srv=$!
+sleep 0.3
+ip netns exec $s-m2 python3 "$work/tcp.py" send 198.18.2.3 "$work/f.bin" || fail "TCP m2 -> m3"
+wait $srv || fail "TCP server on m3"
+[ "$(cat "$work/sum")" = "$(sha256sum "$work/f.bin" | cut -d' ' -f1)" ] || fail "the file arrived changed"
+echo "2000000 bytes m2 -> m3 over TCP: sha256 matches"
+# kill -9 member 3; the others go on; restarted, it is reached again
+kill -9 ${pid[3]}; wait ${pid[3]} 2>/dev/null || true; unset 'pid[3]'
+ip netns exec $s-m1 ping -c 2 -i 0.2 -w 5 198.18.2.2 >/dev/null || fail "m1 -> m2 after m3 died"
+start 3
+ip netns exec $s-m3 ping -c 2 -i 0.2 -w 10 198.18.2.1 >/dev/null || fail "the restarted m3 -> m1"
+ip netns exec $s-m1 ping -c 2 -i 0.2 -w 10 198.18.2.3 >/dev/null || fail "m1 -> the restarted m3"
+grep -q 'member 198.18.0.3 restarted\|member 198.18.0.3 joined' "$work/m1.log" || fail "m1 did not see m3 come back"
+echo "m3 killed with -9 and restarted: m1 and m2 went on, and reach the new m3"
+for i in 1 2 3; do kill -TERM ${pid[$i]}; done
+for i in 1 2 3; do rc=0; wait ${pid[$i]} || rc=$?; [ $rc = 0 ] || fail "m$i left with status $rc"; done
+pid=()
+tail -n1 "$work/m1.log"
+grep -q 'broadcasts [1-9]' "$work/m1.log" || fail "m1 sent no broadcast"
+echo "PASS: ping every pair, ARP to LID MACs, broadcast, TCP, member restart, clean leave"
