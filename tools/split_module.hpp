@@ -173,7 +173,8 @@ inline std::optional<module_options> parse_module(int argc, char** argv, pp::rol
 class module {
  public:
   explicit module(const module_options& o)
-      : o_(o), dev_(fabric_device(o.local, static_cast<std::uint8_t>(o.role))), udp_({.address = o.local, .faults = o.faults, .seed = o.seed}), tap_(o.tap),
+      : o_(o), dev_(fabric_device(o.local, static_cast<std::uint8_t>(o.role))), udp_({.address = o.local, .faults = o.faults, .seed = o.seed}),
+        tap_(o.tap, /*offloads=*/true),
         cm_({.role = o.role, .incarnation = std::random_device{}() | (std::uint64_t{std::random_device{}()} << 32) | 1}) {}
 
   int run() {
@@ -192,7 +193,7 @@ class module {
     std::vector<std::byte> frame(65536 + 64);
     rnic::time_ns closing_since = 0;
     while (true) {
-      pollfd fds[3] = {{udp_.fd(), POLLIN, 0}, {cm_fd_, POLLIN, 0}, {tap_.fd(), POLLIN, 0}};
+      pollfd fds[3] = {{udp_.fd(), POLLIN, 0}, {cm_fd_, POLLIN, 0}, {tap_.fd(), static_cast<short>(held_ ? 0 : POLLIN), 0}};
       (void)::poll(fds, 3, 1);
       const rnic::time_ns now = net::monotonic_ns();
       cm_step(now);
@@ -200,11 +201,21 @@ class module {
       dev_.progress(now);
       ep_->poll();
       // Frames from the stack (host) or the LAN (I/O unit) go to the peer while it is there.
+      // Without credit the frame is held and the TAP not read (its queue backs up into the
+      // stack's qdisc) until credit returns, for at most hold_for; then it is dropped.
       for (int k = 0; k < 64; ++k) {
-        const std::size_t n = tap_.read(frame);
-        if (n == 0) break;
-        if (ep_->current() != pp::state::connected) continue;  // no carrier: dropped, as a NIC would
-        if (ep_->send_packet(std::span(frame).first(n)) != pp::errc{}) ++dropped_;
+        if (!held_) {
+          if ((held_ = tap_.read(frame)) == 0) break;
+          held_since_ = now;
+        }
+        if (ep_->current() != pp::state::connected) {  // no carrier: dropped, as a NIC would
+          held_ = 0;
+          continue;
+        }
+        const pp::errc e = ep_->send_packet(std::span(frame).first(held_));
+        if (e == pp::errc::would_block && now - held_since_ < hold_for) break;
+        if (e != pp::errc{}) ++dropped_;
+        held_ = 0;
       }
       dev_.progress(now);
       udp_.send_from(dev_, 0, now);
@@ -240,9 +251,10 @@ class module {
     c.first_pool_ref = o_.role == pp::role::host ? 0x01 : 0x81;
     // IPv4 20 + UDP 8 + BTH 12 + RETH 16 + ImmDt 4 + ICRC 4 = 64 bytes around a packet's payload.
     c.mtu = path_mtu_for(o_.fabric_mtu, 64);
-    c.element_size = std::max<std::uint32_t>(2048, o_.mtu + 64);
-    c.elements = 128;
-    c.send_slots = 128;
+    // A packet is a virtio-net header and a frame of up to 64 KiB (a TSO segment): one element.
+    c.element_size = 65536;
+    c.elements = 256;
+    c.send_slots = 256;
     pp::handlers h;
     h.packet = [this](std::span<const std::byte> p) { (void)tap_.write(p); };
     if (o_.role == pp::role::iou) {
@@ -321,6 +333,9 @@ class module {
   std::unique_ptr<pp::endpoint> ep_;
   int cm_fd_ = -1;
   std::uint64_t dropped_ = 0;
+  std::size_t held_ = 0;  ///< bytes of the frame waiting for credit (0: none)
+  rnic::time_ns held_since_ = 0;
+  static constexpr rnic::time_ns hold_for = 10'000'000;  ///< 10 ms: then the frame is dropped
 };
 
 // ---- LAN emulation (spec/split-model.md §LAN emulation) ------------------------------------

@@ -9,44 +9,12 @@
 # usage: lan_emulation.sh BUILD_DIR      (root; skips, visibly, without namespaces)
 set -euo pipefail
 build=$(cd "$1" && pwd)
-if [ "$(id -u)" != 0 ] || ! ip netns add pwcheck$$ 2>/dev/null; then
-  echo "SKIPPED: needs root and network namespaces"; exit 0
-fi
-ip netns del pwcheck$$
-for c in ping python3; do command -v $c >/dev/null || { echo "SKIPPED: $c missing"; exit 0; }; done
+. "$(dirname "$0")/../../examples/split-model/netns.sh"
+pw_require ping python3
 s=pwl$$; work=$(mktemp -d)
-f=$s-fab
-declare -A pid
-cleanup() {
-  set +e
-  for p in "${pid[@]}"; do kill "$p" 2>/dev/null; done
-  sleep 0.3
-  for p in "${pid[@]}"; do kill -9 "$p" 2>/dev/null; done
-  for n in $f $s-m1 $s-m2 $s-m3; do ip netns del $n 2>/dev/null; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-ip netns add $f; ip -n $f link set lo up
-ip -n $f link add br0 type bridge; ip -n $f link set br0 up
-for i in 1 2 3; do
-  n=$s-m$i
-  ip netns add $n; ip -n $n link set lo up
-  ip netns exec $n sysctl -qw net.ipv4.icmp_echo_ignore_broadcasts=0
-  ip link add $s-v$i type veth peer name $s-b$i
-  ip link set $s-v$i netns $n; ip link set $s-b$i netns $f
-  ip -n $f link set $s-b$i mtu 9000 master br0 up
-  ip -n $n addr add 198.18.0.$i/24 dev $s-v$i; ip -n $n link set $s-v$i mtu 9000 up
-done
-start() {  # member number
-  local i=$1 n=$s-m$1 peers=()
-  for j in 1 2 3; do [ $j != $i ] && peers+=(--peer 198.18.0.$j); done
-  ip netns exec $n "$build/tools/pushwire-host" --lan-emulation --local 198.18.0.$i "${peers[@]}" --tap pw0 --fabric-mtu 9000 -v \
-    >>"$work/m$i.log" 2>&1 &
-  pid[$i]=$!
-  for _ in $(seq 100); do ip -n $n link show pw0 >/dev/null 2>&1 && break; sleep 0.05; done
-  ip -n $n addr add 198.18.2.$i/24 dev pw0 2>/dev/null || true
-  ip -n $n link set pw0 up
-}
+trap 'pw_cleanup; rm -rf "$work"' EXIT
+pw_lan_topology $s 3
+start() { pw_start_member "$build" $s $1 3 "$work/m$1.log"; }
 show_logs() { for i in 1 2 3; do echo "--- m$i"; cat "$work/m$i.log"; done; }
 fail() { show_logs; echo "FAIL: $*"; exit 1; }
 for i in 1 2 3; do start $i; done
@@ -91,16 +59,16 @@ wait $srv || fail "TCP server on m3"
 [ "$(cat "$work/sum")" = "$(sha256sum "$work/f.bin" | cut -d' ' -f1)" ] || fail "the file arrived changed"
 echo "2000000 bytes m2 -> m3 over TCP: sha256 matches"
 # kill -9 member 3; the others go on; restarted, it is reached again
-kill -9 ${pid[3]}; wait ${pid[3]} 2>/dev/null || true; unset 'pid[3]'
+kill -9 ${pw_member[3]}; wait ${pw_member[3]} 2>/dev/null || true; 
 ip netns exec $s-m1 ping -c 2 -i 0.2 -w 5 198.18.2.2 >/dev/null || fail "m1 -> m2 after m3 died"
 start 3
 ip netns exec $s-m3 ping -c 2 -i 0.2 -w 10 198.18.2.1 >/dev/null || fail "the restarted m3 -> m1"
 ip netns exec $s-m1 ping -c 2 -i 0.2 -w 10 198.18.2.3 >/dev/null || fail "m1 -> the restarted m3"
 grep -q 'member 198.18.0.3 restarted\|member 198.18.0.3 joined' "$work/m1.log" || fail "m1 did not see m3 come back"
 echo "m3 killed with -9 and restarted: m1 and m2 went on, and reach the new m3"
-for i in 1 2 3; do kill -TERM ${pid[$i]}; done
-for i in 1 2 3; do rc=0; wait ${pid[$i]} || rc=$?; [ $rc = 0 ] || fail "m$i left with status $rc"; done
-pid=()
+for i in 1 2 3; do kill -TERM ${pw_member[$i]}; done
+for i in 1 2 3; do rc=0; wait ${pw_member[$i]} || rc=$?; [ $rc = 0 ] || fail "m$i left with status $rc"; done
+pw_pids=()
 tail -n1 "$work/m1.log"
 grep -q 'broadcasts [1-9]' "$work/m1.log" || fail "m1 sent no broadcast"
 echo "PASS: ping every pair, ARP to LID MACs, broadcast, TCP, member restart, clean leave"

@@ -10,41 +10,14 @@
 # usage: split_model.sh BUILD_DIR      (root; skips, visibly, without namespaces)
 set -euo pipefail
 build=$(cd "$1" && pwd)
-if [ "$(id -u)" != 0 ] || ! ip netns add pwcheck$$ 2>/dev/null; then
-  echo "SKIPPED: needs root and network namespaces"; exit 0
-fi
-ip netns del pwcheck$$
-for c in ping python3; do command -v $c >/dev/null || { echo "SKIPPED: $c missing"; exit 0; }; done
+. "$(dirname "$0")/../../examples/split-model/netns.sh"
+pw_require ping python3
 s=pw$$; work=$(mktemp -d)
 h=$s-host i=$s-iou l=$s-lan
-cleanup() {
-  set +e
-  for p in ${pids:-}; do kill "$p" 2>/dev/null; done
-  sleep 0.3
-  for p in ${pids:-}; do kill -9 "$p" 2>/dev/null; done
-  for n in $h $i $l; do ip netns del $n 2>/dev/null; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-pids=
-for n in $h $i $l; do ip netns add $n; ip -n $n link set lo up; done
-ip link add $s-h type veth peer name $s-i
-ip link set $s-h netns $h; ip link set $s-i netns $i
-ip -n $h addr add 198.18.0.1/30 dev $s-h; ip -n $h link set $s-h mtu 9000 up
-ip -n $i addr add 198.18.0.2/30 dev $s-i; ip -n $i link set $s-i mtu 9000 up
-wait_for() {  # namespace interface
-  for _ in $(seq 100); do ip -n $1 link show $2 >/dev/null 2>&1 && return 0; sleep 0.05; done
-  echo "FAIL: $2 did not appear in $1"; return 1
-}
-ip netns exec $i "$build/tools/pushwire-iou" --local 198.18.0.2 --peer 198.18.0.1 --tap lan0 --fabric-mtu 9000 -v >"$work/iou.log" 2>&1 &
-iou=$!; pids="$iou"
-wait_for $i lan0
-ip -n $i link set lan0 netns $l
-ip -n $l addr add 198.18.1.2/24 dev lan0; ip -n $l link set lan0 up
-ip netns exec $h "$build/tools/pushwire-host" --local 198.18.0.1 --peer 198.18.0.2 --tap pw0 --fabric-mtu 9000 -v >"$work/host.log" 2>&1 &
-host=$!; pids="$pids $host"
-wait_for $h pw0
-ip -n $h addr add 198.18.1.1/24 dev pw0; ip -n $h link set pw0 up
+trap 'pw_cleanup; rm -rf "$work"' EXIT
+pw_split_topology $s
+pw_start_iou "$build" $s "$work/iou.log"; iou=$pw_iou
+pw_start_host "$build" $s "$work/host.log"; host=$pw_host
 show_logs() { echo "--- host"; cat "$work/host.log"; echo "--- iou"; cat "$work/iou.log"; }
 # ping (the first may wait for the connection and ARP)
 if ! ip netns exec $h ping -c 3 -i 0.2 -w 10 198.18.1.2 >"$work/ping.log"; then
@@ -99,11 +72,7 @@ while [ "$(carrier)" = 1 ] && [ $(( ($(date +%s%N) - t0) / 1000000 )) -lt 3000 ]
 down_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 [ "$(carrier)" = 0 ] && [ $down_ms -le 1000 ] || { show_logs; echo "FAIL: carrier still up ${down_ms} ms after kill -9"; exit 1; }
 echo "I/O unit killed: host carrier down after ${down_ms} ms"
-ip netns exec $i "$build/tools/pushwire-iou" --local 198.18.0.2 --peer 198.18.0.1 --tap lan0 --fabric-mtu 9000 --loss 0.05 --seed 3 -v >>"$work/iou.log" 2>&1 &
-iou=$!; pids="$host $iou"
-wait_for $i lan0
-ip -n $i link set lan0 netns $l
-ip -n $l addr add 198.18.1.2/24 dev lan0; ip -n $l link set lan0 up
+pw_start_iou "$build" $s "$work/iou.log" --loss 0.05 --seed 3; iou=$pw_iou
 if ! ip netns exec $h ping -c 3 -i 0.2 -w 10 198.18.1.2 >/dev/null; then show_logs; echo "FAIL: no traffic after the I/O unit restarted"; exit 1; fi
 echo "I/O unit restarted (now losing 5% of what it sends): reconnected, ping answered"
 xfer $h $l 198.18.1.2 "$work/up.bin" || { kill -TERM $host $iou; sleep 1.5; show_logs; exit 1; }
@@ -111,8 +80,12 @@ xfer $l $h 198.18.1.1 "$work/down.bin" || { kill -TERM $host $iou; sleep 1.5; sh
 echo "... and TCP moves both files intact through 5% loss"
 # teardown: SIGTERM the host: it flushes both ways and both modules leave cleanly
 kill -TERM $host; kill -TERM $iou
-rc_h=0; rc_i=0; wait $host || rc_h=$?; wait $iou || rc_i=$?; pids=
+rc_h=0; rc_i=0; wait $host || rc_h=$?; wait $iou || rc_i=$?; pw_pids=()
 tail -n1 "$work/host.log"; tail -n1 "$work/iou.log"
 if [ $rc_h != 0 ] || [ $rc_i != 0 ]; then show_logs; echo "FAIL: teardown (host $rc_h, iou $rc_i)"; exit 1; fi
 tail -n1 "$work/iou.log" | grep -q 'injected losses [1-9]' || { show_logs; echo "FAIL: no loss was injected"; exit 1; }
-echo "PASS: ping, TCP both ways, garbage, I/O-unit restart, 5% loss, flush"
+# TSO: the host sent 6 MB through TCP; as 1500-byte frames that would be over 4000 packets
+out=$(tail -n1 "$work/host.log" | sed -n 's/.*packets out \([0-9]*\).*/\1/p')
+[ "$out" -lt 2000 ] || { show_logs; echo "FAIL: $out packets for 6 MB: TCP segments did not cross whole (TSO)"; exit 1; }
+echo "TSO: 6 MB of TCP left the host as $out packets
+echo "PASS: ping, TCP both ways, garbage, I/O-unit restart, 5% loss, flush, TSO"

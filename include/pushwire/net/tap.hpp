@@ -27,20 +27,31 @@ struct tap_counters {
   std::uint64_t frames_in = 0, bytes_in = 0, frames_out = 0, bytes_out = 0, write_errors = 0;
 };
 
+/// With offloads (spec/net.md §4), every frame read or written starts with this 10-byte
+/// virtio-net header (struct virtio_net_hdr, little-endian: TUNSETVNETLE): GSO type and size,
+/// and where a checksum left to the receiver starts. A TCP segment of up to 64 KiB then
+/// crosses as one frame.
+inline constexpr std::size_t vnet_hdr_size = 10;
+
 class tap {
  public:
   /// Opens (creating if needed) the TAP interface `name` (at most 15 characters). On failure
   /// ok() is false and error() is errno (ENOENT: no /dev/net/tun; EPERM: not allowed).
-  explicit tap(const std::string& name) {
+  /// offloads: IFF_VNET_HDR, and the stack may hand over unchecksummed TCP/UDP and TSO
+  /// segments (TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6); frames carry the virtio-net header.
+  explicit tap(const std::string& name, bool offloads = false) : offloads_(offloads) {
     fd_ = ::open("/dev/net/tun", O_RDWR | O_NONBLOCK | O_CLOEXEC);
     if (fd_ < 0) {
       err_ = errno;
       return;
     }
     ifreq r{};
-    r.ifr_flags = IFF_TAP | IFF_NO_PI;
+    r.ifr_flags = static_cast<short>(IFF_TAP | IFF_NO_PI | (offloads ? IFF_VNET_HDR : 0));
     std::strncpy(r.ifr_name, name.c_str(), IFNAMSIZ - 1);
-    if (::ioctl(fd_, TUNSETIFF, &r) != 0) {
+    int le = 1, hdr = static_cast<int>(vnet_hdr_size);
+    if (::ioctl(fd_, TUNSETIFF, &r) != 0 ||
+        (offloads && (::ioctl(fd_, TUNSETVNETLE, &le) != 0 || ::ioctl(fd_, TUNSETVNETHDRSZ, &hdr) != 0 ||
+                      ::ioctl(fd_, TUNSETOFFLOAD, TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6) != 0))) {
       err_ = errno;
       ::close(fd_);
       fd_ = -1;
@@ -60,6 +71,8 @@ class tap {
   int error() const { return err_; }
   int fd() const { return fd_; }
   const std::string& name() const { return name_; }
+  /// Frames carry the virtio-net header (opened with offloads).
+  bool offloads() const { return offloads_; }
   const tap_counters& stats() const { return stats_; }
 
   /// The next frame the stack sent into `buf` (its size), or 0 when none is waiting.
@@ -119,6 +132,7 @@ class tap {
     return r;
   }
   int fd_ = -1, ctl_ = -1, err_ = 0;
+  bool offloads_ = false;
   std::string name_;
   tap_counters stats_{};
 };
