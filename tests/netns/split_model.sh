@@ -87,5 +87,5 @@ tail -n1 "$work/iou.log" | grep -q 'injected losses [1-9]' || { show_logs; echo 
 # TSO: the host sent 6 MB through TCP; as 1500-byte frames that would be over 4000 packets
 out=$(tail -n1 "$work/host.log" | sed -n 's/.*packets out \([0-9]*\).*/\1/p')
 [ "$out" -lt 2000 ] || { show_logs; echo "FAIL: $out packets for 6 MB: TCP segments did not cross whole (TSO)"; exit 1; }
-echo "TSO: 6 MB of TCP left the host as $out packets
+echo "TSO: 6 MB of TCP left the host as $out packets"
 echo "PASS: ping, TCP both ways, garbage, I/O-unit restart, 5% loss, flush, TSO"
