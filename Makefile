@@ -59,7 +59,7 @@ DIR_aarch64 := build-aarch64
 HOST_TO_IOU := eth.src=02:00:00:00:00:01 eth.dst=02:00:00:00:00:02 ip.src=10.0.0.1 ip.dst=10.0.0.2
 IOU_TO_HOST := eth.src=02:00:00:00:00:02 eth.dst=02:00:00:00:00:01 ip.src=10.0.0.2 ip.dst=10.0.0.1
 
-.PHONY: demo test deps test-gcc test-clang test-asan test-aarch64 test-fuzz bench bench-wireshark spec clean
+.PHONY: demo test deps test-gcc test-clang test-asan test-aarch64 test-fuzz bench bench-wireshark bench-report spec clean
 
 demo: deps
 	cmake -S . -B $(DIR_gcc) $(CONFIG_gcc) $(LAUNCHER)
@@ -150,6 +150,22 @@ bench-wireshark: deps
 	cmake -S . -B $(DIR_gcc) $(CONFIG_gcc) $(LAUNCHER)
 	cmake --build $(DIR_gcc) -j $(JOBS) --target pushwire-wireshark pushwire-gen
 	bench/tshark_plugin.sh $(DIR_gcc)
+
+# The report (root): bench/split_model.sh (veth, VXLAN, the split-model driver; iperf3 and ping),
+# bench/pingpong.sh (pushwire-rnic pingpong against fi_pingpong's udp;ofi_rxd and tcp;ofi_rxm)
+# and pushwire-bench, in one run -> bench/results.md and bench/*.png (bench/report.py, with
+# bench/notes.md appended: where the time goes). BENCH_SECONDS: each iperf3 run (10).
+BENCH_PACKAGES := libfabric-bin python3-matplotlib iperf3 iputils-ping iproute2 python3
+BENCH_SECONDS ?= 10
+bench-report: deps
+	@$(MAKE) --no-print-directory deps PACKAGES="$(BENCH_PACKAGES)"
+	cmake -S . -B $(DIR_gcc) $(CONFIG_gcc) $(LAUNCHER)
+	cmake --build $(DIR_gcc) -j $(JOBS) --target pushwire-host pushwire-iou pushwire-rnic pushwire-bench
+	bench/split_model.sh $(DIR_gcc) $(BENCH_SECONDS) >$(DIR_gcc)/split_model.jsonl
+	bench/pingpong.sh $(DIR_gcc) >$(DIR_gcc)/pingpong.jsonl
+	./$(DIR_gcc)/bench/pushwire-bench --benchmark_format=json >$(DIR_gcc)/bench.json
+	bench/report.py --split $(DIR_gcc)/split_model.jsonl --pingpong $(DIR_gcc)/pingpong.jsonl \
+	  --bench $(DIR_gcc)/bench.json --notes bench/notes.md --out bench/results.md
 
 # Regenerates the tables in spec/ from the code.
 spec:

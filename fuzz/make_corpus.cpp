@@ -20,6 +20,8 @@
 #include <pushwire/flow/frame.hpp>
 #include <pushwire/flow/rc.hpp>
 #include <pushwire/ib/roce.hpp>
+#include <pushwire/pp/cm.hpp>
+#include <pushwire/pp/lan.hpp>
 #include <pushwire/wire/pcap.hpp>
 
 #include "cell/vectors.hpp"
@@ -165,6 +167,29 @@ int main(int argc, char** argv) {
     for (std::size_t i = 0; i < ramp.size(); ++i) ramp[i] = static_cast<std::byte>(i * 37);
     seed(t, "zeros", zeros);
     seed(t, "ramp", ramp);
+  }
+  // the hellos: a role byte, then (u16 time step, choice, u16 length, datagram) steps: a CM
+  // hello of the other role naming no one, then one naming us; two LAN members' hellos; a tick
+  {
+    std::vector<std::byte> in{std::byte{1}};
+    auto step = [&](std::uint8_t choice, std::span<const std::byte> d) {
+      in.insert(in.end(), {std::byte{0}, std::byte{100}, std::byte{choice}, std::byte(d.size() >> 8), std::byte(d.size() & 0xFF)});
+      in.insert(in.end(), d.begin(), d.end());
+    };
+    std::array<std::byte, pp::hello_size> h{};
+    (void)wire::encode(pp::hello{.role = 2, .incarnation = 0x2222, .control_qpn = 0x20, .data_qpn = 0x21, .send_max = 256}, h);
+    step(0, h);
+    (void)wire::encode(pp::hello{.role = 2, .incarnation = 0x2222, .peer_incarnation = 0x1111, .control_qpn = 0x20, .data_qpn = 0x21, .send_max = 256}, h);
+    step(0, h);
+    std::array<std::byte, pp::lan_hello_size> l{};
+    (void)wire::encode(pp::lan_hello{.lid = 2, .qpn = 0x10, .incarnation = 5}, l);
+    step(2, l);
+    in.push_back(std::byte{1});  // from 198.18.0.2
+    (void)wire::encode(pp::lan_hello{.lid = 3, .qpn = 0x10, .incarnation = 6}, l);
+    step(2, l);
+    in.push_back(std::byte{2});  // from 198.18.0.3
+    step(3, {});
+    seed("pp_hello", "handshake_and_members", in);
   }
   // the conformance checker's input: (u16 time step, cut choice, u16 length, frame) per frame,
   // a seed per rule's capture

@@ -2,6 +2,8 @@
 //
 //   pushwire-rnic soak --messages N [--seed S] [--loss P] [--dup P] [--reorder P] [--corrupt P]
 //                      [--framing roce|cell] [--pcap F] [--json] [--mtu B] [--window N]
+//   pushwire-rnic pingpong --local IP --peer IP [--server] [--size N] [--iterations N] [--json]
+//                      (two processes over UDP: tools/pingpong.hpp)
 //
 // Two devices on a loopback fabric whose link drops, duplicates, reorders and corrupts frames
 // with the given probabilities (fractions, each direction). N messages are mixed over four RC
@@ -36,6 +38,8 @@
 #include <pushwire/rnic/fabric.hpp>
 #include <pushwire/wire/json.hpp>
 
+#include "pingpong.hpp"
+
 using namespace pushwire;
 using namespace pushwire::rnic;
 
@@ -43,7 +47,8 @@ namespace {
 
 int usage() {
   std::cerr << "usage: pushwire-rnic soak --messages N [--seed S] [--loss P] [--dup P] [--reorder P] [--corrupt P]\n"
-               "                          [--framing roce|cell] [--pcap FILE] [--json] [--mtu B] [--window N]\n";
+               "                          [--framing roce|cell] [--pcap FILE] [--json] [--mtu B] [--window N]\n"
+               "       pushwire-rnic pingpong --local IP --peer IP [--server] [--size N] [--iterations N] [--json]\n";
   return 2;
 }
 
@@ -417,6 +422,7 @@ std::optional<std::uint64_t> count(std::string_view s) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::string_view{argv[1]} == "pingpong") return pushwire::tools::pingpong_main(argc, argv);
   if (argc < 2 || std::string_view{argv[1]} != "soak") return usage();
   options o;
   for (int i = 2; i < argc; ++i) {

@@ -1,0 +1,169 @@
+#!/usr/bin/python3
+"""Writes bench/results.md and its PNG plots from one run of make bench-report.
+
+  bench/report.py --split S.jsonl --pingpong P.jsonl --bench B.json --out bench/results.md
+
+S: bench/split_model.sh's lines; P: bench/pingpong.sh's; B: pushwire-bench
+--benchmark_format=json. Every figure stands beside its peer from the same run, with the ratio.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import subprocess
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def lines(path):
+    with open(path) as f:
+        return [json.loads(l) for l in f if l.strip().startswith("{")]
+
+
+def machine():
+    cpu = "unknown CPU"
+    try:
+        for l in open("/proc/cpuinfo"):
+            if l.startswith("model name"):
+                cpu = l.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    return (f"{cpu}, {os.cpu_count()} CPUs, Linux {platform.release()}, "
+            f"{datetime.datetime.utcnow():%Y-%m-%d %H:%M} UTC, commit {commit or 'unknown'}")
+
+
+def ratio(a, b):
+    return f"{a / b:.2f}x" if a and b else "-"
+
+
+def split_section(rows, outdir):
+    by = {r["path"]: r for r in rows}
+    vx = by.get("vxlan", {})
+    out = ["## The split-model driver against veth and VXLAN (`bench/split_model.sh`)", "",
+           "One iperf3 TCP stream and 200 pings (0.01 s apart) between the same two namespaces over each path.", "",
+           "| Path | iperf3 Gbit/s | × VXLAN | TCP retransmits | ping p50 ms | × VXLAN | ping p99 ms |",
+           "|---|---:|---:|---:|---:|---:|---:|"]
+    for p in ("veth", "vxlan", "pushwire", "cells"):
+        r = by.get(p)
+        if not r:
+            continue
+        if r.get("built") is False:
+            out.append(f"| {p} | not built | | | | | |")
+            continue
+        out.append(f"| {p} | {r['iperf3_gbps']:.2f} | {ratio(r['iperf3_gbps'], vx.get('iperf3_gbps'))} | {r['retransmits']} | "
+                   f"{r['ping_p50_ms']:.3f} | {ratio(r['ping_p50_ms'], vx.get('ping_p50_ms'))} | {r['ping_p99_ms']:.3f} |")
+    built = [by[p] for p in ("veth", "vxlan", "pushwire") if p in by and by[p].get("built", True)]
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.5))
+    names = [r["path"] for r in built]
+    a1.bar(names, [r["iperf3_gbps"] for r in built], color="#4a7ebb")
+    a1.set_ylabel("Gbit/s")
+    a1.set_title("iperf3, one TCP stream")
+    x = range(len(built))
+    a2.bar([i - 0.2 for i in x], [r["ping_p50_ms"] for r in built], 0.4, label="p50")
+    a2.bar([i + 0.2 for i in x], [r["ping_p99_ms"] for r in built], 0.4, label="p99")
+    a2.set_xticks(list(x), names)
+    a2.set_ylabel("ms")
+    a2.set_title("ping RTT")
+    a2.legend()
+    fig.tight_layout()
+    fig.savefig(os.path.join(outdir, "split_model.png"), dpi=100)
+    out += ["", "![split model](split_model.png)", ""]
+    return out
+
+
+def pingpong_section(rows, outdir):
+    peers = ["pushwire", "udp;ofi_rxd", "tcp;ofi_rxm"]
+    by = {(r["peer"], r["bytes"]): r for r in rows}
+    sizes = sorted({r["bytes"] for r in rows})
+    out = ["## pushwire-rnic pingpong against fi_pingpong (`bench/pingpong.sh`)", "",
+           "Two processes over UDP on loopback; fi_pingpong's definitions (usec/xfer = time / 2 iterations, "
+           "MB/s = 2 x bytes x iterations / time), medians.", "",
+           "| Bytes | pushwire µs | rxd µs | tcp;rxm µs | × rxd | × tcp;rxm | pushwire MB/s | rxd MB/s | tcp;rxm MB/s | × rxd | × tcp;rxm |",
+           "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for s in sizes:
+        p, d, t = (by.get((peer, s), {}) for peer in peers)
+        u = [x.get("usec_per_xfer") for x in (p, d, t)]
+        m = [x.get("MB_per_s") for x in (p, d, t)]
+        fmt = lambda v: f"{v:.2f}" if v is not None else "-"  # noqa: E731
+        out.append(f"| {s} | {fmt(u[0])} | {fmt(u[1])} | {fmt(u[2])} | {ratio(u[0], u[1])} | {ratio(u[0], u[2])} | "
+                   f"{fmt(m[0])} | {fmt(m[1])} | {fmt(m[2])} | {ratio(m[0], m[1])} | {ratio(m[0], m[2])} |")
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.5))
+    w = 0.27
+    for k, peer in enumerate(peers):
+        lat = [by.get((peer, s), {}).get("usec_per_xfer", 0) for s in sizes if s <= 4096]
+        bw = [by.get((peer, s), {}).get("MB_per_s", 0) for s in sizes if s > 4096]
+        a1.bar([i + (k - 1) * w for i in range(len(lat))], lat, w, label=peer)
+        a2.bar([i + (k - 1) * w for i in range(len(bw))], bw, w, label=peer)
+    a1.set_xticks(range(len([s for s in sizes if s <= 4096])), [str(s) for s in sizes if s <= 4096])
+    a1.set_title("latency, µs per transfer (lower is better)")
+    a2.set_xticks(range(len([s for s in sizes if s > 4096])), [str(s) for s in sizes if s > 4096])
+    a2.set_title("bandwidth, MB/s")
+    a1.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(outdir, "pingpong.png"), dpi=100)
+    out += ["", "![pingpong](pingpong.png)", ""]
+    return out
+
+
+# (benchmark, its peer) pairs from the same pushwire-bench run.
+PEERS = [(r"BM_crc32/(\d+)", ["BM_zlib_crc32/{}", "BM_isal_crc32/{}"]), (r"BM_crc32c/(\d+)", ["BM_isal_crc32c/{}"]),
+         (r"BM_rnic_write/(\d+)", ["BM_memcpy/{}"]), (r"BM_rnic_write_cell/(\d+)", ["BM_memcpy/{}"]),
+         (r"BM_cell_sar/(\d+)", ["BM_memcpy/{}"]), (r"BM_cell_sar_jumbo/(\d+)", ["BM_memcpy/{}"])]
+
+
+def bench_section(doc):
+    rate = {}
+    for b in doc.get("benchmarks", []):
+        if b.get("run_type", "iteration") != "iteration":
+            continue
+        rate[b["name"]] = (b.get("bytes_per_second"), b.get("items_per_second"), b.get("real_time"), b.get("time_unit"))
+    out = ["## pushwire-bench beside its peers (Google Benchmark, same run)", "",
+           "| Benchmark | GB/s | Peer | Peer GB/s | Ratio |", "|---|---:|---|---:|---:|"]
+    for pat, peers in PEERS:
+        for name in rate:
+            m = re.fullmatch(pat, name)
+            if not m:
+                continue
+            for peer in peers:
+                pn = peer.format(m.group(1))
+                a, b = rate[name][0], rate.get(pn, (None,))[0]
+                if a and b:
+                    out.append(f"| `{name}` | {a / 1e9:.2f} | `{pn}` | {b / 1e9:.2f} | {a / b:.3f} |")
+    out += ["", "Every benchmark:", "", "| Benchmark | GB/s | M items/s | Time |", "|---|---:|---:|---:|"]
+    for name, (bps, ips, t, unit) in rate.items():
+        g = f"{bps / 1e9:.3f}" if bps else "-"
+        i = f"{ips / 1e6:.3f}" if ips else "-"
+        out.append(f"| `{name}` | {g} | {i} | {t:.0f} {unit} |")
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--split", required=True)
+    ap.add_argument("--pingpong", required=True)
+    ap.add_argument("--bench", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--notes", help="a Markdown file appended as is (where the time goes)")
+    a = ap.parse_args()
+    outdir = os.path.dirname(os.path.abspath(a.out))
+    doc = ["# pushwire benchmark report", "", f"Machine: {machine()}.", "",
+           "Written by `make bench-report` (bench/report.py); every figure beside its peer from the same run.", ""]
+    doc += split_section(lines(a.split), outdir)
+    doc += pingpong_section(lines(a.pingpong), outdir)
+    doc += bench_section(json.load(open(a.bench)))
+    if a.notes and os.path.exists(a.notes):
+        doc += ["", open(a.notes).read().rstrip()]
+    with open(a.out, "w") as f:
+        f.write("\n".join(doc) + "\n")
+    print(f"wrote {a.out}, {outdir}/split_model.png, {outdir}/pingpong.png")
+
+
+if __name__ == "__main__":
+    main()
