@@ -39,7 +39,7 @@ pw_pids+=($!)
 pw_wait_link $b lan0
 ip -n $b addr add 198.18.1.2/24 dev lan0; ip -n $b link set lan0 up
 pw_start_host "$build" $s "$work/host.log" --mtu 8950
-ip netns exec $b iperf3 -s -D --logfile "$work/iperf3-server.log"
+ip netns exec $b iperf3 -s >"$work/iperf3-server.log" 2>&1 & pw_pids+=($!)
 sleep 0.5
 
 measure() {  # PATH DST

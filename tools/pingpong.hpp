@@ -100,9 +100,12 @@ inline int pingpong_main(int argc, char** argv) {
       apply(conn.tick(now));
       next_cm = now + 1'000'000;
     }
-    udp.receive_into(dev, 0, now);
+    // What the caller posted since the last turn leaves first, with the ACKs that turn made:
+    // an answer and the ACK of the request it answers go out in one sendmmsg.
     dev.progress(now);
     udp.send_from(dev, 0, now);
+    udp.receive_into(dev, 0, now);
+    dev.progress(now);
     std::pair<int, int> done{0, 0};
     auto count = [&](rnic::cq_memory& q, int& n) {
       for (std::size_t k = q.poll(wc), i = 0; i < k; ++i) {

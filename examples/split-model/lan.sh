@@ -26,7 +26,7 @@ echo "== m1's ARP table: each member's MAC is a2:<LID>:<UD QPN>"
 ip -n $s-m1 neigh show dev pw0
 echo "== a broadcast ping from m2: both other members answer"
 ip netns exec $s-m2 ping -b -c 2 -i 0.2 -w 5 198.18.2.255 2>/dev/null | grep 'bytes from' || true
-ip netns exec $s-m3 iperf3 -s -D -B 198.18.2.3 --logfile "$work/iperf3.log"
+ip netns exec $s-m3 iperf3 -s -B 198.18.2.3 >"$work/iperf3.log" 2>&1 & pw_pids+=($!)
 sleep 0.3
 echo "== iperf3 TCP, m2 -> m3, ${secs} s"
 ip netns exec $s-m2 iperf3 -c 198.18.2.3 -t $secs -f m | grep -E 'sender|receiver'

@@ -99,7 +99,7 @@ pw_live_tshark() {  # BUILD NAMESPACE INTERFACE COUNT [TSHARK ARGS...]
   shift 4
   root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
   [ -f "$b/plugins/4.0/epan/pushwire.so" ] && command -v dumpcap >/dev/null || { echo "(no plugin or dumpcap: no live capture)"; return 0; }
-  (ip netns exec $ns dumpcap -q -i $ifc -f "udp port 4791 or udp port 18515" -c $count -w - 2>/dev/null |
+  (ip netns exec $ns dumpcap -q -i $ifc -f "udp port 4791 or udp port 18515" -c $count -a duration:15 -w - 2>/dev/null |
      "$root/dissectors/wireshark/tshark-pushwire" --build "$b" -r - -l "$@" 2>/dev/null | sed -u 's/^/  fabric| /') &
   pw_tshark=$!; pw_pids+=($pw_tshark)
 }

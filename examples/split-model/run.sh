@@ -25,7 +25,7 @@ ip netns exec $s-host ping -c 5 -i 0.2 -w 10 198.18.1.2
 wait $pw_tshark 2>/dev/null || true
 echo "== the host's interface (MAC and carrier from the I/O unit over CfgUtil)"
 ip -n $s-host -br link show pw0
-ip netns exec $s-lan iperf3 -s -D -B 198.18.1.2 --logfile "$work/iperf3.log"
+ip netns exec $s-lan iperf3 -s -B 198.18.1.2 >"$work/iperf3.log" 2>&1 & pw_pids+=($!)
 sleep 0.3
 echo "== iperf3 TCP, host -> LAN, ${secs} s"
 ip netns exec $s-host iperf3 -c 198.18.1.2 -t $secs -f m | grep -E 'sender|receiver'
