@@ -18,7 +18,7 @@ pp="$build/tools/pushwire-rnic"
 command -v fi_pingpong >/dev/null || { echo "pingpong: fi_pingpong missing (apt-get install libfabric-bin)" >&2; exit 1; }
 say() { [ -t 2 ] && echo "pingpong: $*" >&2 || true; }
 work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 iters() { case $1 in 64|4096) echo 5000;; 65536) echo 1000;; *) echo 100;; esac; }
 
 one_pushwire() {  # SIZE -> "MB_per_s usec_per_xfer"

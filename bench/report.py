@@ -50,7 +50,7 @@ def split_section(rows, outdir):
            "One iperf3 TCP stream and 200 pings (0.01 s apart) between the same two namespaces over each path.", "",
            "| Path | iperf3 Gbit/s | × VXLAN | TCP retransmits | ping p50 ms | × VXLAN | ping p99 ms |",
            "|---|---:|---:|---:|---:|---:|---:|"]
-    for p in ("veth", "vxlan", "pushwire", "cells"):
+    for p in by:
         r = by.get(p)
         if not r:
             continue
@@ -59,7 +59,7 @@ def split_section(rows, outdir):
             continue
         out.append(f"| {p} | {r['iperf3_gbps']:.2f} | {ratio(r['iperf3_gbps'], vx.get('iperf3_gbps'))} | {r['retransmits']} | "
                    f"{r['ping_p50_ms']:.3f} | {ratio(r['ping_p50_ms'], vx.get('ping_p50_ms'))} | {r['ping_p99_ms']:.3f} |")
-    built = [by[p] for p in ("veth", "vxlan", "pushwire") if p in by and by[p].get("built", True)]
+    built = [r for r in rows if r.get("built", True)]
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.5))
     names = [r["path"] for r in built]
     a1.bar(names, [r["iperf3_gbps"] for r in built], color="#4a7ebb")

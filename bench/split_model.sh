@@ -8,7 +8,9 @@
 #   veth      A 198.18.0.1 -> B 198.18.0.2 on the veth itself: the limit
 #   vxlan     a kernel VXLAN (VNI 42, UDP 4789) over the veth, 198.18.3.1 -> 198.18.3.2, MTU 8950
 #   pushwire  pushwire-host in A, pushwire-iou in B (its LAN TAP lan0 stays in B), RoCEv2 over
-#             UDP 4791 on the veth, pw0 198.18.1.1 -> lan0 198.18.1.2, MTU 8950 like VXLAN's
+#             UDP 4791 on the veth, pw0 198.18.1.1 -> lan0 198.18.1.2, MTU 8950 like VXLAN's;
+#             the fabric sockets with UDP GRO (the default), then without (pushwire-nogro), then
+#             with GSO and GRO (pushwire-gso: pushwire peers only, spec/net.md)
 #   cells     cells over AF_PACKET: not built (reported as such)
 # Prints one JSON object per path on stdout (path, iperf3_gbps, ping_p50_ms, ping_p99_ms,
 # retransmits), progress on stderr when it is a terminal. Leaves nothing behind.
@@ -32,13 +34,16 @@ ip -n $a link add vx0 type vxlan id 42 local 198.18.0.1 remote 198.18.0.2 dstpor
 ip -n $b link add vx0 type vxlan id 42 local 198.18.0.2 remote 198.18.0.1 dstport 4789 dev $s-i
 ip -n $a addr add 198.18.3.1/24 dev vx0; ip -n $a link set vx0 mtu 8950 up
 ip -n $b addr add 198.18.3.2/24 dev vx0; ip -n $b link set vx0 mtu 8950 up
-# (c) the split-model driver; lan0 stays in B
-ip netns exec $b "$build/tools/pushwire-iou" --local 198.18.0.2 --peer 198.18.0.1 --tap lan0 --fabric-mtu 9000 --mtu 8950 \
-  >"$work/iou.log" 2>&1 &
-pw_pids+=($!)
-pw_wait_link $b lan0
-ip -n $b addr add 198.18.1.2/24 dev lan0; ip -n $b link set lan0 up
-pw_start_host "$build" $s "$work/host.log" --mtu 8950
+# (c) the split-model driver; lan0 stays in B. start_pushwire ARGS / stop_pushwire
+start_pushwire() {
+  ip netns exec $b "$build/tools/pushwire-iou" --local 198.18.0.2 --peer 198.18.0.1 --tap lan0 --fabric-mtu 9000 --mtu 8950 "$@" \
+    >"$work/iou.log" 2>&1 &
+  iou=$!; pw_pids+=($iou)
+  pw_wait_link $b lan0
+  ip -n $b addr add 198.18.1.2/24 dev lan0; ip -n $b link set lan0 up
+  pw_start_host "$build" $s "$work/host.log" --mtu 8950 "$@"
+}
+stop_pushwire() { kill -TERM $pw_host $iou; wait $pw_host $iou || true; }
 ip netns exec $b iperf3 -s >"$work/iperf3-server.log" 2>&1 & pw_pids+=($!)
 sleep 0.5
 
@@ -63,5 +68,7 @@ PY
 }
 measure veth 198.18.0.2
 measure vxlan 198.18.3.2
-measure pushwire 198.18.1.2
+start_pushwire; measure pushwire 198.18.1.2; stop_pushwire
+start_pushwire --no-gro; measure pushwire-nogro 198.18.1.2; stop_pushwire
+start_pushwire --gso; measure pushwire-gso 198.18.1.2; stop_pushwire
 echo '{"path": "cells", "built": false}'

@@ -45,6 +45,8 @@ struct module_options {
   rnic::direction_faults faults{};
   std::uint64_t seed = 1;
   bool verbose = false;
+  /// UDP offloads of the fabric socket (spec/net.md §1): GSO on request (pushwire peers only), GRO unless refused.
+  bool gso = false, gro = true;
   /// --lan-emulation (host only): the other members' fabric addresses, and this member's LID.
   bool lan = false;
   std::vector<std::array<std::uint8_t, 4>> members{};
@@ -62,6 +64,8 @@ inline bool parse_ip(const char* s, std::array<std::uint8_t, 4>& out) {
 /// 1 taken with no value, 2 taken with its value, 0 not one of them, -1 a bad value.
 inline int parse_shared(std::string_view a, const char* v, module_options& o) {
   if (a == "-v") return o.verbose = true, 1;
+  if (a == "--gso") return o.gso = true, 1;
+  if (a == "--no-gro") return o.gro = false, 1;
   if (!v) return 0;
   if (a == "--tap") return std::strlen(v) < 16 ? (o.tap = v, 2) : -1;
   if (a == "--mtu") {
@@ -129,13 +133,15 @@ inline int module_usage(const char* prog, const char* why) {
   if (why) std::fprintf(stderr, "%s: %s\n", prog, why);
   std::fprintf(stderr,
                "usage: %s --local IP --peer IP [--tap NAME] [--mtu N] [--fabric-mtu N]%s\n"
-               "       [--loss P] [--dup P] [--reorder P] [--corrupt P] [--seed S] [-v]\n"
+               "       [--loss P] [--dup P] [--reorder P] [--corrupt P] [--seed S] [--gso] [--no-gro] [-v]\n"
                "  --local IP   this module's fabric address (RoCEv2 on UDP 4791, CM on UDP %u)\n"
                "  --peer IP    the other module's fabric address\n"
                "  --tap NAME   the TAP interface to create or attach (default %s)\n"
                "  --mtu N      the interface MTU (default 1500)\n"
                "  --fabric-mtu N  the fabric link's MTU (default 1500): the RoCE path MTU is the largest that fits\n"
                "  --loss P ...    faults injected into what this module sends (fractions: 0.05 = 5%%), seeded\n"
+               "  --gso        UDP GSO on the fabric socket (pushwire peers only: segments carry IP ids 1, 2, ...)\n"
+               "  --no-gro     no UDP GRO on the fabric socket\n"
                "spec/split-model.md\n",
                prog, std::strstr(prog, "iou") ? " [--mac MAC]" : "", pp::cm_port, std::strstr(prog, "iou") ? "lan0" : "pw0");
   return 2;
@@ -173,7 +179,7 @@ inline std::optional<module_options> parse_module(int argc, char** argv, pp::rol
 class module {
  public:
   explicit module(const module_options& o)
-      : o_(o), dev_(fabric_device(o.local, static_cast<std::uint8_t>(o.role))), udp_({.address = o.local, .faults = o.faults, .seed = o.seed}),
+      : o_(o), dev_(fabric_device(o.local, static_cast<std::uint8_t>(o.role))), udp_({.address = o.local, .faults = o.faults, .seed = o.seed, .gso = o.gso, .gro = o.gro}),
         tap_(o.tap, /*offloads=*/true),
         cm_({.role = o.role, .incarnation = std::random_device{}() | (std::uint64_t{std::random_device{}()} << 32) | 1}) {}
 
@@ -394,7 +400,7 @@ class lan_module {
  public:
   explicit lan_module(const module_options& o)
       // IPv4 20 + UDP 8 + BTH 12 + DETH 8 + ICRC 4 = 52 bytes around a UD payload.
-      : o_(o), dev_(fabric_device(o.local, 0x10, path_mtu_for(o.fabric_mtu, 52))), udp_({.address = o.local, .faults = o.faults, .seed = o.seed}),
+      : o_(o), dev_(fabric_device(o.local, 0x10, path_mtu_for(o.fabric_mtu, 52))), udp_({.address = o.local, .faults = o.faults, .seed = o.seed, .gso = o.gso, .gro = o.gro}),
         tap_(o.tap),
         lan_(dev_, {.lid = o.lid, .incarnation = std::random_device{}() | (std::uint64_t{std::random_device{}()} << 32) | 1},
              [this](std::span<const std::byte> f) { (void)tap_.write(f); }) {}

@@ -9,6 +9,11 @@
 // - IPv4 only: the port's GID must be an IPv4-mapped address.
 // - Seeded faults on the send path (rnic::direction_faults, rnic::decide), since tc netem is not
 //   available everywhere; held-back frames leave when their time comes (flush()).
+// - UDP GRO where the kernel allows it: several received datagrams handed over as one
+//   (UDP_GRO), split here again. UDP GSO on request (udp_config::gso): consecutive datagrams of
+//   one size to one destination leave as one message (UDP_SEGMENT). Off by default: the kernel
+//   numbers the segments' IPv4 identifications 0, 1, 2, ..., and the ICRC covers them, so only
+//   a pushwire peer (which rebuilds the headers as above) takes segments after the first.
 // This is real I/O (sockets, the clock): nothing sans-IO includes it.
 #pragma once
 
@@ -16,6 +21,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/ip.h>
+#include <netinet/udp.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -55,11 +61,24 @@ struct udp_config {
   /// Faults applied to what this side sends, and their seed.
   rnic::direction_faults faults{};
   std::uint64_t seed = 1;
+  /// UDP generic segmentation offload on sends (pushwire peers only: see the top) and receive
+  /// offload on receives, each used when the kernel takes the socket option (udp_port::gso() /
+  /// gro() tell).
+  bool gso = false, gro = true;
 };
+
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
 
 struct udp_counters {
   std::uint64_t sent = 0, received = 0, send_errors = 0, not_sendable = 0, truncated = 0;
   std::uint64_t lost = 0, corrupted = 0, duplicated = 0, held = 0;  ///< injected faults
+  std::uint64_t gso_messages = 0;  ///< messages sent that carried several datagrams (UDP_SEGMENT)
+  std::uint64_t gro_messages = 0;  ///< messages received that carried several (UDP_GRO)
 };
 
 class udp_port {
@@ -87,9 +106,15 @@ class udp_port {
       fd_ = -1;
       return;
     }
+    // GSO: probed by setting the socket's default segment size to 0 (none); GRO: turned on.
+    const int zero = 0, one = 1;
+    gso_ = cfg_.gso && ::setsockopt(fd_, SOL_UDP, UDP_SEGMENT, &zero, sizeof zero) == 0;
+    gro_ = cfg_.gro && ::setsockopt(fd_, SOL_UDP, UDP_GRO, &one, sizeof one) == 0;
     rx_.resize(cfg_.batch);
-    hdr_.resize(cfg_.batch), iov_.resize(cfg_.batch), addr_.resize(cfg_.batch);
-    for (auto& b : rx_) b.resize(max_datagram);
+    hdr_.resize(cfg_.batch), addr_.resize(cfg_.batch), ctl_.resize(cfg_.batch), frames_.resize(cfg_.batch);
+    iov_.resize(std::size_t{cfg_.batch} * (gso_ ? max_segments : 1));
+    for (auto& b : rx_) b.resize(gro_ ? headers + max_gro : max_datagram);
+    scratch_.resize(max_datagram);
   }
   udp_port(const udp_port&) = delete;
   udp_port& operator=(const udp_port&) = delete;
@@ -101,6 +126,9 @@ class udp_port {
   int error() const { return err_; }
   int fd() const { return fd_; }
   const udp_counters& stats() const { return stats_; }
+  /// Sends use UDP_SEGMENT; receives take UDP_GRO's coalesced datagrams.
+  bool gso() const { return gso_; }
+  bool gro() const { return gro_; }
 
   /// Sends every frame the device has for its port `port` (and held-back frames now due).
   /// Returns the datagrams handed to the kernel.
@@ -126,12 +154,13 @@ class udp_port {
     auto& from = addr_;
     for (int k = 0; k < rounds; ++k) {
       for (std::size_t i = 0; i < cfg_.batch; ++i) {
-        iov[i] = {rx_[i].data() + headers, max_datagram - headers};
+        iov[i] = {rx_[i].data() + headers, rx_[i].size() - headers};
         h[i] = {};
         h[i].msg_hdr.msg_iov = &iov[i];
         h[i].msg_hdr.msg_iovlen = 1;
         h[i].msg_hdr.msg_name = &from[i];
         h[i].msg_hdr.msg_namelen = sizeof from[i];
+        if (gro_) h[i].msg_hdr.msg_control = ctl_[i].data(), h[i].msg_hdr.msg_controllen = ctl_[i].size();
       }
       const int n = ::recvmmsg(fd_, h.data(), cfg_.batch, MSG_DONTWAIT, nullptr);
       if (n <= 0) break;
@@ -144,31 +173,87 @@ class udp_port {
         const auto& src = from[static_cast<std::size_t>(i)];
         std::array<std::uint8_t, 4> sip{};
         std::memcpy(sip.data(), &src.sin_addr, 4);
-        auto frame = std::span<std::byte>(rx_[static_cast<std::size_t>(i)]).first(headers + m.msg_len);
-        wrap(frame, pc.mac, sip, ntohs(src.sin_port), cfg_.address, cfg_.port);
-        d.receive(port, frame, now);
-        ++stats_.received;
+        // GRO: datagrams of `seg` bytes each (the last may be shorter), back to back.
+        std::size_t seg = m.msg_len;
+        for (cmsghdr* c = gro_ ? CMSG_FIRSTHDR(&m.msg_hdr) : nullptr; c; c = CMSG_NXTHDR(const_cast<msghdr*>(&m.msg_hdr), c))
+          if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+            int g = 0;
+            std::memcpy(&g, CMSG_DATA(c), sizeof g);
+            if (g > 0) seg = static_cast<std::size_t>(g);
+          }
+        std::byte* const payload = rx_[static_cast<std::size_t>(i)].data() + headers;
+        stats_.gro_messages += m.msg_len > seg;
+        for (std::size_t off = 0; off < m.msg_len; off += seg) {
+          const std::size_t len = std::min<std::size_t>(seg, m.msg_len - off);
+          std::span<std::byte> frame;
+          if (off == 0) {
+            frame = std::span<std::byte>(rx_[static_cast<std::size_t>(i)]).first(headers + len);
+          } else if (headers + len <= scratch_.size()) {
+            std::memcpy(scratch_.data() + headers, payload + off, len);
+            frame = std::span<std::byte>(scratch_).first(headers + len);
+          } else {
+            ++stats_.truncated;
+            continue;
+          }
+          wrap(frame, pc.mac, sip, ntohs(src.sin_port), cfg_.address, cfg_.port);
+          d.receive(port, frame, now);
+          ++stats_.received;
+          ++total;
+        }
+        if (m.msg_len == 0) {  // an empty datagram: the device counts it as a bad frame
+          auto frame = std::span<std::byte>(rx_[static_cast<std::size_t>(i)]).first(headers);
+          wrap(frame, pc.mac, sip, ntohs(src.sin_port), cfg_.address, cfg_.port);
+          d.receive(port, frame, now);
+          ++stats_.received;
+          ++total;
+        }
       }
-      total += static_cast<std::size_t>(n);
       if (static_cast<std::uint32_t>(n) < cfg_.batch) break;
     }
     return total;
   }
 
-  /// Sends the frames whose time has come (held-back ones under injected faults).
+  /// Sends the frames whose time has come (held-back ones under injected faults). With GSO,
+  /// consecutive due frames of one size to one destination (the last may be shorter) go as one
+  /// message of up to max_segments datagrams and max_gso_bytes. Returns the datagrams sent.
   std::size_t flush(rnic::time_ns now) {
     std::size_t sent = 0;
     while (!out_.empty()) {
-      std::size_t m = 0;  // due frames gathered into hdr_ / iov_ / addr_
-      for (auto it = out_.begin(); it != out_.end() && m < cfg_.batch; ++it) {
-        if (it->at > now) continue;
+      std::size_t m = 0, v = 0;  // messages and iovecs gathered into hdr_ / iov_ / addr_
+      auto it = out_.begin();
+      while (m < cfg_.batch) {
+        while (it != out_.end() && it->at > now) ++it;
+        if (it == out_.end()) break;
+        const std::size_t first = v, seg = it->bytes.size();
+        std::size_t bytes = 0;
         addr_[m] = it->to;
-        iov_[m] = {it->bytes.data(), it->bytes.size()};
+        do {
+          iov_[v++] = {it->bytes.data(), it->bytes.size()};
+          bytes += it->bytes.size();
+          const bool short_one = it->bytes.size() < seg;
+          ++it;
+          if (!gso_ || short_one) break;
+          while (it != out_.end() && it->at > now) ++it;
+        } while (it != out_.end() && v - first < max_segments && it->bytes.size() <= seg && bytes + it->bytes.size() <= max_gso_bytes &&
+                 it->to.sin_addr.s_addr == addr_[m].sin_addr.s_addr && it->to.sin_port == addr_[m].sin_port);
         hdr_[m] = {};
-        hdr_[m].msg_hdr.msg_iov = &iov_[m];
-        hdr_[m].msg_hdr.msg_iovlen = 1;
+        hdr_[m].msg_hdr.msg_iov = &iov_[first];
+        hdr_[m].msg_hdr.msg_iovlen = v - first;
         hdr_[m].msg_hdr.msg_name = &addr_[m];
         hdr_[m].msg_hdr.msg_namelen = sizeof addr_[m];
+        frames_[m] = v - first;
+        if (v - first > 1) {  // UDP_SEGMENT: the size of each datagram but the last
+          auto& c = ctl_[m];
+          c.fill(0);
+          hdr_[m].msg_hdr.msg_control = c.data();
+          hdr_[m].msg_hdr.msg_controllen = CMSG_SPACE(sizeof(std::uint16_t));
+          cmsghdr* cm = CMSG_FIRSTHDR(&hdr_[m].msg_hdr);
+          cm->cmsg_level = SOL_UDP;
+          cm->cmsg_type = UDP_SEGMENT;
+          cm->cmsg_len = CMSG_LEN(sizeof(std::uint16_t));
+          const auto g = static_cast<std::uint16_t>(seg);
+          std::memcpy(CMSG_DATA(cm), &g, sizeof g);
+        }
         ++m;
       }
       if (m == 0) break;
@@ -176,14 +261,17 @@ class udp_port {
       if (n <= 0) {
         if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
           ++stats_.send_errors;  // (unreachable peer, ...): the transport's retries cover it
-          drop_due(now, 1);
+          drop_due(now, frames_[0]);
           continue;
         }
         break;  // the socket is full: the rest waits for the next call
       }
-      drop_due(now, static_cast<std::size_t>(n));
-      sent += static_cast<std::size_t>(n);
-      stats_.sent += static_cast<std::uint64_t>(n);
+      std::size_t frames = 0;
+      for (int k = 0; k < n; ++k) frames += frames_[static_cast<std::size_t>(k)];
+      drop_due(now, frames);
+      sent += frames;
+      stats_.sent += frames;
+      if (frames > static_cast<std::size_t>(n)) stats_.gso_messages += static_cast<std::uint64_t>(n);
     }
     return sent;
   }
@@ -200,6 +288,10 @@ class udp_port {
   static constexpr std::size_t headers = wire::eth_header_size + 20 + 8;
   /// Largest datagram taken (a 4096-byte MTU packet with its headers fits).
   static constexpr std::size_t max_datagram = 9216;
+  /// GSO: datagrams per message (the kernel's UDP_MAX_SEGMENTS) and payload bytes per message.
+  static constexpr std::size_t max_segments = 64, max_gso_bytes = 65000;
+  /// GRO: the largest coalesced message the kernel hands over.
+  static constexpr std::size_t max_gro = 65535;
 
   /// The frame of a datagram whose payload is already at frame[headers...]: Ethernet (to `mac`,
   /// from 00:00:00:00:00:00), IPv4 (DF, identification 0, TTL 64) and UDP (checksum 0).
@@ -285,6 +377,10 @@ class udp_port {
   std::vector<mmsghdr> hdr_;  // one batch's headers, vectors and addresses (reused by every call)
   std::vector<iovec> iov_;
   std::vector<sockaddr_in> addr_;
+  std::vector<std::array<char, CMSG_SPACE(sizeof(int))>> ctl_;  // UDP_SEGMENT out, UDP_GRO in
+  std::vector<std::size_t> frames_;                            // datagrams in each message sent
+  std::vector<std::byte> scratch_;                             // a GRO message's later datagrams
+  bool gso_ = false, gro_ = false;
 };
 
 }  // namespace pushwire::net
