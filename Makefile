@@ -92,8 +92,10 @@ demo: deps
 	  infiniband.bth.destqp=0x22 infiniband.bth.psn=503 infiniband.aeth.syndrome=0x67 infiniband.aeth.msn=3 >/dev/null
 	./$(DIR_gcc)/tools/pushwire-conform $(DIR_gcc)/demo-broken.pcap; test $$? -eq 1
 	@echo; echo "=== The split-model driver for real (spec/split-model.md): pushwire-host and pushwire-iou in namespaces,"
-	@echo "    RoCEv2 over UDP between them; ping and a file through TCP both ways, then a Flush each way"
-	tests/netns/split_model.sh $(DIR_gcc)
+	@echo "    RoCEv2 over UDP between them, the fabric live in tshark; ping and iperf3 both ways, then a Flush each way"
+	SECONDS_EACH=2 examples/split-model/run.sh $(DIR_gcc)
+	@echo; echo "=== LAN emulation among three hosts: MACs embedding LID and UD QPN, ARP, broadcast (examples/split-model/lan.sh)"
+	SECONDS_EACH=2 examples/split-model/lan.sh $(DIR_gcc)
 	@if [ -f $(DIR_gcc)/plugins/4.0/epan/pushwire.so ]; then \
 	  echo; echo "=== Both captures in stock tshark with the pushwire plugin (dissectors/wireshark/tshark-pushwire)"; \
 	  dissectors/wireshark/tshark-pushwire --build $(DIR_gcc) -r $(DIR_gcc)/demo-roce.pcap; \

@@ -69,6 +69,8 @@ def split_section(rows, outdir):
     a2.bar([i - 0.2 for i in x], [r["ping_p50_ms"] for r in built], 0.4, label="p50")
     a2.bar([i + 0.2 for i in x], [r["ping_p99_ms"] for r in built], 0.4, label="p99")
     a2.set_xticks(list(x), names)
+    for ax in (a1, a2):
+        ax.tick_params(axis="x", labelrotation=30, labelsize=8)
     a2.set_ylabel("ms")
     a2.set_title("ping RTT")
     a2.legend()

@@ -232,3 +232,64 @@ TEST_CASE("udp: GSO out and GRO in carry a 1 MiB WRITE intact, each alone and to
   if (gso && gro) CHECK(b.udp.stats().gro_messages > 0);  // the GSO messages arrive whole
   if (!gro) CHECK(b.udp.stats().gro_messages == 0);
 }
+
+TEST_CASE("udp: sessions are distinct source ports: a session QP's messages leave on four ports, each accepted by its tuple", "[net][sessions]") {
+  node a(5), b(6);
+  REQUIRE(a.udp.ok());
+  REQUIRE(b.udp.ok());
+  rnic::cq_memory acq(64), bcq(64);
+  rnic::sq_memory asq(64), bsq(64);
+  rnic::rq_memory arq(64), brq(64);
+  const auto apd = *a.dev.alloc_pd(), bpd = *b.dev.alloc_pd();
+  std::vector<std::byte> src(12 * 64), dst(12 * 256);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::byte>(i * 7 + 1);
+  const auto smr = *a.dev.reg_mr(apd, src.data(), src.size(), rnic::access::local_write);
+  const auto dmr = *b.dev.reg_mr(bpd, dst.data(), dst.size(), rnic::access::local_write);
+  const auto ac = *a.dev.create_cq(acq), bc = *b.dev.create_cq(bcq);
+  const auto ua = *a.dev.create_qp({.type = rnic::qp_type::ud, .pd = apd, .send_cq = ac, .recv_cq = ac, .sq = &asq, .rq = &arq});
+  const auto ub = *b.dev.create_qp({.type = rnic::qp_type::ud, .pd = bpd, .send_cq = bc, .recv_cq = bc, .sq = &bsq, .rq = &brq});
+  REQUIRE(rnic::bring_up(a.dev, ua, {.type = rnic::qp_type::ud}) == rnic::errc{});
+  REQUIRE(rnic::bring_up(b.dev, ub, {.type = rnic::qp_type::ud}) == rnic::errc{});
+  const auto ah = *a.dev.create_ah(apd, rnic::address_of(b.dev));
+  for (std::uint16_t i = 0; i < 4; ++i) {
+    const flow::five_tuple t{.src = a.dev.config().ports[0].gid, .dst = b.dev.config().ports[0].gid, .sport = static_cast<std::uint16_t>(47920 + i)};
+    REQUIRE(a.dev.bind_session(i + 1u, t, 7, ua) == rnic::errc{});
+    REQUIRE(b.dev.bind_session(i + 1u, t, 9, ub) == rnic::errc{});
+  }
+  REQUIRE(a.dev.set_qp_sessions(ua, 7) == rnic::errc{});
+  REQUIRE(b.dev.set_qp_sessions(ub, 9) == rnic::errc{});
+  for (std::uint32_t k = 0; k < 12; ++k) {
+    const rnic::sge r{dmr.addr + k * 256, 256, dmr.lkey};
+    REQUIRE(b.dev.post_recv(ub, {.wr_id = k, .sg_list = {&r, 1}}) == rnic::errc{});
+  }
+  b.step();  // (the device takes posted receives when it runs: a UD message finding none is dropped)
+  for (std::uint32_t k = 0; k < 12; ++k) {
+    const rnic::sge s{smr.addr + k * 64, 64, smr.lkey};
+    REQUIRE(a.dev.post_send(ua, {.wr_id = k, .opcode = rnic::wr_opcode::send, .sg_list = {&s, 1}, .ah = ah, .remote_qpn = ub,
+                                 .remote_qkey = 0x11111111}) == rnic::errc{});
+  }
+  std::vector<rnic::work_completion> got;
+  rnic::work_completion wc[16];
+  if (!run(a, b, [&] {
+    (void)acq.poll(wc);
+    for (std::size_t i = 0, n = bcq.poll(wc); i < n; ++i) got.push_back(wc[i]);
+    return got.size() == 12;
+  }, 5)) {
+    FAIL("got " << got.size() << "; a sent " << a.udp.stats().sent << " not_sendable " << a.udp.stats().not_sendable << " ports "
+                << a.udp.stats().source_ports << "; b received " << b.udp.stats().received << " unknown_tuple "
+                << b.dev.counters().session_unknown_tuple << " bad " << b.dev.counters().dropped_bad_frame << " by_qp "
+                << b.dev.counters().dropped_by_qp << " not_mine " << b.dev.counters().dropped_not_mine << " foreign "
+                << b.dev.counters().session_foreign << " dup " << b.dev.counters().session_duplicate << " window "
+                << b.dev.counters().session_window_full << " no_qp " << b.dev.counters().dropped_no_qp << " completions "
+                << b.dev.counters().completions << " a completions " << a.dev.counters().completions);
+  }
+  for (std::uint32_t k = 0; k < 12; ++k) {
+    INFO("message " << k);
+    CHECK(got[k].status == rnic::wc_status::success);
+    CHECK(got[k].wr_id == k);  // in order
+    CHECK(std::equal(src.begin() + k * 64, src.begin() + (k + 1) * 64, dst.begin() + k * 256 + rnic::device::grh_size));
+  }
+  CHECK(a.udp.stats().source_ports == 4);  // one socket per session's source port
+  CHECK(a.udp.stats().not_sendable == 0);
+  CHECK(b.dev.counters().session_unknown_tuple == 0);  // every datagram came from a bound tuple
+}

@@ -7,6 +7,9 @@
 //   device builds its frames so; a received datagram is given the same. A peer whose IP headers
 //   differ there (rxe chooses identifications) fails the ICRC: use AF_PACKET for it.
 // - IPv4 only: the port's GID must be an IPv4-mapped address.
+// - Sessions are distinct source ports: a frame whose UDP source port is not the socket's own
+//   (a session QP's, spec/rnic.md §12, or one derived per QP pair) leaves from a socket bound to
+//   that port, opened on first use (up to max_source_ports); what arrives there is taken too.
 // - Seeded faults on the send path (rnic::direction_faults, rnic::decide), since tc netem is not
 //   available everywhere; held-back frames leave when their time comes (flush()).
 // - UDP GRO where the kernel allows it: several received datagrams handed over as one
@@ -33,7 +36,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <deque>
+#include <list>
 #include <optional>
 #include <random>
 #include <span>
@@ -79,6 +82,7 @@ struct udp_counters {
   std::uint64_t lost = 0, corrupted = 0, duplicated = 0, held = 0;  ///< injected faults
   std::uint64_t gso_messages = 0;  ///< messages sent that carried several datagrams (UDP_SEGMENT)
   std::uint64_t gro_messages = 0;  ///< messages received that carried several (UDP_GRO)
+  std::uint64_t source_ports = 0;  ///< sockets opened for other source ports (sessions)
 };
 
 class udp_port {
@@ -120,6 +124,7 @@ class udp_port {
   udp_port& operator=(const udp_port&) = delete;
   ~udp_port() {
     if (fd_ >= 0) ::close(fd_);
+    for (const auto& x : extra_) ::close(x.fd);
   }
 
   bool ok() const { return fd_ >= 0; }
@@ -131,85 +136,28 @@ class udp_port {
   bool gro() const { return gro_; }
 
   /// Sends every frame the device has for its port `port` (and held-back frames now due).
-  /// Returns the datagrams handed to the kernel.
-  /// The device port's udp_sport must be this socket's port (the ICRC covers the source port
-  /// the kernel sends from); otherwise its frames are not sent (not_sendable).
+  /// Returns the datagrams handed to the kernel. A frame leaves from the socket bound to its
+  /// UDP source port (the ICRC covers it): this one's, or another opened for it; a frame whose
+  /// port cannot be bound is not sent (not_sendable).
   std::size_t send_from(rnic::device& d, std::size_t port, rnic::time_ns now) {
-    const bool sendable = d.config().ports[port].udp_sport == cfg_.port;
     while (auto f = d.take_frame(port)) {
-      if (sendable) queue(std::span<const std::byte>(f->data(), f->size()), now);
-      else ++stats_.not_sendable;
+      queue(std::span<const std::byte>(f->data(), f->size()), now);
       d.recycle(std::move(*f));
     }
     return flush(now);
+  }
+  /// Every socket this port reads, for a caller's poll(): fd() first, then the source ports'.
+  std::vector<int> fds() const {
+    std::vector<int> v{fd_};
+    for (const auto& x : extra_) v.push_back(x.fd);
+    return v;
   }
 
   /// Receives what is waiting (up to `rounds` batches) and gives each datagram to the device
   /// as a frame, at time now. Returns the datagrams taken.
   std::size_t receive_into(rnic::device& d, std::size_t port, rnic::time_ns now, int rounds = 4) {
-    const rnic::port_config& pc = d.config().ports[port];
-    std::size_t total = 0;
-    auto& h = hdr_;
-    auto& iov = iov_;
-    auto& from = addr_;
-    for (int k = 0; k < rounds; ++k) {
-      for (std::size_t i = 0; i < cfg_.batch; ++i) {
-        iov[i] = {rx_[i].data() + headers, rx_[i].size() - headers};
-        h[i] = {};
-        h[i].msg_hdr.msg_iov = &iov[i];
-        h[i].msg_hdr.msg_iovlen = 1;
-        h[i].msg_hdr.msg_name = &from[i];
-        h[i].msg_hdr.msg_namelen = sizeof from[i];
-        if (gro_) h[i].msg_hdr.msg_control = ctl_[i].data(), h[i].msg_hdr.msg_controllen = ctl_[i].size();
-      }
-      const int n = ::recvmmsg(fd_, h.data(), cfg_.batch, MSG_DONTWAIT, nullptr);
-      if (n <= 0) break;
-      for (int i = 0; i < n; ++i) {
-        const auto& m = h[static_cast<std::size_t>(i)];
-        if (m.msg_hdr.msg_flags & MSG_TRUNC) {
-          ++stats_.truncated;
-          continue;
-        }
-        const auto& src = from[static_cast<std::size_t>(i)];
-        std::array<std::uint8_t, 4> sip{};
-        std::memcpy(sip.data(), &src.sin_addr, 4);
-        // GRO: datagrams of `seg` bytes each (the last may be shorter), back to back.
-        std::size_t seg = m.msg_len;
-        for (cmsghdr* c = gro_ ? CMSG_FIRSTHDR(&m.msg_hdr) : nullptr; c; c = CMSG_NXTHDR(const_cast<msghdr*>(&m.msg_hdr), c))
-          if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
-            int g = 0;
-            std::memcpy(&g, CMSG_DATA(c), sizeof g);
-            if (g > 0) seg = static_cast<std::size_t>(g);
-          }
-        std::byte* const payload = rx_[static_cast<std::size_t>(i)].data() + headers;
-        stats_.gro_messages += m.msg_len > seg;
-        for (std::size_t off = 0; off < m.msg_len; off += seg) {
-          const std::size_t len = std::min<std::size_t>(seg, m.msg_len - off);
-          std::span<std::byte> frame;
-          if (off == 0) {
-            frame = std::span<std::byte>(rx_[static_cast<std::size_t>(i)]).first(headers + len);
-          } else if (headers + len <= scratch_.size()) {
-            std::memcpy(scratch_.data() + headers, payload + off, len);
-            frame = std::span<std::byte>(scratch_).first(headers + len);
-          } else {
-            ++stats_.truncated;
-            continue;
-          }
-          wrap(frame, pc.mac, sip, ntohs(src.sin_port), cfg_.address, cfg_.port);
-          d.receive(port, frame, now);
-          ++stats_.received;
-          ++total;
-        }
-        if (m.msg_len == 0) {  // an empty datagram: the device counts it as a bad frame
-          auto frame = std::span<std::byte>(rx_[static_cast<std::size_t>(i)]).first(headers);
-          wrap(frame, pc.mac, sip, ntohs(src.sin_port), cfg_.address, cfg_.port);
-          d.receive(port, frame, now);
-          ++stats_.received;
-          ++total;
-        }
-      }
-      if (static_cast<std::uint32_t>(n) < cfg_.batch) break;
-    }
+    std::size_t total = receive_on(fd_, cfg_.port, d, port, now, rounds);
+    for (const auto& x : extra_) total += receive_on(x.fd, x.port, d, port, now, 1);
     return total;
   }
 
@@ -219,21 +167,29 @@ class udp_port {
   std::size_t flush(rnic::time_ns now) {
     std::size_t sent = 0;
     while (!out_.empty()) {
+      // One sendmmsg: due frames of one socket (the first due frame's), in order.
       std::size_t m = 0, v = 0;  // messages and iovecs gathered into hdr_ / iov_ / addr_
+      picked_.clear();
+      int fd = -1;
       auto it = out_.begin();
+      auto next_due = [&] {
+        while (it != out_.end() && (it->at > now || (fd >= 0 && it->fd != fd))) ++it;
+      };
       while (m < cfg_.batch) {
-        while (it != out_.end() && it->at > now) ++it;
+        next_due();
         if (it == out_.end()) break;
+        fd = it->fd;
         const std::size_t first = v, seg = it->bytes.size();
         std::size_t bytes = 0;
         addr_[m] = it->to;
         do {
           iov_[v++] = {it->bytes.data(), it->bytes.size()};
+          picked_.push_back(it);
           bytes += it->bytes.size();
           const bool short_one = it->bytes.size() < seg;
           ++it;
           if (!gso_ || short_one) break;
-          while (it != out_.end() && it->at > now) ++it;
+          next_due();
         } while (it != out_.end() && v - first < max_segments && it->bytes.size() <= seg && bytes + it->bytes.size() <= max_gso_bytes &&
                  it->to.sin_addr.s_addr == addr_[m].sin_addr.s_addr && it->to.sin_port == addr_[m].sin_port);
         hdr_[m] = {};
@@ -257,18 +213,19 @@ class udp_port {
         ++m;
       }
       if (m == 0) break;
-      const int n = ::sendmmsg(fd_, hdr_.data(), static_cast<unsigned>(m), MSG_DONTWAIT);
+      const int n = ::sendmmsg(fd, hdr_.data(), static_cast<unsigned>(m), MSG_DONTWAIT);
       if (n <= 0) {
         if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
           ++stats_.send_errors;  // (unreachable peer, ...): the transport's retries cover it
-          drop_due(now, frames_[0]);
+          drop_picked(frames_[0]);
           continue;
         }
-        break;  // the socket is full: the rest waits for the next call
+        break;  // the socket is full: the rest waits for the next call (a full socket of one
+                // source port holds the others' frames too: they share the kernel's buffers)
       }
       std::size_t frames = 0;
       for (int k = 0; k < n; ++k) frames += frames_[static_cast<std::size_t>(k)];
-      drop_due(now, frames);
+      drop_picked(frames);
       sent += frames;
       stats_.sent += frames;
       if (frames > static_cast<std::size_t>(n)) stats_.gso_messages += static_cast<std::uint64_t>(n);
@@ -316,11 +273,108 @@ class udp_port {
   }
 
  private:
+  std::size_t receive_on(int fd, std::uint16_t local_port, rnic::device& d, std::size_t port, rnic::time_ns now, int rounds) {
+    const rnic::port_config& pc = d.config().ports[port];
+    std::size_t total = 0;
+    auto& h = hdr_;
+    auto& iov = iov_;
+    auto& from = addr_;
+    for (int k = 0; k < rounds; ++k) {
+      for (std::size_t i = 0; i < cfg_.batch; ++i) {
+        iov[i] = {rx_[i].data() + headers, rx_[i].size() - headers};
+        h[i] = {};
+        h[i].msg_hdr.msg_iov = &iov[i];
+        h[i].msg_hdr.msg_iovlen = 1;
+        h[i].msg_hdr.msg_name = &from[i];
+        h[i].msg_hdr.msg_namelen = sizeof from[i];
+        if (gro_) h[i].msg_hdr.msg_control = ctl_[i].data(), h[i].msg_hdr.msg_controllen = ctl_[i].size();
+      }
+      const int n = ::recvmmsg(fd, h.data(), cfg_.batch, MSG_DONTWAIT, nullptr);
+      if (n <= 0) break;
+      for (int i = 0; i < n; ++i) {
+        const auto& m = h[static_cast<std::size_t>(i)];
+        if (m.msg_hdr.msg_flags & MSG_TRUNC) {
+          ++stats_.truncated;
+          continue;
+        }
+        const auto& src = from[static_cast<std::size_t>(i)];
+        std::array<std::uint8_t, 4> sip{};
+        std::memcpy(sip.data(), &src.sin_addr, 4);
+        // GRO: datagrams of `seg` bytes each (the last may be shorter), back to back.
+        std::size_t seg = m.msg_len;
+        for (cmsghdr* c = gro_ ? CMSG_FIRSTHDR(&m.msg_hdr) : nullptr; c; c = CMSG_NXTHDR(const_cast<msghdr*>(&m.msg_hdr), c))
+          if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+            int g = 0;
+            std::memcpy(&g, CMSG_DATA(c), sizeof g);
+            if (g > 0) seg = static_cast<std::size_t>(g);
+          }
+        std::byte* const payload = rx_[static_cast<std::size_t>(i)].data() + headers;
+        stats_.gro_messages += m.msg_len > seg;
+        for (std::size_t off = 0; off < m.msg_len; off += seg) {
+          const std::size_t len = std::min<std::size_t>(seg, m.msg_len - off);
+          std::span<std::byte> frame;
+          if (off == 0) {
+            frame = std::span<std::byte>(rx_[static_cast<std::size_t>(i)]).first(headers + len);
+          } else if (headers + len <= scratch_.size()) {
+            std::memcpy(scratch_.data() + headers, payload + off, len);
+            frame = std::span<std::byte>(scratch_).first(headers + len);
+          } else {
+            ++stats_.truncated;
+            continue;
+          }
+          wrap(frame, pc.mac, sip, ntohs(src.sin_port), cfg_.address, local_port);
+          d.receive(port, frame, now);
+          ++stats_.received;
+          ++total;
+        }
+        if (m.msg_len == 0) {  // an empty datagram: the device counts it as a bad frame
+          auto frame = std::span<std::byte>(rx_[static_cast<std::size_t>(i)]).first(headers);
+          wrap(frame, pc.mac, sip, ntohs(src.sin_port), cfg_.address, local_port);
+          d.receive(port, frame, now);
+          ++stats_.received;
+          ++total;
+        }
+      }
+      if (static_cast<std::uint32_t>(n) < cfg_.batch) break;
+    }
+    return total;
+  }
+
   struct pending {
     rnic::time_ns at = 0;
+    int fd = -1;  ///< the socket of the frame's source port
     sockaddr_in to{};
     std::vector<std::byte> bytes;
   };
+  struct source_port {
+    std::uint16_t port = 0;
+    int fd = -1;
+  };
+  /// Sockets for source ports other than cfg_.port (sessions; per-QP-pair entropy ports).
+  static constexpr std::size_t max_source_ports = 64;
+  // The socket bound to (address, sport): this one, an open one, or a new one; -1 when the port
+  // cannot be bound or max_source_ports are open.
+  int socket_for(std::uint16_t sport) {
+    if (sport == cfg_.port) return fd_;
+    for (const auto& x : extra_)
+      if (x.port == sport) return x.fd;
+    if (extra_.size() >= max_source_ports) return -1;
+    const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    const int pmtu = IP_PMTUDISC_DO;
+    (void)::setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof pmtu);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(sport);
+    std::memcpy(&a.sin_addr, cfg_.address.data(), 4);
+    if (::bind(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0) {
+      ::close(fd);
+      return -1;
+    }
+    extra_.push_back({sport, fd});
+    ++stats_.source_ports;
+    return fd;
+  }
   // A device frame to a datagram (IPv4, no options, UDP): queued with its faults.
   void queue(std::span<const std::byte> f, rnic::time_ns now) {
     const auto l2 = wire::locate_payload(f);
@@ -336,6 +390,11 @@ class udp_port {
       return;
     }
     pending p;
+    p.fd = socket_for(wire::load_be16(ip + ihl));
+    if (p.fd < 0) {
+      ++stats_.not_sendable;
+      return;
+    }
     p.to.sin_family = AF_INET;
     std::memcpy(&p.to.sin_addr, ip + 16, 4);
     p.to.sin_port = htons(wire::load_be16(ip + ihl + 2));
@@ -360,19 +419,19 @@ class udp_port {
     }
     out_.push_back(std::move(p));
   }
-  // Removes the first n due frames (those the last sendmmsg took, in order).
-  void drop_due(rnic::time_ns now, std::size_t n) {
-    for (auto it = out_.begin(); it != out_.end() && n > 0;) {
-      if (it->at <= now) it = out_.erase(it), --n;
-      else ++it;
-    }
+  // Removes the first n frames the last sendmmsg was given (those it took).
+  void drop_picked(std::size_t n) {
+    for (std::size_t k = 0; k < n && k < picked_.size(); ++k) out_.erase(picked_[k]);
+    picked_.clear();
   }
 
   udp_config cfg_;
   int fd_ = -1, err_ = 0;
   std::mt19937_64 rng_;
   udp_counters stats_{};
-  std::deque<pending> out_;
+  std::list<pending> out_;
+  std::vector<std::list<pending>::iterator> picked_;  // the frames of the sendmmsg being made
+  std::vector<source_port> extra_;
   std::vector<std::vector<std::byte>> rx_;
   std::vector<mmsghdr> hdr_;  // one batch's headers, vectors and addresses (reused by every call)
   std::vector<iovec> iov_;
