@@ -11,7 +11,7 @@
 #             UDP 4791 on the veth, pw0 198.18.1.1 -> lan0 198.18.1.2, MTU 8950 like VXLAN's;
 #             the fabric sockets with UDP GRO (the default), then without (pushwire-nogro), then
 #             with GSO and GRO (pushwire-gso: pushwire peers only, spec/net.md)
-#   cells     cells over AF_PACKET: not built (reported as such)
+#   cells     the driver with cells over AF_PACKET on the veth (--framing cell), no UDP
 # Prints one JSON object per path on stdout (path, iperf3_gbps, ping_p50_ms, ping_p99_ms,
 # retransmits), progress on stderr when it is a terminal. Leaves nothing behind.
 set -euo pipefail
@@ -35,13 +35,15 @@ ip -n $b link add vx0 type vxlan id 42 local 198.18.0.2 remote 198.18.0.1 dstpor
 ip -n $a addr add 198.18.3.1/24 dev vx0; ip -n $a link set vx0 mtu 8950 up
 ip -n $b addr add 198.18.3.2/24 dev vx0; ip -n $b link set vx0 mtu 8950 up
 # (c) the split-model driver; lan0 stays in B. start_pushwire ARGS / stop_pushwire
-start_pushwire() {
-  ip netns exec $b "$build/tools/pushwire-iou" --local 198.18.0.2 --peer 198.18.0.1 --tap lan0 --fabric-mtu 9000 --mtu 8950 "$@" \
+start_pushwire() {  # [--cells] ARGS...
+  local ci=() ch=()
+  if [ "${1:-}" = --cells ]; then shift; ci=(--framing cell --interface $s-i); ch=(--framing cell --interface $s-h); fi
+  ip netns exec $b "$build/tools/pushwire-iou" --local 198.18.0.2 --peer 198.18.0.1 --tap lan0 --fabric-mtu 9000 --mtu 8950 "${ci[@]}" "$@" \
     >"$work/iou.log" 2>&1 &
   iou=$!; pw_pids+=($iou)
   pw_wait_link $b lan0
   ip -n $b addr add 198.18.1.2/24 dev lan0; ip -n $b link set lan0 up
-  pw_start_host "$build" $s "$work/host.log" --mtu 8950 "$@"
+  pw_start_host "$build" $s "$work/host.log" --mtu 8950 "${ch[@]}" "$@"
 }
 stop_pushwire() { kill -TERM $pw_host $iou; wait $pw_host $iou || true; }
 ip netns exec $b iperf3 -s >"$work/iperf3-server.log" 2>&1 & pw_pids+=($!)
@@ -71,4 +73,4 @@ measure vxlan 198.18.3.2
 start_pushwire; measure pushwire 198.18.1.2; stop_pushwire
 start_pushwire --no-gro; measure pushwire-nogro 198.18.1.2; stop_pushwire
 start_pushwire --gso; measure pushwire-gso 198.18.1.2; stop_pushwire
-echo '{"path": "cells", "built": false}'
+start_pushwire --cells; measure cells 198.18.1.2; stop_pushwire

@@ -23,6 +23,10 @@
 #include <string_view>
 #include <vector>
 
+#include <fstream>
+#include <sstream>
+
+#include <pushwire/net/packet.hpp>
 #include <pushwire/net/tap.hpp>
 #include <pushwire/net/udp.hpp>
 #include <pushwire/pp/cm.hpp>
@@ -39,6 +43,7 @@ struct module_options {
   std::string tap = "pw0";
   wire::mac_address mac{0x02, 0x50, 0x57, 0, 0, 1};  ///< I/O unit: its LAN NIC's MAC (the host's interface gets it)
   std::uint32_t mtu = 1500;
+  bool mtu_given = false;  ///< host: ask the I/O unit for this MTU (else take the LAN's)
   /// The fabric link's MTU: the path MTU is the largest IBTA MTU whose packets fit in it.
   std::uint32_t fabric_mtu = 1500;
   /// Faults injected into what this module sends on the fabric (spec/net.md §2).
@@ -47,6 +52,10 @@ struct module_options {
   bool verbose = false;
   /// UDP offloads of the fabric socket (spec/net.md §1): GSO on request (pushwire peers only), GRO unless refused.
   bool gso = false, gro = true;
+  /// --framing cell --interface IF: the fabric is cells on IF over AF_PACKET instead of RoCEv2
+  /// over UDP (the CM's hellos still go over UDP on IF's address).
+  bool cells = false;
+  std::string interface{};
   /// --lan-emulation (host only): the other members' fabric addresses, and this member's LID.
   bool lan = false;
   std::vector<std::array<std::uint8_t, 4>> members{};
@@ -70,6 +79,7 @@ inline int parse_shared(std::string_view a, const char* v, module_options& o) {
   if (a == "--tap") return std::strlen(v) < 16 ? (o.tap = v, 2) : -1;
   if (a == "--mtu") {
     o.mtu = static_cast<std::uint32_t>(std::strtoul(v, nullptr, 10));
+    o.mtu_given = true;
     return o.mtu < 576 || o.mtu > 65535 - 64 ? -1 : 2;
   }
   if (a == "--fabric-mtu") {
@@ -83,6 +93,8 @@ inline int parse_shared(std::string_view a, const char* v, module_options& o) {
     return 2;
   }
   if (a == "--seed") return o.seed = std::strtoull(v, nullptr, 10), 2;
+  if (a == "--framing") return std::string_view(v) == "cell" ? (o.cells = true, 2) : std::string_view(v) == "roce" ? (o.cells = false, 2) : -1;
+  if (a == "--interface") return std::strlen(v) < 16 ? (o.interface = v, 2) : -1;
   return 0;
 }
 
@@ -133,7 +145,8 @@ inline int module_usage(const char* prog, const char* why) {
   if (why) std::fprintf(stderr, "%s: %s\n", prog, why);
   std::fprintf(stderr,
                "usage: %s --local IP --peer IP [--tap NAME] [--mtu N] [--fabric-mtu N]%s\n"
-               "       [--loss P] [--dup P] [--reorder P] [--corrupt P] [--seed S] [--gso] [--no-gro] [-v]\n"
+               "       [--loss P] [--dup P] [--reorder P] [--corrupt P] [--seed S] [--gso] [--no-gro]\n"
+               "       [--framing roce|cell --interface IF] [-v]\n"
                "  --local IP   this module's fabric address (RoCEv2 on UDP 4791, CM on UDP %u)\n"
                "  --peer IP    the other module's fabric address\n"
                "  --tap NAME   the TAP interface to create or attach (default %s)\n"
@@ -142,6 +155,7 @@ inline int module_usage(const char* prog, const char* why) {
                "  --loss P ...    faults injected into what this module sends (fractions: 0.05 = 5%%), seeded\n"
                "  --gso        UDP GSO on the fabric socket (pushwire peers only: segments carry IP ids 1, 2, ...)\n"
                "  --no-gro     no UDP GRO on the fabric socket\n"
+               "  --framing cell --interface IF  the fabric is cells on IF over AF_PACKET (the hellos stay on UDP)\n"
                "spec/split-model.md\n",
                prog, std::strstr(prog, "iou") ? " [--mac MAC]" : "", pp::cm_port, std::strstr(prog, "iou") ? "lan0" : "pw0");
   return 2;
@@ -171,21 +185,76 @@ inline std::optional<module_options> parse_module(int argc, char** argv, pp::rol
       return std::nullopt;
     }
   }
-  if (!have_local || !have_peer) return std::nullopt;
+  if (!have_local || !have_peer || (o.cells && o.interface.empty())) return std::nullopt;
   return o;
 }
+
+/// The MAC the kernel's ARP table holds for ip (after the CM's hellos went to it), if any.
+inline std::optional<wire::mac_address> arp_lookup(const std::array<std::uint8_t, 4>& ip) {
+  std::ifstream f("/proc/net/arp");
+  std::string line;
+  char want[16];
+  std::snprintf(want, sizeof want, "%u.%u.%u.%u", ip[0], ip[1], ip[2], ip[3]);
+  while (std::getline(f, line)) {
+    std::istringstream in(line);
+    std::string addr, type, flags, hw;
+    if (!(in >> addr >> type >> flags >> hw) || addr != want || flags == "0x0") continue;
+    unsigned m[6];
+    if (std::sscanf(hw.c_str(), "%x:%x:%x:%x:%x:%x", &m[0], &m[1], &m[2], &m[3], &m[4], &m[5]) != 6) continue;
+    wire::mac_address r;
+    for (std::size_t i = 0; i < 6; ++i) r[i] = static_cast<std::uint8_t>(m[i]);
+    return r;
+  }
+  return std::nullopt;
+}
+
+/// A module's fabric: RoCEv2 on a UDP socket (net/udp.hpp), or cells on an interface over
+/// AF_PACKET (net/packet.hpp).
+class fabric_link {
+ public:
+  explicit fabric_link(const module_options& o) {
+    if (o.cells) pkt_.emplace(net::packet_config{.interface = o.interface, .faults = o.faults, .seed = o.seed});
+    else udp_.emplace(net::udp_config{.address = o.local, .faults = o.faults, .seed = o.seed, .gso = o.gso, .gro = o.gro});
+  }
+  bool ok() const { return udp_ ? udp_->ok() : pkt_->ok(); }
+  int error() const { return udp_ ? udp_->error() : pkt_->error(); }
+  const char* what() const { return udp_ ? "UDP 4791" : "AF_PACKET"; }
+  int fd() const { return udp_ ? udp_->fd() : pkt_->fd(); }
+  bool cells() const { return pkt_.has_value(); }
+  /// The device the link serves: one port at `local`, RoCE from UDP 4791, or cells from the
+  /// interface's MAC, each cell as large as the fabric MTU allows (at most 8192 bytes of data).
+  rnic::device_config device(const module_options& o, std::uint8_t mac_low) const {
+    rnic::device_config c = fabric_device(o.local, mac_low);
+    if (pkt_) {
+      c.ports[0].frame = rnic::framing::cell;
+      c.ports[0].mac = pkt_->mac();
+      // Ethernet 14 + cell header 18 + VA/MH 12 + ACK 8 + idata 4 + CRCs 8 = 64 around a cell's data.
+      c.ports[0].cell_payload = std::min<std::uint32_t>(8192, o.fabric_mtu - 64);
+    }
+    return c;
+  }
+  std::size_t receive_into(rnic::device& d, rnic::time_ns now) { return udp_ ? udp_->receive_into(d, 0, now) : pkt_->receive_into(d, 0, now); }
+  std::size_t send_from(rnic::device& d, rnic::time_ns now) { return udp_ ? udp_->send_from(d, 0, now) : pkt_->send_from(d, 0, now); }
+  std::uint64_t sent() const { return udp_ ? udp_->stats().sent : pkt_->stats().sent; }
+  std::uint64_t received() const { return udp_ ? udp_->stats().received : pkt_->stats().received; }
+  std::uint64_t lost() const { return udp_ ? udp_->stats().lost : pkt_->stats().lost; }
+
+ private:
+  std::optional<net::udp_port> udp_;
+  std::optional<net::packet_port> pkt_;
+};
 
 /// One module's life: returns the exit status (0 after SIGINT / SIGTERM and a clean flush).
 class module {
  public:
   explicit module(const module_options& o)
-      : o_(o), dev_(fabric_device(o.local, static_cast<std::uint8_t>(o.role))), udp_({.address = o.local, .faults = o.faults, .seed = o.seed, .gso = o.gso, .gro = o.gro}),
+      : o_(o), link_(o), dev_(link_.device(o, static_cast<std::uint8_t>(o.role))),
         tap_(o.tap, /*offloads=*/true),
         cm_({.role = o.role, .incarnation = std::random_device{}() | (std::uint64_t{std::random_device{}()} << 32) | 1}) {}
 
   int run() {
     const char* who = o_.role == pp::role::host ? "pushwire-host" : "pushwire-iou";
-    if (!udp_.ok()) return fail(who, "UDP 4791", udp_.error());
+    if (!link_.ok()) return fail(who, link_.what(), link_.error());
     if (!tap_.ok()) return fail(who, ("TAP " + o_.tap).c_str(), tap_.error());
     if ((cm_fd_ = open_cm_socket(o_.local)) < 0) return fail(who, "CM socket", errno);
     (void)tap_.set_mtu(o_.mtu);
@@ -199,11 +268,11 @@ class module {
     std::vector<std::byte> frame(65536 + 64);
     rnic::time_ns closing_since = 0;
     while (true) {
-      pollfd fds[3] = {{udp_.fd(), POLLIN, 0}, {cm_fd_, POLLIN, 0}, {tap_.fd(), static_cast<short>(held_ ? 0 : POLLIN), 0}};
+      pollfd fds[3] = {{link_.fd(), POLLIN, 0}, {cm_fd_, POLLIN, 0}, {tap_.fd(), static_cast<short>(held_ ? 0 : POLLIN), 0}};
       (void)::poll(fds, 3, 1);
       const rnic::time_ns now = net::monotonic_ns();
       cm_step(now);
-      udp_.receive_into(dev_, 0, now);
+      link_.receive_into(dev_, now);
       dev_.progress(now);
       ep_->poll();
       // Frames from the stack (host) or the LAN (I/O unit) go to the peer while it is there.
@@ -223,8 +292,13 @@ class module {
         if (e != pp::errc{}) ++dropped_;
         held_ = 0;
       }
+      // The host asks for the LAN NIC's statistics every second.
+      if (o_.role == pp::role::host && ep_->current() == pp::state::connected && now >= next_stats_) {
+        (void)ep_->cfg_request(msg::cfg::request_code::get_statistics);
+        next_stats_ = now + 1'000'000'000;
+      }
       dev_.progress(now);
-      udp_.send_from(dev_, 0, now);
+      link_.send_from(dev_, now);
       if (stop_requested && !closing_since) {
         closing_since = now;
         if (ep_->close() != pp::errc{}) break;
@@ -234,15 +308,21 @@ class module {
     // Let the last control messages leave.
     for (int k = 0; k < 50; ++k) {
       const rnic::time_ns now = net::monotonic_ns();
-      udp_.receive_into(dev_, 0, now);
+      link_.receive_into(dev_, now);
       dev_.progress(now);
       ep_->poll();
-      udp_.send_from(dev_, 0, now);
+      link_.send_from(dev_, now);
       ::usleep(1000);
     }
-    std::printf("%s: %s; packets out %lu in %lu, dropped %lu; datagrams out %lu in %lu, injected losses %lu\n", who,
+    std::printf("%s: %s; packets out %lu in %lu, dropped %lu; datagrams out %lu in %lu, injected losses %lu", who,
                 std::string(wire::enum_name(ep_->current())).c_str(), ep_->stats().packets_out, ep_->stats().packets_in, dropped_,
-                udp_.stats().sent, udp_.stats().received, udp_.stats().lost);
+                link_.sent(), link_.received(), link_.lost());
+    if (o_.role == pp::role::host && lan_stats_)
+      std::printf("; MTU %u; LAN NIC (from the I/O unit): rx %lu frames %lu bytes, tx %lu frames %lu bytes, tx_errors %lu, rx_dropped %lu", o_.mtu,
+                  static_cast<unsigned long>(lan_stats_->rx_frames), static_cast<unsigned long>(lan_stats_->rx_bytes),
+                  static_cast<unsigned long>(lan_stats_->tx_frames), static_cast<unsigned long>(lan_stats_->tx_bytes),
+                  static_cast<unsigned long>(lan_stats_->tx_errors), static_cast<unsigned long>(lan_stats_->rx_dropped));
+    std::printf("\n");
     ::close(cm_fd_);
     return ep_->current() == pp::state::closed ? 0 : 1;
   }
@@ -264,7 +344,7 @@ class module {
     pp::handlers h;
     h.packet = [this](std::span<const std::byte> p) { (void)tap_.write(p); };
     if (o_.role == pp::role::iou) {
-      h.cfg_request = [this](msg::cfg::request_code code, std::span<const std::byte>) {
+      h.cfg_request = [this](msg::cfg::request_code code, std::span<const std::byte> req) {
         pp::cfg_answer a;
         if (code == msg::cfg::request_code::get_mac_address) {
           a.status = msg::cfg::status::success;
@@ -273,6 +353,24 @@ class module {
           a.status = msg::cfg::status::success;
           a.data.resize(8);
           (void)wire::encode(msg::cfg::link_state{.up = 1, .speed_mbps = 10000}, a.data);
+        } else if (code == msg::cfg::request_code::set_mtu) {
+          // 0 asks for the LAN's MTU; the reply's data is the MTU in effect either way.
+          const auto m = wire::decode<msg::cfg::mtu_setting>(req);
+          if (!m || (m->mtu != 0 && (m->mtu < 576 || m->mtu > 65535 - 64))) a.status = msg::cfg::status::invalid_argument;
+          else if (m->mtu == 0 || m->mtu == o_.mtu) a.status = msg::cfg::status::success;
+          else if (tap_.set_mtu(m->mtu) == 0) a.status = msg::cfg::status::success, o_.mtu = m->mtu;
+          else a.status = msg::cfg::status::device_error;
+          a.data.resize(4);
+          (void)wire::encode(msg::cfg::mtu_setting{.mtu = o_.mtu}, a.data);
+        } else if (code == msg::cfg::request_code::get_statistics) {
+          // The LAN NIC's: rx what it took from the LAN, tx what it gave the LAN.
+          const auto& t = tap_.stats();
+          a.status = msg::cfg::status::success;
+          a.data.resize(wire::fixed_size<msg::cfg::statistics>);
+          (void)wire::encode(msg::cfg::statistics{.rx_frames = t.frames_in, .tx_frames = t.frames_out, .rx_bytes = t.bytes_in,
+                                                  .tx_bytes = t.bytes_out, .rx_errors = 0, .tx_errors = t.write_errors,
+                                                  .rx_dropped = dropped_, .tx_dropped = 0},
+                             a.data);
         }
         return a;
       };
@@ -287,7 +385,20 @@ class module {
           (void)tap_.set_up(true);
         } else if (code == msg::cfg::request_code::get_link_state) {
           if (const auto ls = wire::decode<msg::cfg::link_state>(d)) (void)tap_.set_carrier(ls->up == 1);
+        } else if (code == msg::cfg::request_code::get_statistics) {
+          if (const auto v = wire::decode<msg::cfg::statistics>(d)) lan_stats_ = *v;
         }
+      };
+      // SetMtu's reply carries the MTU in effect, whatever its status: the interface takes it.
+      auto on_reply = std::move(h.cfg_reply);
+      h.cfg_reply = [this, on_reply](std::uint64_t t, msg::cfg::request_code code, msg::cfg::status st, std::span<const std::byte> d) {
+        if (code == msg::cfg::request_code::set_mtu) {
+          if (const auto m = wire::decode<msg::cfg::mtu_setting>(d); m && m->mtu >= 576 && m->mtu <= 65535 - 64 && tap_.set_mtu(m->mtu) == 0)
+            o_.mtu = m->mtu;
+          if (st != msg::cfg::status::success) log("the I/O unit refused the MTU asked for");
+          return;
+        }
+        on_reply(t, code, st, d);
       };
     }
     ep_ = std::make_unique<pp::endpoint>(dev_, c, std::move(h));
@@ -300,12 +411,20 @@ class module {
     if (a.connect) {
       rnic::address_vector av{};
       av.dgid = rnic::gid_v4(o_.peer[0], o_.peer[1], o_.peer[2], o_.peer[3]);
+      if (link_.cells()) {  // cells are addressed by MAC: the peer's, as ARP found it for the hellos
+        const auto mac = arp_lookup(o_.peer);
+        av.dmac = mac ? *mac : wire::mac_address{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
+        if (!mac) log("no ARP entry for the peer: cells go to the broadcast MAC");
+      }
       if (ep_->connect({.control_qpn = a.connect->control_qpn, .data_qpn = a.connect->data_qpn, .av = av, .send_max = a.connect->send_max}) ==
           pp::errc{}) {
         log("connected");
         if (o_.role == pp::role::host) {
           (void)ep_->cfg_request(msg::cfg::request_code::get_mac_address);
           (void)ep_->cfg_request(msg::cfg::request_code::get_link_state);
+          std::array<std::byte, 4> mtu{};
+          (void)wire::encode(msg::cfg::mtu_setting{.mtu = o_.mtu_given ? o_.mtu : 0}, mtu);
+          (void)ep_->cfg_request(msg::cfg::request_code::set_mtu, mtu);
         }
       }
     }
@@ -332,14 +451,16 @@ class module {
   }
 
   module_options o_;
+  fabric_link link_;
   rnic::device dev_;
-  net::udp_port udp_;
   net::tap tap_;
   pp::connector cm_;
   std::unique_ptr<pp::endpoint> ep_;
   int cm_fd_ = -1;
   std::uint64_t dropped_ = 0;
   std::size_t held_ = 0;  ///< bytes of the frame waiting for credit (0: none)
+  std::optional<msg::cfg::statistics> lan_stats_;  ///< host: the I/O unit's last GetStatistics answer
+  rnic::time_ns next_stats_ = 0;
   rnic::time_ns held_since_ = 0;
   static constexpr rnic::time_ns hold_for = 10'000'000;  ///< 10 ms: then the frame is dropped
 };
@@ -385,7 +506,7 @@ inline std::optional<module_options> parse_lan(int argc, char** argv) {
       return std::nullopt;
     }
   }
-  if (!have_local || o.members.empty()) return std::nullopt;
+  if (!have_local || o.members.empty() || o.cells) return std::nullopt;  // (LAN emulation is RoCEv2 only)
   if (o.lid == 0) {
     const unsigned l = unsigned{o.local[2]} << 8 | o.local[3];
     if (l < ib::lid_unicast_first || l > ib::lid_unicast_last) return std::nullopt;

@@ -16,7 +16,7 @@ s=pw$$; work=$(mktemp -d)
 h=$s-host i=$s-iou l=$s-lan
 trap 'pw_cleanup; rm -rf "$work"' EXIT
 pw_split_topology $s
-pw_start_iou "$build" $s "$work/iou.log"; iou=$pw_iou
+pw_start_iou "$build" $s "$work/iou.log" --mtu 4000; iou=$pw_iou
 pw_start_host "$build" $s "$work/host.log"; host=$pw_host
 show_logs() { echo "--- host"; cat "$work/host.log"; echo "--- iou"; cat "$work/iou.log"; }
 # ping (the first may wait for the connection and ARP)
@@ -24,6 +24,11 @@ if ! ip netns exec $h ping -c 3 -i 0.2 -w 10 198.18.1.2 >"$work/ping.log"; then
   cat "$work/ping.log"; show_logs; echo "FAIL: ping through the driver"; exit 1
 fi
 grep -E 'packets transmitted|rtt' "$work/ping.log"
+# the host's interface took its MTU from the I/O unit (SetMtu 0: the LAN's, 4000 here)
+mtu_of_pw0() { ip -n $h link show pw0 | sed -n 's/.* mtu \([0-9]*\) .*/\1/p'; }
+for _ in $(seq 50); do [ "$(mtu_of_pw0)" = 4000 ] && break; sleep 0.05; done
+[ "$(mtu_of_pw0)" = 4000 ] || { show_logs; echo "FAIL: pw0's MTU is $(mtu_of_pw0), the LAN's is 4000"; exit 1; }
+echo "pw0 took the LAN's MTU (4000) from the I/O unit over CfgUtil"
 # a file through TCP both ways, checksums compared
 head -c 3000000 /dev/urandom >"$work/up.bin"; head -c 3000000 /dev/urandom >"$work/down.bin"
 cat >"$work/tcp.py" <<'PY'
@@ -62,9 +67,37 @@ for i in range(3000):
     s.sendto(d, ("198.18.0.2", port))
 PY
 ip netns exec $h python3 "$work/junk.py"
+# ... and RoCEv2 frames built by scapy (an independent encoder): good ICRCs on wrong QPs, bad
+# ICRCs on the modules' own QPs (0x10-0x13), and good ICRCs on their QPs with PSNs far outside
+# any window (SENDs, WRITEs with made-up keys, ACKs)
+cat >"$work/scapy_junk.py" <<'PY'
+import random, socket
+from scapy.all import IP, UDP, Raw
+from scapy.contrib.roce import BTH
+random.seed(9)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("198.18.0.1", 40000))
+def send(bth, payload, bad_icrc=False):
+    b = bytes(IP(src="198.18.0.1", dst="198.18.0.2", flags="DF", id=0) / UDP(sport=40000, dport=4791) / bth / Raw(payload))[28:]
+    if bad_icrc: b = b[:-1] + bytes([b[-1] ^ 0x5A])
+    s.sendto(b, ("198.18.0.2", 4791))
+reth = lambda: random.randbytes(8) + random.randbytes(4) + (64).to_bytes(4, "big")
+far = lambda: random.randrange(1 << 23, 1 << 24)
+for i in range(200):
+    send(BTH(opcode=4, dqpn=random.randrange(0x100, 1 << 24), psn=random.randrange(1 << 24)), random.randbytes(64))
+    send(BTH(opcode=4, dqpn=0x10 + i % 4, psn=random.randrange(1 << 24)), random.randbytes(64), bad_icrc=True)
+    send(BTH(opcode=4, dqpn=0x10 + i % 4, psn=far()), random.randbytes(32))
+    send(BTH(opcode=10, dqpn=0x10 + i % 4, psn=far()), reth() + random.randbytes(64))
+    send(BTH(opcode=17, dqpn=0x10 + i % 4, psn=far()), bytes([0, 0, 0, random.randrange(256)]))
+print("1000 scapy-built RoCEv2 frames")
+PY
+if /usr/bin/python3 -c 'import scapy.contrib.roce' 2>/dev/null; then
+  ip netns exec $h /usr/bin/python3 "$work/scapy_junk.py"
+else
+  echo "(python3-scapy missing: the scapy-built frames are left out)"
+fi
 if ! ip netns exec $h ping -c 2 -i 0.2 -w 5 198.18.1.2 >/dev/null; then show_logs; echo "FAIL: ping after the garbage"; exit 1; fi
 kill -0 $iou && kill -0 $host || { show_logs; echo "FAIL: a module died of the garbage"; exit 1; }
-echo "3000 garbage datagrams: both modules alive, ping still answered"
+echo "3000 random datagrams and the scapy frames: both modules alive, ping still answered"
 # kill -9 the I/O unit: the host's carrier goes down within 1 s; a new I/O unit is found again
 carrier() { ip netns exec $h cat /sys/class/net/pw0/carrier 2>/dev/null || echo 0; }
 kill -9 $iou; wait $iou 2>/dev/null || true; t0=$(date +%s%N)
@@ -74,7 +107,9 @@ down_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 echo "I/O unit killed: host carrier down after ${down_ms} ms"
 pw_start_iou "$build" $s "$work/iou.log" --loss 0.05 --seed 3; iou=$pw_iou
 if ! ip netns exec $h ping -c 3 -i 0.2 -w 10 198.18.1.2 >/dev/null; then show_logs; echo "FAIL: no traffic after the I/O unit restarted"; exit 1; fi
-echo "I/O unit restarted (now losing 5% of what it sends): reconnected, ping answered"
+for _ in $(seq 50); do [ "$(mtu_of_pw0)" = 1500 ] && break; sleep 0.05; done
+[ "$(mtu_of_pw0)" = 1500 ] || { show_logs; echo "FAIL: pw0 kept MTU $(mtu_of_pw0) after the new I/O unit (1500)"; exit 1; }
+echo "I/O unit restarted (now losing 5% of what it sends): reconnected, ping answered, pw0's MTU now the new LAN's 1500"
 xfer $h $l 198.18.1.2 "$work/up.bin" || { kill -TERM $host $iou; sleep 1.5; show_logs; exit 1; }
 xfer $l $h 198.18.1.1 "$work/down.bin" || { kill -TERM $host $iou; sleep 1.5; show_logs; exit 1; }
 echo "... and TCP moves both files intact through 5% loss"
@@ -84,6 +119,8 @@ rc_h=0; rc_i=0; wait $host || rc_h=$?; wait $iou || rc_i=$?; pw_pids=()
 tail -n1 "$work/host.log"; tail -n1 "$work/iou.log"
 if [ $rc_h != 0 ] || [ $rc_i != 0 ]; then show_logs; echo "FAIL: teardown (host $rc_h, iou $rc_i)"; exit 1; fi
 tail -n1 "$work/iou.log" | grep -q 'injected losses [1-9]' || { show_logs; echo "FAIL: no loss was injected"; exit 1; }
+tail -n1 "$work/host.log" | grep -q 'LAN NIC (from the I/O unit): rx [1-9][0-9]* frames [0-9]* bytes, tx [1-9]' ||
+  { show_logs; echo "FAIL: the host has no LAN NIC statistics from the I/O unit"; exit 1; }
 # TSO: the host sent 6 MB through TCP; as 1500-byte frames that would be over 4000 packets
 out=$(tail -n1 "$work/host.log" | sed -n 's/.*packets out \([0-9]*\).*/\1/p')
 [ "$out" -lt 2000 ] || { show_logs; echo "FAIL: $out packets for 6 MB: TCP segments did not cross whole (TSO)"; exit 1; }

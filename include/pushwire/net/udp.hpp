@@ -45,6 +45,7 @@
 
 #include <pushwire/ib/encap.hpp>
 #include <pushwire/rnic/device.hpp>
+#include <pushwire/net/fault_queue.hpp>
 #include <pushwire/rnic/faults.hpp>
 
 namespace pushwire::net {
@@ -400,24 +401,7 @@ class udp_port {
     p.to.sin_port = htons(wire::load_be16(ip + ihl + 2));
     p.bytes.assign(ip + ihl + 8, ip + len);
     p.at = now;
-    const rnic::fault_verdict v = rnic::decide(cfg_.faults, p.bytes.size(), rng_);
-    if (v.lost) {
-      ++stats_.lost;
-      return;
-    }
-    if (v.flip_bit) {
-      ++stats_.corrupted;
-      p.bytes[*v.flip_bit / 8] ^= static_cast<std::byte>(1u << (*v.flip_bit % 8));
-    }
-    p.at += v.extra;
-    stats_.held += v.extra > 0;
-    if (v.duplicate_extra) {
-      ++stats_.duplicated;
-      pending c = p;
-      c.at += *v.duplicate_extra;
-      out_.push_back(std::move(c));
-    }
-    out_.push_back(std::move(p));
+    queue_with_faults(out_, std::move(p), cfg_.faults, rng_, stats_);
   }
   // Removes the first n frames the last sendmmsg was given (those it took).
   void drop_picked(std::size_t n) {
