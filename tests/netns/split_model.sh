@@ -3,7 +3,7 @@
 # between host and iou is the fabric (198.18.0.1 <-> 198.18.0.2, RoCEv2 over UDP); pushwire-iou
 # owns lan0, a TAP moved into the lan namespace (198.18.1.2); pushwire-host gives the host's
 # stack pw0 (198.18.1.1). Checks: ping through the driver, a file through TCP both ways with
-# checksums compared, garbage on the I/O unit's ports, kill -9 of the I/O unit (the host's
+# checksums compared, garbage on both modules' ports (random bytes, scapy-built RoCEv2), kill -9 of the I/O unit (the host's
 # carrier down within 1 s) and its restart with 5% injected loss (reconnected, both files intact
 # through TCP again), and a clean teardown
 # (Flush each way: both modules exit 0).
@@ -56,30 +56,32 @@ xfer() {  # from_ns to_ns to_addr file
 }
 xfer $h $l 198.18.1.2 "$work/up.bin" || { kill -TERM $host $iou; sleep 1.5; show_logs; exit 1; }
 xfer $l $h 198.18.1.1 "$work/down.bin" || { kill -TERM $host $iou; sleep 1.5; show_logs; exit 1; }
-# garbage on both of the I/O unit's ports (random bytes, short and long) changes nothing
+# garbage on both ports of each module (random bytes, short and long) changes nothing
 cat >"$work/junk.py" <<'PY'
-import os, random, socket
-random.seed(5); s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+import os, random, socket, sys
+random.seed(5); s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); dst = sys.argv[1]
 for i in range(3000):
     port = 4791 if i % 2 else 18515
     d = os.urandom(random.randrange(0, 1400))
     if i % 7 == 0 and len(d) > 12: d = bytes([0x04, 0, 0xff, 0xff, 0, 0, 0, 2]) + d[8:]   # a BTH-looking start
-    s.sendto(d, ("198.18.0.2", port))
+    s.sendto(d, (dst, port))
 PY
-ip netns exec $h python3 "$work/junk.py"
+ip netns exec $h python3 "$work/junk.py" 198.18.0.2   # at the I/O unit
+ip netns exec $i python3 "$work/junk.py" 198.18.0.1   # at the host
 # ... and RoCEv2 frames built by scapy (an independent encoder): good ICRCs on wrong QPs, bad
 # ICRCs on the modules' own QPs (0x10-0x13), and good ICRCs on their QPs with PSNs far outside
 # any window (SENDs, WRITEs with made-up keys, ACKs)
 cat >"$work/scapy_junk.py" <<'PY'
-import random, socket
+import random, socket, sys
 from scapy.all import IP, UDP, Raw
 from scapy.contrib.roce import BTH
 random.seed(9)
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("198.18.0.1", 40000))
+src, dst = sys.argv[1], sys.argv[2]
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind((src, 40000))
 def send(bth, payload, bad_icrc=False):
-    b = bytes(IP(src="198.18.0.1", dst="198.18.0.2", flags="DF", id=0) / UDP(sport=40000, dport=4791) / bth / Raw(payload))[28:]
+    b = bytes(IP(src=src, dst=dst, flags="DF", id=0) / UDP(sport=40000, dport=4791) / bth / Raw(payload))[28:]
     if bad_icrc: b = b[:-1] + bytes([b[-1] ^ 0x5A])
-    s.sendto(b, ("198.18.0.2", 4791))
+    s.sendto(b, (dst, 4791))
 reth = lambda: random.randbytes(8) + random.randbytes(4) + (64).to_bytes(4, "big")
 far = lambda: random.randrange(1 << 23, 1 << 24)
 for i in range(200):
@@ -88,16 +90,17 @@ for i in range(200):
     send(BTH(opcode=4, dqpn=0x10 + i % 4, psn=far()), random.randbytes(32))
     send(BTH(opcode=10, dqpn=0x10 + i % 4, psn=far()), reth() + random.randbytes(64))
     send(BTH(opcode=17, dqpn=0x10 + i % 4, psn=far()), bytes([0, 0, 0, random.randrange(256)]))
-print("1000 scapy-built RoCEv2 frames")
+print("1000 scapy-built RoCEv2 frames at", dst)
 PY
 if /usr/bin/python3 -c 'import scapy.contrib.roce' 2>/dev/null; then
-  ip netns exec $h /usr/bin/python3 "$work/scapy_junk.py"
+  ip netns exec $h /usr/bin/python3 "$work/scapy_junk.py" 198.18.0.1 198.18.0.2
+  ip netns exec $i /usr/bin/python3 "$work/scapy_junk.py" 198.18.0.2 198.18.0.1
 else
   echo "(python3-scapy missing: the scapy-built frames are left out)"
 fi
 if ! ip netns exec $h ping -c 2 -i 0.2 -w 5 198.18.1.2 >/dev/null; then show_logs; echo "FAIL: ping after the garbage"; exit 1; fi
 kill -0 $iou && kill -0 $host || { show_logs; echo "FAIL: a module died of the garbage"; exit 1; }
-echo "3000 random datagrams and the scapy frames: both modules alive, ping still answered"
+echo "3000 random datagrams and 1000 scapy frames at each module: both alive, ping still answered"
 # kill -9 the I/O unit: the host's carrier goes down within 1 s; a new I/O unit is found again
 carrier() { ip netns exec $h cat /sys/class/net/pw0/carrier 2>/dev/null || echo 0; }
 kill -9 $iou; wait $iou 2>/dev/null || true; t0=$(date +%s%N)
