@@ -2,11 +2,12 @@
 # The split-model driver for real (spec/split-model.md): namespaces host, iou and lan; a veth
 # between host and iou is the fabric (198.18.0.1 <-> 198.18.0.2, RoCEv2 over UDP); pushwire-iou
 # owns lan0, a TAP moved into the lan namespace (198.18.1.2); pushwire-host gives the host's
-# stack pw0 (198.18.1.1). Checks: ping through the driver, a file through TCP both ways with
-# checksums compared, garbage on both modules' ports (random bytes, scapy-built RoCEv2), kill -9 of the I/O unit (the host's
-# carrier down within 1 s) and its restart with 5% injected loss (reconnected, both files intact
-# through TCP again), and a clean teardown
-# (Flush each way: both modules exit 0).
+# stack pw0 (198.18.1.1). Checks: ping through the driver; pw0's MTU from the I/O unit
+# (CfgUtil SetMtu); a file through TCP both ways with checksums compared; garbage at both
+# modules' ports (random datagrams, scapy-built RoCEv2 frames); kill -9 of the I/O unit (the
+# host's carrier down within 1 s) and its restart with 5% injected loss (reconnected, the new
+# LAN's MTU taken, both files intact through TCP again); a clean teardown (Flush each way: both
+# modules exit 0); the LAN NIC's statistics in the host's exit line; TSO (6 MB in < 2000 packets).
 # usage: split_model.sh BUILD_DIR      (root; skips, visibly, without namespaces)
 set -euo pipefail
 build=$(cd "$1" && pwd)
