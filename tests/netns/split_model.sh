@@ -4,7 +4,7 @@
 # owns lan0, a TAP moved into the lan namespace (198.18.1.2); pushwire-host gives the host's
 # stack pw0 (198.18.1.1). Checks: ping through the driver; pw0's MTU from the I/O unit
 # (CfgUtil SetMtu); a file through TCP both ways with checksums compared; garbage at both
-# modules' ports (random datagrams, scapy-built RoCEv2 frames); kill -9 of the I/O unit (the
+# modules' ports (random datagrams, scapy-built RoCEv2 frames); kill -9 of the I/O unit during a TCP stream (the
 # host's carrier down within 1 s) and its restart with 5% injected loss (reconnected, the new
 # LAN's MTU taken, both files intact through TCP again); a clean teardown (Flush each way: both
 # modules exit 0); the LAN NIC's statistics in the host's exit line; TSO (6 MB in < 2000 packets).
@@ -102,13 +102,25 @@ fi
 if ! ip netns exec $h ping -c 2 -i 0.2 -w 5 198.18.1.2 >/dev/null; then show_logs; echo "FAIL: ping after the garbage"; exit 1; fi
 kill -0 $iou && kill -0 $host || { show_logs; echo "FAIL: a module died of the garbage"; exit 1; }
 echo "3000 random datagrams and 1000 scapy frames at each module: both alive, ping still answered"
-# kill -9 the I/O unit: the host's carrier goes down within 1 s; a new I/O unit is found again
+# kill -9 the I/O unit during a transfer (an endless TCP stream host -> LAN): the host's carrier
+# goes down within 1 s, the host module lives on; a new I/O unit is found again
 carrier() { ip netns exec $h cat /sys/class/net/pw0/carrier 2>/dev/null || echo 0; }
+ip netns exec $l python3 -c 'import socket; s = socket.socket(); s.bind(("198.18.1.2", 5002)); s.listen(1); c, _ = s.accept()
+while c.recv(1 << 16): pass' >/dev/null 2>&1 &
+sink=$!
+sleep 0.3
+ip netns exec $h python3 -c 'import socket; c = socket.create_connection(("198.18.1.2", 5002), timeout=30)
+while True: c.sendall(bytes(1 << 16))' >/dev/null 2>&1 &
+stream=$!
+sleep 0.7
+kill -0 $stream || { show_logs; echo "FAIL: the stream to kill the I/O unit under did not run"; exit 1; }
 kill -9 $iou; wait $iou 2>/dev/null || true; t0=$(date +%s%N)
 while [ "$(carrier)" = 1 ] && [ $(( ($(date +%s%N) - t0) / 1000000 )) -lt 3000 ]; do sleep 0.02; done
 down_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 [ "$(carrier)" = 0 ] && [ $down_ms -le 1000 ] || { show_logs; echo "FAIL: carrier still up ${down_ms} ms after kill -9"; exit 1; }
-echo "I/O unit killed: host carrier down after ${down_ms} ms"
+kill -9 $stream $sink 2>/dev/null; wait $stream $sink 2>/dev/null || true
+kill -0 $host || { show_logs; echo "FAIL: the host module died with the I/O unit"; exit 1; }
+echo "I/O unit killed during a TCP stream: host carrier down after ${down_ms} ms, the host module lives on"
 pw_start_iou "$build" $s "$work/iou.log" --loss 0.05 --seed 3; iou=$pw_iou
 if ! ip netns exec $h ping -c 3 -i 0.2 -w 10 198.18.1.2 >/dev/null; then show_logs; echo "FAIL: no traffic after the I/O unit restarted"; exit 1; fi
 for _ in $(seq 50); do [ "$(mtu_of_pw0)" = 1500 ] && break; sleep 0.05; done
