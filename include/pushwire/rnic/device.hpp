@@ -517,6 +517,7 @@ class device {
     ++stats_.frames_in;
     stats_.bytes_in += frame.size();
     if (port >= ports_.size()) return;
+    fetch_receives_rung();  // a NIC reads the receives posted so far when a message arrives
     port_state& ps = ports_[port];
     if (ps.cfg.frame == framing::roce) receive_roce(ps, frame);
     else receive_cell(ps, frame);
@@ -735,6 +736,17 @@ class device {
   }
 
   // -- doorbells and fetch ---------------------------------------------------------------------
+  /// The receive side of fetch(): receives posted since the last fetch (their QPs' doorbells
+  /// stay rung for the send side, which progress() fetches).
+  void fetch_receives_rung() {
+    for (std::uint32_t s : std::exchange(srq_doorbells_, {})) fetch_srq(*srqs_[s]);
+    for (std::uint32_t n : doorbells_)
+      if (qp_state_t* q = find_qp(n)) {
+        const std::uint32_t added = fetch_receives(*q);
+        if (added && q->resp) q->resp->post_receive(added);
+        if (added && q->dct) q->dct->post_receive(added);
+      }
+  }
   void fetch() {
     for (std::uint32_t s : std::exchange(srq_doorbells_, {})) fetch_srq(*srqs_[s]);
     std::vector<std::uint32_t> rung = std::exchange(doorbells_, {});
