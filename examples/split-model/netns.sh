@@ -91,6 +91,32 @@ pw_start_member() {  # BUILD PREFIX I N LOG [ARGS...]
   ip -n $s-m$i link set pw0 up
 }
 
+# Moves FILE through TCP (port 5001) from namespace FROM to TO_ADDR in namespace TO, and compares
+# its SHA-256 on both ends: 0 when they match. WORK: a scratch directory.
+pw_tcp_file() {  # FROM TO TO_ADDR FILE WORK
+  local from=$1 to=$2 addr=$3 file=$4 work=$5 srv
+  [ -f "$work/tcp.py" ] || cat >"$work/tcp.py" <<'PY'
+import hashlib, socket, sys
+mode, addr, path = sys.argv[1], sys.argv[2], sys.argv[3]
+if mode == "serve":   # receive one file, print its sha256
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((addr, 5001)); s.listen(1)
+    s.settimeout(30); c, _ = s.accept(); c.settimeout(30); h = hashlib.sha256()
+    while True:
+        b = c.recv(65536)
+        if not b: break
+        h.update(b)
+    print(h.hexdigest())
+else:                 # send a file
+    c = socket.create_connection((addr, 5001), timeout=30); c.sendall(open(path, "rb").read()); c.close()
+PY
+  ip netns exec $to python3 "$work/tcp.py" serve $addr - >"$work/sum" &
+  srv=$!
+  sleep 0.3
+  ip netns exec $from python3 "$work/tcp.py" send $addr "$file" || { wait $srv; return 1; }
+  wait $srv || return 1
+  [ "$(cat "$work/sum")" = "$(sha256sum "$file" | cut -d' ' -f1)" ]
+}
+
 # Live: the fabric's RoCEv2 and CM datagrams on INTERFACE in NAMESPACE, dissected by stock tshark
 # with the pushwire plugin (dissectors/wireshark/tshark-pushwire), COUNT frames, each line
 # prefixed with "  fabric| ". Runs in the background; sets pw_tshark. No plugin built: nothing.

@@ -13,6 +13,8 @@
 
 #include <pushwire/net/packet.hpp>
 #include <pushwire/net/udp.hpp>
+
+#include "../support/process.hpp"
 #include <pushwire/rnic/connect.hpp>
 
 using namespace pushwire;
@@ -92,20 +94,5 @@ int in_namespace(double loss) {
 TEST_CASE("packet: cells over AF_PACKET on a veth pair carry a 200 KB WRITE and a SEND intact, with and without loss", "[net][cells]") {
   const double loss = GENERATE(0.0, 0.03);
   INFO("loss " << loss);
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    if (::unshare(CLONE_NEWNET) != 0) ::_exit(100);
-    ::_exit(in_namespace(loss));
-  }
-  int status = 0;
-  REQUIRE(::waitpid(pid, &status, 0) == pid);
-  REQUIRE(WIFEXITED(status));
-  const int rc = WEXITSTATUS(status);
-  if (rc == 100 || rc == 101) {
-    WARN("SKIPPED: no network namespace, veth or AF_PACKET here (needs root and iproute2)");
-    return;
-  }
-  INFO("failed step " << rc);
-  CHECK(rc == 0);
+  test::in_new_netns([&] { return in_namespace(loss); }, "no network namespace, veth or AF_PACKET here (needs root and iproute2)");
 }

@@ -21,6 +21,8 @@
 #include <pushwire/net/tap.hpp>
 #include <pushwire/net/udp.hpp>
 
+#include "../support/process.hpp"
+
 using namespace pushwire;
 
 namespace {
@@ -88,20 +90,5 @@ int in_namespace(bool offloads) {
 TEST_CASE("tap: in its own namespace, the MAC set is the interface's and an ARP request written in is answered", "[net]") {
   const bool offloads = GENERATE(false, true);
   INFO("offloads " << offloads);
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    if (::unshare(CLONE_NEWNET) != 0) ::_exit(100);  // not allowed here
-    ::_exit(in_namespace(offloads));
-  }
-  int status = 0;
-  REQUIRE(::waitpid(pid, &status, 0) == pid);
-  REQUIRE(WIFEXITED(status));
-  const int rc = WEXITSTATUS(status);
-  if (rc == 100 || rc == 101) {
-    WARN("SKIPPED: no network namespace or /dev/net/tun here (needs root)");
-    return;
-  }
-  INFO("failed step " << rc);
-  CHECK(rc == 0);
+  test::in_new_netns([&] { return in_namespace(offloads); }, "no network namespace or /dev/net/tun here (needs root)");
 }

@@ -39,24 +39,7 @@ grep -q 'from 198.18.2.2' "$work/bping" && grep -q 'from 198.18.2.3' "$work/bpin
 echo "broadcast ping from m1 answered by m2 and m3"
 # a file through TCP between m2 and m3, checksum compared
 head -c 2000000 /dev/urandom >"$work/f.bin"
-cat >"$work/tcp.py" <<'PY'
-import hashlib, socket, sys
-if sys.argv[1] == "serve":
-    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((sys.argv[2], 5001)); s.listen(1)
-    s.settimeout(30); c, _ = s.accept(); c.settimeout(30); h = hashlib.sha256()
-    while True:
-        b = c.recv(65536)
-        if not b: break
-        h.update(b)
-    print(h.hexdigest())
-else:
-    c = socket.create_connection((sys.argv[2], 5001), timeout=30); c.sendall(open(sys.argv[3], "rb").read()); c.close()
-PY
-ip netns exec $s-m3 python3 "$work/tcp.py" serve 198.18.2.3 >"$work/sum" & srv=$!
-sleep 0.3
-ip netns exec $s-m2 python3 "$work/tcp.py" send 198.18.2.3 "$work/f.bin" || fail "TCP m2 -> m3"
-wait $srv || fail "TCP server on m3"
-[ "$(cat "$work/sum")" = "$(sha256sum "$work/f.bin" | cut -d' ' -f1)" ] || fail "the file arrived changed"
+pw_tcp_file $s-m2 $s-m3 198.18.2.3 "$work/f.bin" "$work" || fail "the file m2 -> m3 did not arrive intact over TCP"
 echo "2000000 bytes m2 -> m3 over TCP: sha256 matches"
 # kill -9 member 3; the others go on; restarted, it is reached again
 kill -9 ${pw_member[3]}; wait ${pw_member[3]} 2>/dev/null || true; 

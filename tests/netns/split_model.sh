@@ -32,27 +32,8 @@ for _ in $(seq 50); do [ "$(mtu_of_pw0)" = 4000 ] && break; sleep 0.05; done
 echo "pw0 took the LAN's MTU (4000) from the I/O unit over CfgUtil"
 # a file through TCP both ways, checksums compared
 head -c 3000000 /dev/urandom >"$work/up.bin"; head -c 3000000 /dev/urandom >"$work/down.bin"
-cat >"$work/tcp.py" <<'PY'
-import hashlib, socket, sys
-mode, addr, path = sys.argv[1], sys.argv[2], sys.argv[3]
-if mode == "serve":   # receive one file, print its sha256
-    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind((addr, 5001)); s.listen(1)
-    s.settimeout(30); c, _ = s.accept(); c.settimeout(30); h = hashlib.sha256()
-    while True:
-        b = c.recv(65536)
-        if not b: break
-        h.update(b)
-    print(h.hexdigest())
-else:                 # send a file
-    c = socket.create_connection((addr, 5001), timeout=30); c.sendall(open(path, "rb").read()); c.close()
-PY
 xfer() {  # from_ns to_ns to_addr file
-  ip netns exec $2 python3 "$work/tcp.py" serve $3 - >"$work/sum" &
-  local srv=$!; sleep 0.3
-  ip netns exec $1 python3 "$work/tcp.py" send $3 "$4" || return 1
-  wait $srv || return 1
-  local want; want=$(sha256sum "$4" | cut -d' ' -f1)
-  if [ "$(cat "$work/sum")" != "$want" ]; then show_logs; echo "FAIL: $4 arrived changed"; return 1; fi
+  pw_tcp_file $1 $2 $3 "$4" "$work" || { show_logs; echo "FAIL: $4 did not arrive intact"; return 1; }
   echo "3000000 bytes $1 -> $2 over TCP: sha256 matches"
 }
 xfer $h $l 198.18.1.2 "$work/up.bin" || { kill -TERM $host $iou; sleep 1.5; show_logs; exit 1; }

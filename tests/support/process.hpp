@@ -1,5 +1,6 @@
 // Runs a command line as a user would (through the shell), capturing its exit status, stdout
-// and stderr. For tests of the command-line tools.
+// and stderr. For tests of the command-line tools. And runs a test body in a network namespace of
+// its own (a forked child).
 #pragma once
 
 #include <cstdio>
@@ -9,8 +10,11 @@
 #include <string>
 #include <vector>
 
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <functional>
 
 #include <catch2/catch.hpp>
 
@@ -59,6 +63,28 @@ inline std::vector<std::string> lines_of(const std::string& s) {
 template <class Bytes>
 void write_file(const std::string& path, const Bytes& b) {
   std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+}
+
+/// Runs body in a forked child that has unshared a network namespace of its own, and checks its
+/// exit code: 0 passes; 100 (no namespace allowed) or 101 (body's own "not here") skip, visibly,
+/// with `why`; anything else fails, reported as the step that failed.
+inline void in_new_netns(const std::function<int()>& body, const char* why) {
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    if (::unshare(CLONE_NEWNET) != 0) ::_exit(100);
+    ::_exit(body());
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  const int rc = WEXITSTATUS(status);
+  if (rc == 100 || rc == 101) {
+    WARN("SKIPPED: " << why);
+    return;
+  }
+  INFO("failed step " << rc);
+  CHECK(rc == 0);
 }
 
 }  // namespace pushwire::test
