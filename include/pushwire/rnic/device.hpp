@@ -304,14 +304,64 @@ class device {
   result<std::uint32_t> create_ah(std::uint32_t pd, const address_vector& av) {
     if (!has_pd(pd)) return errc::not_found;
     if (av.port >= ports_.size()) return errc::invalid_argument;
+    if (!free_ahs_.empty()) {
+      const std::uint32_t n = free_ahs_.back();
+      free_ahs_.pop_back();
+      ahs_[n] = av, ah_live_[n] = true;
+      return n;
+    }
     ahs_.push_back(av);
+    ah_live_.push_back(true);
     return static_cast<std::uint32_t>(ahs_.size() - 1);
+  }
+  /// Frees an address handle; its number may be given to the next create_ah. Errors: not_found.
+  /// (Work requests already posted with it keep the address it had.)
+  errc destroy_ah(std::uint32_t ah) {
+    if (ah >= ahs_.size() || !ah_live_[ah]) return errc::not_found;
+    ah_live_[ah] = false;
+    free_ahs_.push_back(ah);
+    return {};
   }
   result<std::uint32_t> create_srq(std::uint32_t pd, rq_memory& m) {
     if (!has_pd(pd)) return errc::not_found;
     if (m.depth() == 0) return errc::invalid_argument;
+    for (std::size_t i = 0; i < srqs_.size(); ++i)
+      if (!srqs_[i]) {
+        srqs_[i] = std::make_unique<srq_state>(srq_state{.pd = pd, .mem = &m});
+        return static_cast<std::uint32_t>(i);
+      }
     srqs_.push_back(std::make_unique<srq_state>(srq_state{.pd = pd, .mem = &m}));
     return static_cast<std::uint32_t>(srqs_.size() - 1);
+  }
+  /// Removes a shared receive queue. Errors: not_found, busy (a QP takes its receives from it).
+  errc destroy_srq(std::uint32_t srq) {
+    if (!has_srq(srq)) return errc::not_found;
+    for (const auto& [n, q] : qps_)
+      if (q->init.srq == srq) return errc::busy;
+    srqs_[srq].reset();
+    std::erase(srq_doorbells_, srq);
+    return {};
+  }
+  /// Arms an SRQ's limit (ibv_modify_srq's srq_limit): once fewer than `limit` receive
+  /// descriptors are left in it, the device raises srq_limit once and disarms it. 0 disarms.
+  /// Errors: not_found.
+  errc arm_srq_limit(std::uint32_t srq, std::uint32_t limit) {
+    if (!has_srq(srq)) return errc::not_found;
+    srqs_[srq]->limit = limit;
+    check_srq_limits();
+    return {};
+  }
+  /// The armed limit of an SRQ (0: none).
+  result<std::uint32_t> srq_limit(std::uint32_t srq) const {
+    if (!has_srq(srq)) return errc::not_found;
+    return srqs_[srq]->limit;
+  }
+  /// Receive descriptors an SRQ holds (fetched and not yet taken, plus those posted and not yet
+  /// fetched): what an SRQ limit compares with.
+  result<std::uint32_t> srq_outstanding(std::uint32_t srq) const {
+    if (!has_srq(srq)) return errc::not_found;
+    const srq_state& s = *srqs_[srq];
+    return static_cast<std::uint32_t>(s.ready.size()) + (s.mem->doorbell().producer.load(std::memory_order_acquire) - s.fetched);
   }
 
   // ---- sessions over UDP 5-tuples (spec/rnic.md §12) -------------------------------------
@@ -354,7 +404,7 @@ class device {
     if (sends && (!a.sq || a.sq->depth() == 0 || !cqs_.count(a.send_cq))) return errc::invalid_argument;
     if (receives) {
       if (!cqs_.count(a.recv_cq)) return errc::invalid_argument;
-      if (a.srq ? *a.srq >= srqs_.size() || srqs_[*a.srq]->pd != a.pd : (!a.rq || a.rq->depth() == 0)) return errc::invalid_argument;
+      if (a.srq ? !has_srq(*a.srq) || srqs_[*a.srq]->pd != a.pd : (!a.rq || a.rq->depth() == 0)) return errc::invalid_argument;
     }
     const std::uint32_t qpn = next_qpn_;
     next_qpn_ = (next_qpn_ + 1) & 0xFFFFFF;
@@ -389,15 +439,44 @@ class device {
     if (it == qps_.end()) return errc::not_found;
     return it->second->state;
   }
+  /// A QP's attributes as the last modify_qp calls set them, with `state` its current state
+  /// (ibv_query_qp).
+  result<qp_attr> query_qp_attr(std::uint32_t qpn) const {
+    const auto it = qps_.find(qpn);
+    if (it == qps_.end()) return errc::not_found;
+    qp_attr a = it->second->attr;
+    a.state = a.cur_state = it->second->state;
+    return a;
+  }
 
+  /// Whether a QP of type t takes opcode o (IBTA vol. 1 table 46, by transport service): UD
+  /// sends only; UC sends and WRITEs; RC and DC everything (READ_AS_WRITE: RC only).
+  static constexpr bool opcode_allowed(qp_type t, wr_opcode o) {
+    if (!is_known(o)) return false;
+    switch (t) {
+      case qp_type::ud: return o == wr_opcode::send || o == wr_opcode::send_with_imm;
+      case qp_type::uc:
+        return o == wr_opcode::send || o == wr_opcode::send_with_imm || o == wr_opcode::rdma_write ||
+               o == wr_opcode::rdma_write_with_imm;
+      case qp_type::rc: return true;
+      case qp_type::dci: return o != wr_opcode::read_as_write;
+      case qp_type::dct: return false;
+    }
+    return false;
+  }
   /// Writes a send descriptor into the QP's ring and rings the doorbell. Errors: not_found,
-  /// invalid_state (RESET, INIT, RTR; DCT), invalid_argument (too many SGEs, inline data over
-  /// max_inline), queue_full.
+  /// invalid_state (RESET, INIT, RTR; DCT), invalid_argument (an opcode the QP's type does not
+  /// take, too many SGEs, inline data over max_inline, inline data with READ or an atomic),
+  /// queue_full.
   errc post_send(std::uint32_t qpn, const send_wr& wr) {
     qp_state_t* q = find_qp(qpn);
     if (!q) return errc::not_found;
     if (q->init.type == qp_type::dct || q->state == qp_state::reset || q->state == qp_state::init || q->state == qp_state::rtr)
       return errc::invalid_state;
+    if (!opcode_allowed(q->init.type, wr.opcode)) return errc::invalid_argument;
+    if ((wr.flags & send_inline) && wr.opcode != wr_opcode::send && wr.opcode != wr_opcode::send_with_imm &&
+        wr.opcode != wr_opcode::rdma_write && wr.opcode != wr_opcode::rdma_write_with_imm)
+      return errc::invalid_argument;
     send_wqe w;
     w.wr_id = wr.wr_id;
     w.opcode = static_cast<std::uint8_t>(wr.opcode);
@@ -436,7 +515,7 @@ class device {
     return {};
   }
   errc post_srq_recv(std::uint32_t srq, const recv_wr& wr) {
-    if (srq >= srqs_.size()) return errc::not_found;
+    if (!has_srq(srq)) return errc::not_found;
     if (wr.sg_list.size() > max_sge) return errc::invalid_argument;
     if (!srqs_[srq]->mem->put(descriptor(wr))) return errc::queue_full;
     srq_doorbells_.push_back(srq);
@@ -470,6 +549,7 @@ class device {
     }
     for (port_state& p : ports_)
       if (p.reasm) p.reasm->expire(now_);
+    check_srq_limits();
   }
   /// The earliest time progress() has timed work (a timer, a page fault served), or nullopt.
   std::optional<time_ns> next_deadline() const {
@@ -582,6 +662,7 @@ class device {
   struct srq_state {
     std::uint32_t pd = 0;
     rq_memory* mem = nullptr;
+    std::uint32_t limit = 0;  ///< armed limit (0: not armed)
     std::uint32_t fetched = 0;  ///< descriptors fetched from the ring
     std::deque<recv_wqe> ready{};
   };
@@ -627,6 +708,14 @@ class device {
 
   // -- lookups -----------------------------------------------------------------------------
   bool has_pd(std::uint32_t pd) const { return std::find(pds_.begin(), pds_.end(), pd) != pds_.end(); }
+  bool has_srq(std::uint32_t srq) const { return srq < srqs_.size() && srqs_[srq] != nullptr; }
+  void check_srq_limits() {
+    for (std::size_t i = 0; i < srqs_.size(); ++i)
+      if (srqs_[i] && srqs_[i]->limit != 0 && *srq_outstanding(static_cast<std::uint32_t>(i)) < srqs_[i]->limit) {
+        srqs_[i]->limit = 0;
+        events_.push_back({event_type::srq_limit, static_cast<std::uint32_t>(i)});
+      }
+  }
   qp_state_t* find_qp(std::uint32_t qpn) {
     const auto it = qps_.find(qpn);
     return it == qps_.end() ? nullptr : it->second.get();
@@ -1362,7 +1451,7 @@ class device {
       const detail::send_record* r = send_of(q, p.wr_id);
       if (r) {
         q.dc_ah = r->wqe.ah;
-        return r->wqe.ah < ahs_.size() ? &ahs_[r->wqe.ah] : nullptr;
+        return r->wqe.ah < ahs_.size() ? &ahs_[r->wqe.ah] : nullptr;  // (a destroyed handle keeps its address)
       }
       // A DCI's disconnect goes to the target it served; its connect, where the request queued
       // with it goes (the initiator queues a connect together with its target's first request).
@@ -1737,6 +1826,8 @@ class device {
   std::unordered_map<std::uint32_t, std::unique_ptr<qp_state_t>> qps_;
   std::uint32_t next_qpn_ = 0x10;
   std::vector<address_vector> ahs_;
+  std::vector<bool> ah_live_;
+  std::vector<std::uint32_t> free_ahs_;
   std::vector<std::unique_ptr<srq_state>> srqs_;
   std::unordered_map<std::uint64_t, address_vector> reply_to_;
   std::vector<std::uint32_t> doorbells_, srq_doorbells_;

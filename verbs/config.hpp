@@ -1,0 +1,168 @@
+// The provider's device configuration (spec/verbs.md §2): which devices a process sees, read
+// from the environment. Pure parsing, tested in tests/verbs/config_test.cpp.
+//
+//   PUSHWIRE_VERBS="pw0:198.18.0.1 pw1:127.0.0.2:1024"   devices, separated by spaces or commas
+//   PUSHWIRE_VERBS_FILE=/path                           the same list, read from a file ('#' comments)
+//   PUSHWIRE_VERBS_FAULTS="loss=0.05,reorder=0.05,seed=7"   faults on what every device sends
+//
+// An entry is NAME:ADDRESS[:MTU].
+// - NAME: 1..63 characters of [A-Za-z0-9_.-].
+// - ADDRESS: the IPv4 address the device's UDP socket binds (port 4791), which is its GID; or
+//   `auto`: the first of 127.0.0.1 .. 127.0.0.254 whose port 4791 is free when the device is
+//   opened (two processes on one host each get their own).
+// - MTU: the port's active MTU, 1024 or 4096 (the default).
+// Unset, the list is `pw0:auto`.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cstdint>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <pushwire/rnic/faults.hpp>
+
+namespace pushwire::verbs {
+
+struct device_spec {
+  std::string name;
+  std::optional<std::array<std::uint8_t, 4>> address;  ///< nullopt: auto
+  std::uint32_t mtu = 4096;
+  friend bool operator==(const device_spec&, const device_spec&) = default;
+};
+
+struct fault_spec {
+  rnic::direction_faults faults{};
+  std::uint64_t seed = 1;
+};
+
+/// A parse result: the value, or the reason it was refused (the whole input is refused).
+template <class T>
+struct parsed {
+  T value{};
+  std::string error;  ///< empty: ok
+  explicit operator bool() const { return error.empty(); }
+};
+
+namespace detail {
+inline std::vector<std::string_view> split(std::string_view s, std::string_view seps) {
+  std::vector<std::string_view> out;
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const std::size_t j = s.find_first_of(seps, i);
+    const std::size_t end = j == std::string_view::npos ? s.size() : j;
+    if (end > i) out.push_back(s.substr(i, end - i));
+    i = end + 1;
+  }
+  return out;
+}
+inline std::optional<std::array<std::uint8_t, 4>> parse_ipv4(std::string_view s) {
+  const auto parts = split(s, ".");
+  if (parts.size() != 4 || std::count(s.begin(), s.end(), '.') != 3) return std::nullopt;
+  std::array<std::uint8_t, 4> a{};
+  for (std::size_t i = 0; i < 4; ++i) {
+    unsigned v = 0;
+    const auto [p, ec] = std::from_chars(parts[i].data(), parts[i].data() + parts[i].size(), v);
+    if (ec != std::errc{} || p != parts[i].data() + parts[i].size() || v > 255 || parts[i].size() > 3) return std::nullopt;
+    a[i] = static_cast<std::uint8_t>(v);
+  }
+  return a;
+}
+inline bool valid_name(std::string_view n) {
+  if (n.empty() || n.size() > 63) return false;
+  for (char c : n)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-')) return false;
+  return true;
+}
+}  // namespace detail
+
+/// Parses a device list (see the top). Names must be distinct; at most 16 devices.
+inline parsed<std::vector<device_spec>> parse_devices(std::string_view text) {
+  parsed<std::vector<device_spec>> r;
+  std::string cleaned;  // '#' comments removed (file form)
+  for (const auto line : detail::split(text, "\n")) {
+    cleaned.append(line.substr(0, line.find('#')));
+    cleaned.push_back(' ');
+  }
+  for (const auto entry : detail::split(cleaned, " ,\t\r")) {
+    const auto f = detail::split(entry, ":");
+    if (f.size() < 2 || f.size() > 3 || std::count(entry.begin(), entry.end(), ':') != static_cast<long>(f.size() - 1)) {
+      r.error = "'" + std::string(entry) + "': expected NAME:ADDRESS[:MTU]";
+      return r;
+    }
+    device_spec d;
+    if (!detail::valid_name(f[0])) {
+      r.error = "'" + std::string(f[0]) + "': a name is 1..63 characters of A-Z a-z 0-9 _ . -";
+      return r;
+    }
+    d.name = f[0];
+    if (f[1] != "auto") {
+      d.address = detail::parse_ipv4(f[1]);
+      if (!d.address) {
+        r.error = "'" + std::string(f[1]) + "': not an IPv4 address or 'auto'";
+        return r;
+      }
+    }
+    if (f.size() == 3) {
+      if (f[2] == "1024") d.mtu = 1024;
+      else if (f[2] == "4096") d.mtu = 4096;
+      else {
+        r.error = "'" + std::string(f[2]) + "': the MTU is 1024 or 4096";
+        return r;
+      }
+    }
+    for (const auto& e : r.value)
+      if (e.name == d.name) {
+        r.error = "'" + d.name + "' is named twice";
+        return r;
+      }
+    r.value.push_back(std::move(d));
+  }
+  if (r.value.size() > 16) r.error = "more than 16 devices";
+  if (r.value.empty() && r.error.empty()) r.error = "no device listed";
+  return r;
+}
+
+/// Parses a fault list: loss, duplicate, reorder, corrupt, delay (probabilities 0..1, each
+/// frame independently) and seed.
+inline parsed<fault_spec> parse_faults(std::string_view text) {
+  parsed<fault_spec> r;
+  for (const auto item : detail::split(text, " ,")) {
+    const std::size_t eq = item.find('=');
+    if (eq == std::string_view::npos) {
+      r.error = "'" + std::string(item) + "': expected KEY=VALUE";
+      return r;
+    }
+    const std::string key(item.substr(0, eq)), val(item.substr(eq + 1));
+    if (key == "seed") {
+      const auto [p, ec] = std::from_chars(val.data(), val.data() + val.size(), r.value.seed);
+      if (ec != std::errc{} || p != val.data() + val.size()) r.error = "'" + val + "': the seed is a decimal integer";
+      if (!r) return r;
+      continue;
+    }
+    double* slot = key == "loss" ? &r.value.faults.loss
+                   : key == "duplicate" ? &r.value.faults.duplicate
+                   : key == "reorder" ? &r.value.faults.reorder
+                   : key == "corrupt" ? &r.value.faults.corrupt
+                   : key == "delay" ? &r.value.faults.delay
+                                     : nullptr;
+    if (!slot) {
+      r.error = "'" + key + "': not one of loss, duplicate, reorder, corrupt, delay, seed";
+      return r;
+    }
+    char* end = nullptr;
+    const double v = std::strtod(val.c_str(), &end);
+    if (val.empty() || end != val.c_str() + val.size() || !(v >= 0 && v <= 1)) {
+      r.error = "'" + val + "': a probability is a number from 0 to 1";
+      return r;
+    }
+    *slot = v;
+  }
+  return r;
+}
+
+}  // namespace pushwire::verbs
