@@ -16,10 +16,13 @@ JOBS ?= $(shell nproc)
 # independent oracles of the conformance tests; libisal-dev and zlib1g-dev are benchmark peers;
 # libwireshark-dev and wireshark-dev build the Wireshark plugin, which the tests run in tshark
 # as an unprivileged user through setpriv, from util-linux; ccache speeds up rebuilds;
-# g++-12-aarch64-linux-gnu and qemu-user build and run the aarch64 CRC paths' tests).
+# g++-12-aarch64-linux-gnu and qemu-user build and run the aarch64 CRC paths' tests;
+# libibverbs-dev builds the verbs provider, which rdma-core's pyverbs tests (python3-pyverbs),
+# ibverbs-utils' pingpongs and perftest check).
 PACKAGES := cmake make pkg-config gcc-12 g++-12 clang-14 libclang-rt-14-dev libboost-dev catch2 libbenchmark-dev \
             zlib1g-dev libisal-dev tshark python3-scapy libwireshark-dev wireshark-dev util-linux ccache \
-            g++-12-aarch64-linux-gnu qemu-user iputils-ping iperf3 iproute2 python3
+            g++-12-aarch64-linux-gnu qemu-user iputils-ping iperf3 iproute2 python3 \
+            libibverbs-dev python3-pyverbs ibverbs-utils perftest
 
 # ccache is the compiler launcher when it is on PATH (evaluated when a recipe runs, after deps).
 # Paths inside the clone are hashed relative to it, so clones in other directories share hits.
@@ -34,7 +37,8 @@ export CCACHE_NOHASHDIR := 1
 WERROR := -DPUSHWIRE_WERROR=ON
 CMAKE_COMMON := -DCMAKE_BUILD_TYPE=RelWithDebInfo $(WERROR)
 # The fuzz replays run in the ASan+UBSan build, where they find the most; the other two skip
-# them to keep `make test` inside CI's 45 minutes on 2 cores.
+# them to keep `make test` inside CI's 45 minutes on 2 cores. The verbs provider's tests (label
+# verbs: pyverbs, pingpongs, perftest) run in the g++ build only; the others build it.
 # The C compiler builds the Wireshark plugin's dissector (dissectors/wireshark/). The g++ and
 # clang++ builds are Release (-O3), what a user builds, and where g++-12 warns most (-Wrestrict,
 # -Warray-bounds, -Wmaybe-uninitialized).
@@ -42,13 +46,13 @@ CONFIG_gcc   := -DCMAKE_CXX_COMPILER=g++-12 -DCMAKE_C_COMPILER=gcc-12 -DCMAKE_BU
                 -DPUSHWIRE_BUILD_FUZZ_REPLAYS=OFF
 # The 240 corrupted captures run once, in the g++ build (PUSHWIRE_WS_CORRUPT=0 skips them).
 CONFIG_clang := -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_C_COMPILER=clang-14 -DCMAKE_BUILD_TYPE=Release $(WERROR) \
-                -DPUSHWIRE_BUILD_FUZZ_REPLAYS=OFF \
+                -DPUSHWIRE_BUILD_FUZZ_REPLAYS=OFF -DPUSHWIRE_VERBS_TESTS=OFF \
                 -DPUSHWIRE_WS_CORRUPT=0
 CONFIG_asan  := -DCMAKE_CXX_COMPILER=g++-12 -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" $(WERROR) \
-                -DPUSHWIRE_SANITIZE=ON -DPUSHWIRE_BUILD_BENCH=OFF -DPUSHWIRE_BUILD_WIRESHARK=OFF
+                -DPUSHWIRE_SANITIZE=ON -DPUSHWIRE_BUILD_BENCH=OFF -DPUSHWIRE_BUILD_WIRESHARK=OFF -DPUSHWIRE_VERBS_TESTS=OFF
 CONFIG_fuzz  := -DCMAKE_CXX_COMPILER=clang++-14 $(CMAKE_COMMON) -DPUSHWIRE_BUILD_FUZZERS=ON \
                 -DPUSHWIRE_BUILD_BENCH=OFF -DPUSHWIRE_BUILD_EXAMPLES=OFF -DPUSHWIRE_BUILD_FUZZ_REPLAYS=OFF \
-                -DPUSHWIRE_BUILD_WIRESHARK=OFF
+                -DPUSHWIRE_BUILD_WIRESHARK=OFF -DPUSHWIRE_BUILD_VERBS=OFF
 DIR_gcc   := build
 DIR_clang := build-clang
 DIR_asan  := build-asan

@@ -63,6 +63,9 @@ constexpr std::uint32_t max_srq_wr = 16384;
 constexpr std::uint32_t max_ah = 65536;
 constexpr std::uint32_t max_msg_sz = 1u << 31;
 constexpr std::uint16_t roce_port = 4791;
+/// A destroyed RC QP answers its peer's retransmissions for up to this long (device_config::
+/// linger), and closing the device waits for that: a program's last ACK may have been lost.
+constexpr rnic::time_ns linger_max = 1'000'000'000;
 
 void warn(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 void warn(const char* fmt, ...) {
@@ -437,6 +440,7 @@ engine* open_engine(std::uint32_t index) {
   dc.ports[0].gid = e->gid();
   dc.ports[0].mtu = s.mtu;
   dc.ports[0].udp_sport = roce_port;
+  dc.linger = linger_max;
   e->dev = std::make_unique<rnic::device>(dc);
   e->wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (e->wake_fd < 0) return nullptr;
@@ -450,6 +454,16 @@ void close_engine(engine* e) {
   registry& r = reg();
   std::lock_guard g(r.mu);
   if (--e->refs > 0) return;
+  // Destroyed RC QPs may still owe their peers an ACK (device_config::linger): the progress
+  // thread answers them until they expire.
+  for (;;) {
+    {
+      std::lock_guard g2(e->mu);
+      if (e->dev->lingering() == 0) break;
+    }
+    e->wake();
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
   r.engines[e->index] = nullptr;
   delete e;
 }
@@ -714,7 +728,7 @@ void fill_device_attr(const engine& e, ibv_device_attr& a) {
   a.sys_image_guid = a.node_guid;
   a.max_mr_size = ~std::uint64_t{0};
   a.page_size_cap = 0xFFFFF000u;
-  a.vendor_id = 0;
+  a.vendor_id = 0x5057;  // "PW": no IEEE OUI; nonzero, as verbs consumers expect
   a.vendor_part_id = 0;
   a.hw_ver = 0;
   const rnic::device_config& dc = e.dev->config();
@@ -1139,6 +1153,20 @@ ibv_srq* op_create_srq_ex(ibv_context* c, ibv_srq_init_attr_ex* a) {
   return s;
 }
 
+int op_advise_mr(ibv_pd* pd, ibv_advise_mr_advice advice, std::uint32_t flags, ibv_sge* list, std::uint32_t n) {
+  if (advice != IBV_ADVISE_MR_ADVICE_PREFETCH && advice != IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE &&
+      advice != IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT)
+    return EOPNOTSUPP;
+  if ((flags & ~std::uint32_t(IBV_ADVISE_MR_FLAG_FLUSH)) || !list || n == 0 || n > rnic::max_sge * 64) return EINVAL;
+  std::vector<rnic::sge> ranges(n);
+  for (std::uint32_t i = 0; i < n; ++i) ranges[i] = {list[i].addr, list[i].length, list[i].lkey};
+  engine& e = *ctx_of(pd->context)->impl->eng;
+  std::lock_guard g(e.mu);
+  // Prefetching is done before the call returns, so FLUSH (wait for it) always holds.
+  const rnic::access need = advice == IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE ? rnic::access::local_write : rnic::access::none;
+  return to_errno(e.dev->prefetch(pd->handle, ranges, need, advice != IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT));
+}
+
 void fill_context_ops(pw_context& p) {
   ibv_context_ops& o = p.v.context.ops;
   o.alloc_mw = op_alloc_mw;
@@ -1151,6 +1179,7 @@ void fill_context_ops(pw_context& p) {
   o.post_recv = op_post_recv;
   verbs_context& v = p.v;
   v.query_port = op_query_port;
+  v.advise_mr = op_advise_mr;
   v.query_device_ex = op_query_device_ex;
   v.create_cq_ex = op_create_cq_ex;
   v.create_qp_ex = op_create_qp_ex;
@@ -1429,14 +1458,12 @@ PW_EXPORT int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, std::s
   const rnic::access new_rights = flags & IBV_REREG_MR_CHANGE_ACCESS ? rights_of(static_cast<unsigned>(access)) : info->rights;
   ibv_pd* const new_pd = flags & IBV_REREG_MR_CHANGE_PD ? pd : mr->pd;
   if (!new_pd) return IBV_REREG_MR_ERR_INPUT;
-  rnic::result<rnic::memory_region> r = rnic::errc::invalid_argument;
-  if (new_pd == mr->pd) {
-    r = e.dev->rereg_mr(mr->lkey, new_addr, new_len, new_rights);
-  } else {
-    // Another PD: a new registration, then the old one goes (its key changes).
-    r = e.dev->reg_mr(new_pd->handle, new_addr, new_len, new_rights);
-    if (r) (void)e.dev->dereg_mr(mr->lkey);
-  }
+  // The keys stay (as rxe and mlx5 keep them); a new translation starts at its address.
+  rnic::rereg_options o;
+  o.new_key = false;
+  if (!(flags & IBV_REREG_MR_CHANGE_TRANSLATION)) o.iova = info->iova;
+  if (flags & IBV_REREG_MR_CHANGE_PD) o.pd = new_pd->handle;
+  const auto r = e.dev->rereg_mr(mr->lkey, new_addr, new_len, new_rights, o);
   if (!r) return IBV_REREG_MR_ERR_INPUT;
   mr->pd = new_pd;
   mr->addr = new_addr;
@@ -1566,10 +1593,9 @@ PW_EXPORT int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
   a.cur_state = static_cast<rnic::qp_state>(attr->cur_qp_state);
   if ((mask & IBV_QP_STATE) && attr->qp_state > IBV_QPS_ERR) return EINVAL;
   if ((mask & IBV_QP_CUR_STATE) && attr->cur_qp_state > IBV_QPS_ERR) return EINVAL;
+  // Only the remote rights mean something for a QP; other bits (LOCAL_WRITE, ON_DEMAND, ... as
+  // programs pass their MR's flags) are ignored, as rxe and mlx5 ignore them.
   a.access_flags = static_cast<rnic::access>(attr->qp_access_flags & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC));
-  if ((mask & IBV_QP_ACCESS_FLAGS) && (attr->qp_access_flags & ~unsigned(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-                                                                          IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)))
-    return EINVAL;
   a.pkey_index = attr->pkey_index;
   if ((mask & IBV_QP_PORT) && attr->port_num != 1) return EINVAL;
   a.port = 0;
@@ -1596,6 +1622,15 @@ PW_EXPORT int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
   const rnic::errc r = q.eng->dev->modify_qp(q.qpn, a, static_cast<rnic::qp_attr_mask>(mask));
   if (r != rnic::errc{}) return to_errno(r);
   if (mask & IBV_QP_STATE) qp->state = attr->qp_state;
+  if ((mask & IBV_QP_STATE) && attr->qp_state == IBV_QPS_RESET) {
+    // A QP in RESET has no completions left in its CQs (mlx5's provider cleans them so).
+    for (ibv_cq* c : {qp->send_cq, qp->recv_cq}) {
+      cq_impl& ci = *cq_of(c)->impl;
+      std::lock_guard g2(ci.poll_mu);
+      ci.mem->remove_qp(q.qpn);
+      if (c == qp->recv_cq && qp->send_cq == qp->recv_cq) break;
+    }
+  }
   kick(*q.eng);
   return 0;
 }

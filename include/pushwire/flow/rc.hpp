@@ -821,6 +821,9 @@ struct access_result {
   enum kind_t : std::uint8_t { ok, access_error, page_fault } kind = ok;
   std::uint32_t delay_us = 0;  ///< page_fault: expected time until the page is resident
 };
+/// What a responder's memory says of a SEND packet's receive buffer (responder_memory::receive_fits).
+enum class receive_fit : std::uint8_t { fits, too_long, unusable };
+
 struct memory_port {
   void* ctx = nullptr;
   /// May (rkey, va, len) be accessed so? nullptr: everything is allowed and resident.
@@ -830,8 +833,10 @@ struct memory_port {
                           std::uint64_t compare) = nullptr;
   /// Does a SEND packet of len bytes fit at byte `offset` of its message's receive buffer (the
   /// buffer of the message in progress; at offset 0, the next receive's)? nullptr: always.
-  /// A packet that does not fit is an invalid request (NAK; a local length error there).
-  bool (*receive_fits)(void* ctx, std::uint32_t offset, std::uint32_t len) = nullptr;
+  /// A packet that does not fit is an invalid request (NAK; a local length error there); one
+  /// whose receive buffer cannot be written (a key that no longer allows it) is a remote
+  /// operational error (NAK; a local protection error there).
+  receive_fit (*receive_fits)(void* ctx, std::uint32_t offset, std::uint32_t len) = nullptr;
 };
 
 /// What the responder does when a packet meets a page that is not resident (page-fault explicit flow control).
@@ -867,8 +872,8 @@ inline constexpr std::array<wire::named_value, 4> resp_state_names{{
 }};
 constexpr std::span<const wire::named_value> wire_enum_names(resp_state) { return resp_state_names; }
 /// The responder classifies each request packet before the table sees it.
-enum class resp_event : std::uint8_t { execute, no_receive, fault_ack, fault_drop, access_error, invalid, duplicate, ahead };
-inline constexpr std::array<wire::named_value, 8> resp_event_names{{
+enum class resp_event : std::uint8_t { execute, no_receive, fault_ack, fault_drop, access_error, invalid, duplicate, ahead, operational_error };
+inline constexpr std::array<wire::named_value, 9> resp_event_names{{
     {resp_event::execute, "in-sequence request"},
     {resp_event::no_receive, "in-sequence SEND, no receive posted"},
     {resp_event::fault_ack, "in-sequence, page not resident (ACK policy)"},
@@ -877,6 +882,7 @@ inline constexpr std::array<wire::named_value, 8> resp_event_names{{
     {resp_event::invalid, "in-sequence, invalid opcode sequence"},
     {resp_event::duplicate, "duplicate (PSN before expected)"},
     {resp_event::ahead, "ahead (PSN after expected)"},
+    {resp_event::operational_error, "in-sequence SEND, its receive buffer unusable"},
 }};
 constexpr std::span<const wire::named_value> wire_enum_names(resp_event) { return resp_event_names; }
 /// Why an in-sequence request is invalid (resp_event::invalid), in the order the responder
@@ -1058,6 +1064,10 @@ class responder {
     m.respond(in.pkt, ib::syndrome::nak(ib::nak_code::remote_access_error), out);
     return {};
   }
+  static constexpr errc a_nak_operational(responder& m, const resp_input& in, qp_sink& out) {
+    m.respond(in.pkt, ib::syndrome::nak(ib::nak_code::remote_operational_error), out);
+    return {};
+  }
   static constexpr errc a_nak_invalid(responder& m, const resp_input& in, qp_sink& out) {
     m.respond(in.pkt, ib::syndrome::nak(ib::nak_code::invalid_request), out);
     return {};
@@ -1190,6 +1200,9 @@ struct responder_rows {
       {resp_state::ready, resp_event::access_error, "", nullptr, resp_state::error, "NAK remote access error", &M::a_nak_access},
       {resp_state::nak_sent, resp_event::access_error, "", nullptr, resp_state::error, "NAK remote access error", &M::a_nak_access},
       {resp_state::faulted, resp_event::access_error, "", nullptr, resp_state::error, "NAK remote access error", &M::a_nak_access},
+      {resp_state::ready, resp_event::operational_error, "", nullptr, resp_state::error, "NAK remote operational error", &M::a_nak_operational},
+      {resp_state::nak_sent, resp_event::operational_error, "", nullptr, resp_state::error, "NAK remote operational error", &M::a_nak_operational},
+      {resp_state::faulted, resp_event::operational_error, "", nullptr, resp_state::error, "NAK remote operational error", &M::a_nak_operational},
       {resp_state::ready, resp_event::invalid, "", nullptr, resp_state::error, "NAK invalid request", &M::a_nak_invalid},
       {resp_state::nak_sent, resp_event::invalid, "", nullptr, resp_state::error, "NAK invalid request", &M::a_nak_invalid},
       {resp_state::faulted, resp_event::invalid, "", nullptr, resp_state::error, "NAK invalid request", &M::a_nak_invalid},
@@ -1241,8 +1254,11 @@ constexpr resp_event responder<RD>::classify(const packet& p, std::uint32_t& del
     if (so_far > dmalen || (o.ends() && so_far != dmalen)) return invalid(invalid_reason::dma_length);
   }
   if (ib::needs_receive(o) && recv_ == 0) return resp_event::no_receive;
-  if (is_send && mem_.receive_fits && !mem_.receive_fits(mem_.ctx, first_like ? 0 : msg_bytes_, p.length))
-    return invalid(invalid_reason::receive_length);
+  if (is_send && mem_.receive_fits) {
+    const receive_fit f = mem_.receive_fits(mem_.ctx, first_like ? 0 : msg_bytes_, p.length);
+    if (f == receive_fit::too_long) return invalid(invalid_reason::receive_length);
+    if (f == receive_fit::unusable) return resp_event::operational_error;
+  }
   if (is_write || is_read || is_atomic || is_raw) {
     const bool own_address = first_like || is_read || is_atomic || is_raw;  // else the message's, continued
     const std::uint64_t va = own_address ? p.va : msg_va_ + msg_bytes_;

@@ -79,6 +79,30 @@ class cq_memory {
     db_.consumer.store(ci, std::memory_order_release);
     return got;
   }
+  /// Removes the completions of QP qpn that are written and not yet consumed, keeping the
+  /// order of the others (a QP moved to RESET leaves none behind: mlx5's provider cleans its
+  /// CQs so). The device must not write this CQ meanwhile, nor another thread poll it.
+  /// Returns how many were removed.
+  std::size_t remove_qp(std::uint32_t qpn) {
+    const auto n = static_cast<std::uint32_t>(ring_.size());
+    const std::uint32_t ci = db_.consumer.load(std::memory_order_relaxed);
+    std::uint32_t p = ci;  // the first entry not written yet
+    while (p - ci < n && (ring_[p & (n - 1)].op_own & cqe_owner) == phase(p, n)) ++p;
+    std::uint32_t removed = 0;
+    for (std::uint32_t i = p; i != ci;) {  // from the newest back, moving the kept ones up
+      --i;
+      const cqe e = ring_[i & (n - 1)];
+      if (e.qp_num == qpn) {
+        ++removed;
+      } else if (removed) {
+        cqe& d = ring_[(i + removed) & (n - 1)];
+        d = e;
+        d.op_own = static_cast<std::uint8_t>((e.op_own & ~cqe_owner) | phase(i + removed, n));
+      }
+    }
+    db_.consumer.store(ci + removed, std::memory_order_release);
+    return removed;
+  }
   /// The owner bit an entry written at producer index p carries (the phase of p's pass).
   static constexpr std::uint8_t phase(std::uint32_t p, std::uint32_t n) { return ((p / n) & 1u) == 0 ? 1 : 0; }
 

@@ -86,6 +86,13 @@ struct device_config {
   std::uint32_t cell_max_packet = 4096 + 64;
   /// Cells: nanoseconds a packet may stay incomplete at a receiving port.
   time_ns cell_reassembly_timeout = 1'000'000;
+  /// TCP's TIME_WAIT for RC (spec/rnic.md §6): a QP destroyed in RTS or SQD keeps answering
+  /// duplicate requests (re-sending the ACK, READ response or atomic result a lost response
+  /// leaves its peer waiting for) until twice its own local ACK timeout, at most `linger` ns,
+  /// passes with no packet for it; so a peer whose last ACK was lost still completes. It takes
+  /// no new request, sends no request, writes no completion, and holds no CQ, PD or SRQ. Not
+  /// for a QP whose peer is on this device. 0: destroyed at once.
+  time_ns linger = 0;
 };
 
 /// An asynchronous event (ibv_event_type's meaning): the device reports what no completion can.
@@ -235,7 +242,7 @@ class device {
     if (it == pds_.end()) return errc::not_found;
     if (mem_.keys_of(pd) != 0) return errc::busy;
     for (const auto& [n, q] : qps_)
-      if (q->init.pd == pd) return errc::busy;
+      if (!q->closed && q->init.pd == pd) return errc::busy;
     pds_.erase(it);
     return {};
   }
@@ -270,10 +277,30 @@ class device {
     return memory_region{*k, *k, 0, mem_.info(*k)->length};
   }
   errc dereg_mr(std::uint32_t key) { return mem_.dereg(key); }
-  result<memory_region> rereg_mr(std::uint32_t key, void* addr, std::uint64_t length, access rights) {
-    const auto k = mem_.rereg(key, addr, length, rights);
+  /// Makes the pages of local ranges of on-demand keys resident now (ibv_advise_mr's prefetch),
+  /// after checking each range as a local access of `need` in `pd` would be. fault: false only
+  /// checks (the pages that are resident stay so; PREFETCH_NO_FAULT). Errors: the first
+  /// range's check error; nothing is made resident then.
+  errc prefetch(std::uint32_t pd, std::span<const sge> ranges, access need, bool fault = true) {
+    for (const sge& s : ranges)
+      if (const errc e = mem_.check(s.lkey, s.addr, s.length, {pd, need}); e != errc{} && e != errc::page_fault) return e;
+    if (!fault) return {};
+    for (const sge& s : ranges) {
+      fault_info fi{};
+      while (mem_.check(s.lkey, s.addr, s.length, {pd, need}, &fi) == errc::page_fault) {
+        mem_.make_resident(fi.key, fi.va, fi.length);
+        ++stats_.page_faults;
+        ++stats_.faults_served;
+      }
+    }
+    return {};
+  }
+  result<memory_region> rereg_mr(std::uint32_t key, void* addr, std::uint64_t length, access rights,
+                                 const rereg_options& o = {}) {
+    if (o.pd && !has_pd(*o.pd)) return errc::not_found;
+    const auto k = mem_.rereg(key, addr, length, rights, o);
     if (!k) return k.code();
-    return memory_region{*k, *k, reinterpret_cast<std::uintptr_t>(addr), length};
+    return memory_region{*k, *k, o.iova.value_or(reinterpret_cast<std::uintptr_t>(addr)), length};
   }
 
   // ---- completion queues ----------------------------------------------------------------
@@ -398,7 +425,7 @@ class device {
 
   // ---- queue pairs ----------------------------------------------------------------------
   result<std::uint32_t> create_qp(const qp_init_attr& a) {
-    if (qps_.size() >= cfg_.max_qps) return errc::no_resources;
+    if (qps_.size() - lingering_ >= cfg_.max_qps) return errc::no_resources;
     if (!has_pd(a.pd)) return errc::not_found;
     const bool sends = a.type != qp_type::dct, receives = a.type != qp_type::dci;
     if (sends && (!a.sq || a.sq->depth() == 0 || !cqs_.count(a.send_cq))) return errc::invalid_argument;
@@ -416,12 +443,25 @@ class device {
     return qpn;
   }
   errc destroy_qp(std::uint32_t qpn) {
-    const qp_state_t* q = find_qp(qpn);
+    qp_state_t* q = find_qp(qpn);
     if (!q) return errc::not_found;
     if (q->sessions) --session_qps_;
+    if (const time_ns l = linger_of(*q)) {
+      q->closed = true;
+      q->linger = l;
+      q->last_heard = now_;
+      q->req.reset();
+      q->init.sq = nullptr, q->init.rq = nullptr, q->init.srq.reset();
+      q->init.send_cq = q->init.recv_cq = no_cq;
+      q->sends.clear(), q->recvs.clear();
+      ++lingering_;
+      return {};
+    }
     qps_.erase(qpn);
     return {};
   }
+  /// Destroyed RC QPs still answering duplicates (device_config::linger).
+  std::size_t lingering() const { return lingering_; }
   /// Changes a QP's state and attributes (ibv_modify_qp): errors in qp.hpp's check_modify.
   errc modify_qp(std::uint32_t qpn, const qp_attr& a, qp_attr_mask mask) {
     qp_state_t* q = find_qp(qpn);
@@ -435,48 +475,28 @@ class device {
     return {};
   }
   result<qp_state> query_qp(std::uint32_t qpn) const {
-    const auto it = qps_.find(qpn);
-    if (it == qps_.end()) return errc::not_found;
-    return it->second->state;
+    const qp_state_t* q = find_qp(qpn);
+    if (!q) return errc::not_found;
+    return q->state;
   }
   /// A QP's attributes as the last modify_qp calls set them, with `state` its current state
   /// (ibv_query_qp).
   result<qp_attr> query_qp_attr(std::uint32_t qpn) const {
-    const auto it = qps_.find(qpn);
-    if (it == qps_.end()) return errc::not_found;
-    qp_attr a = it->second->attr;
-    a.state = a.cur_state = it->second->state;
+    const qp_state_t* q = find_qp(qpn);
+    if (!q) return errc::not_found;
+    qp_attr a = q->attr;
+    a.state = a.cur_state = q->state;
     return a;
   }
 
-  /// Whether a QP of type t takes opcode o (IBTA vol. 1 table 46, by transport service): UD
-  /// sends only; UC sends and WRITEs; RC and DC everything (READ_AS_WRITE: RC only).
-  static constexpr bool opcode_allowed(qp_type t, wr_opcode o) {
-    if (!is_known(o)) return false;
-    switch (t) {
-      case qp_type::ud: return o == wr_opcode::send || o == wr_opcode::send_with_imm;
-      case qp_type::uc:
-        return o == wr_opcode::send || o == wr_opcode::send_with_imm || o == wr_opcode::rdma_write ||
-               o == wr_opcode::rdma_write_with_imm;
-      case qp_type::rc: return true;
-      case qp_type::dci: return o != wr_opcode::read_as_write;
-      case qp_type::dct: return false;
-    }
-    return false;
-  }
   /// Writes a send descriptor into the QP's ring and rings the doorbell. Errors: not_found,
-  /// invalid_state (RESET, INIT, RTR; DCT), invalid_argument (an opcode the QP's type does not
-  /// take, too many SGEs, inline data over max_inline, inline data with READ or an atomic),
-  /// queue_full.
+  /// invalid_state (RESET, INIT, RTR; DCT), invalid_argument (too many SGEs, inline data over
+  /// max_inline), queue_full.
   errc post_send(std::uint32_t qpn, const send_wr& wr) {
     qp_state_t* q = find_qp(qpn);
     if (!q) return errc::not_found;
     if (q->init.type == qp_type::dct || q->state == qp_state::reset || q->state == qp_state::init || q->state == qp_state::rtr)
       return errc::invalid_state;
-    if (!opcode_allowed(q->init.type, wr.opcode)) return errc::invalid_argument;
-    if ((wr.flags & send_inline) && wr.opcode != wr_opcode::send && wr.opcode != wr_opcode::send_with_imm &&
-        wr.opcode != wr_opcode::rdma_write && wr.opcode != wr_opcode::rdma_write_with_imm)
-      return errc::invalid_argument;
     send_wqe w;
     w.wr_id = wr.wr_id;
     w.opcode = static_cast<std::uint8_t>(wr.opcode);
@@ -543,10 +563,16 @@ class device {
     serve_faults();
     fetch();
     for (auto& [n, q] : qps_) {
+      if (q->closed) {
+        pump(*q);  // its responder's answers to duplicates
+        continue;
+      }
       fire_timers(*q);
       pump(*q);
       flush_completions(*q);
     }
+    if (lingering_)
+      lingering_ -= std::erase_if(qps_, [&](const auto& e) { return e.second->closed && now_ >= e.second->last_heard + e.second->linger; });
     for (port_state& p : ports_)
       if (p.reasm) p.reasm->expire(now_);
     check_srq_limits();
@@ -559,6 +585,7 @@ class device {
     };
     for (const auto& f : faults_) take(f.ready_at);
     for (const auto& [n, q] : qps_) {
+      if (q->closed) take(q->last_heard + q->linger);
       if (q->req) take(q->req->deadline(flow::timer_kind::retransmit)), take(q->req->deadline(flow::timer_kind::wait));
       if (q->dci) {
         take(q->dci->transport().deadline(flow::timer_kind::retransmit));
@@ -698,7 +725,10 @@ class device {
     bool base_ready = false;
     std::uint64_t uc_ud_errors = 0;
     bool length_failed = false;  ///< the last receive_fits() refused (a local length error)
+    bool buffer_failed = false;  ///< ... found the receive's buffer unusable (a local protection error)
     bool drained_told = false;   ///< SQD: sq_drained was raised
+    bool closed = false;         ///< destroyed, lingering (device_config::linger)
+    time_ns linger = 0, last_heard = 0;
     std::optional<wc_status> connect_error{};  ///< DCI: why its last connect failed
     bool halted = false;  ///< a fetched descriptor failed locally: fetch no more until it completes
     std::uint32_t dc_ah = 0;  ///< DCI: the AH of the target it is connected to
@@ -716,9 +746,21 @@ class device {
         events_.push_back({event_type::srq_limit, static_cast<std::uint32_t>(i)});
       }
   }
-  qp_state_t* find_qp(std::uint32_t qpn) {
+  /// How long a QP being destroyed lingers (device_config::linger), 0: not at all.
+  time_ns linger_of(const qp_state_t& q) const {
+    if (cfg_.linger == 0 || q.init.type != qp_type::rc || !q.resp || (q.state != qp_state::rts && q.state != qp_state::sqd)) return 0;
+    if (q.attr.av.port < ports_.size() && q.attr.av.dgid == ports_[q.attr.av.port].cfg.gid) return 0;  // its peer is here
+    const time_ns ack_timeout = q.attr.timeout ? time_ns{4096} << q.attr.timeout : cfg_.linger;
+    return std::min(cfg_.linger, 2 * ack_timeout);
+  }
+  /// The QP of that number; a lingering one only when `closed_too`.
+  qp_state_t* find_qp(std::uint32_t qpn, bool closed_too = false) {
     const auto it = qps_.find(qpn);
-    return it == qps_.end() ? nullptr : it->second.get();
+    return it == qps_.end() || (it->second->closed && !closed_too) ? nullptr : it->second.get();
+  }
+  const qp_state_t* find_qp(std::uint32_t qpn) const {
+    const auto it = qps_.find(qpn);
+    return it == qps_.end() || it->second->closed ? nullptr : it->second.get();
   }
   std::uint32_t port_path_mtu(std::size_t port) const { return ports_[port].cfg.mtu; }
   /// The MTU a QP's machines work with: the path MTU, in both framings (a cell packet is one
@@ -884,7 +926,10 @@ class device {
   bool receive_sges_ok(const qp_state_t& q, const recv_wqe& w) const {
     if (w.num_sge > max_sge) return false;
     for (std::size_t i = 0; i < w.num_sge; ++i)
-      if (mem_.check(w.sg[i].lkey, w.sg[i].addr, w.sg[i].length, {q.init.pd, access::local_write}) != errc{}) return false;
+      // (an absent page of an on-demand key is served when the data is placed: local_visit)
+      if (const errc e = mem_.check(w.sg[i].lkey, w.sg[i].addr, w.sg[i].length, {q.init.pd, access::local_write});
+          e != errc{} && e != errc::page_fault)
+        return false;
     return true;
   }
   static std::uint32_t sge_bytes(const recv_wqe& w) {
@@ -895,6 +940,7 @@ class device {
 
   /// Fetches send descriptors into the QP's machine while it has room.
   void fetch_sends(qp_state_t& q) {
+    if (q.closed) return;
     if (q.state != qp_state::rts && q.state != qp_state::err && q.state != qp_state::sqe) return;  // SQD: not now
     sq_memory& ring = *q.init.sq;
     const std::uint32_t p = ring.doorbell().producer.load(std::memory_order_acquire);
@@ -1313,7 +1359,7 @@ class device {
     wire::store_le64(p, v);
     return orig;
   }
-  static bool port_fits(void* ctx, std::uint32_t offset, std::uint32_t len) {
+  static flow::receive_fit port_fits(void* ctx, std::uint32_t offset, std::uint32_t len) {
     auto& q = *static_cast<qp_state_t*>(ctx);
     device& d = *q.dev;
     const std::uint32_t extra = q.init.type == qp_type::ud ? grh_size : 0;
@@ -1333,7 +1379,13 @@ class device {
     }
     const bool ok = w && std::uint64_t{offset} + len + extra <= sge_bytes(*w);
     q.length_failed = !ok;
-    return ok;
+    q.buffer_failed = false;
+    if (!ok) return flow::receive_fit::too_long;
+    if (offset == 0 && !d.receive_sges_ok(q, *w)) {  // a key that no longer allows the receive's buffer
+      q.buffer_failed = true;
+      return flow::receive_fit::unusable;
+    }
+    return flow::receive_fit::fits;
   }
   /// Schedules the pages of f to become resident; returns the delay announced, microseconds.
   std::uint32_t raise_fault(const fault_info& f) {
@@ -1744,12 +1796,19 @@ class device {
       ++stats_.dropped_by_qp;
       return;
     }
-    qp_state_t* q = find_qp(p.dest_qp);
+    qp_state_t* q = find_qp(p.dest_qp, true);
     if (!q) {
       ++stats_.dropped_no_qp;
       return;
     }
     const bool request = p.info().request;
+    if (q->closed) {  // lingering: duplicates only (device_config::linger)
+      if (!request || !q->resp || !ib::psn_before(p.psn, q->resp->expected_psn())) {
+        ++stats_.dropped_no_qp;
+        return;
+      }
+      q->last_heard = now_;
+    }
     scratch a(*this);
     current_src_qp_ = p.src_qp;
     current_is_write_ = p.info().is(ib::op_class::write);
@@ -1788,12 +1847,16 @@ class device {
       if (failed && q->state != qp_state::err && (q->init.type == qp_type::rc || q->init.type == qp_type::dct)) {
         // the responder NAKed a fatal error: the receive it consumed (if any) fails, the QP goes to ERR
         events_.push_back({q->length_failed ? event_type::qp_request_error : event_type::qp_access_error, q->qpn});
-        if (q->length_failed)
+        if (q->length_failed || q->buffer_failed) {
+          // the receive the SEND was for completes with the error (an SRQ's is taken from it)
+          if (q->init.srq && std::none_of(q->recvs.begin(), q->recvs.end(), [](const recv_record_t& r) { return !r.done; }))
+            (void)bind_receive(*q, 0);
           for (auto& r : q->recvs)
             if (!r.done) {
-              r.done = true, r.status = wc_status::local_length_error;
+              r.done = true, r.status = q->length_failed ? wc_status::local_length_error : wc_status::local_protection_error;
               break;
             }
+        }
         to_error(*q);
       }
     } else {
@@ -1823,6 +1886,8 @@ class device {
   std::uint32_t next_pd_ = 1;
   std::unordered_map<std::uint32_t, cq_state> cqs_;
   std::uint32_t next_cq_ = 1;
+  static constexpr std::uint32_t no_cq = 0;  ///< (CQ numbers start at 1)
+  std::size_t lingering_ = 0;
   std::unordered_map<std::uint32_t, std::unique_ptr<qp_state_t>> qps_;
   std::uint32_t next_qpn_ = 0x10;
   std::vector<address_vector> ahs_;

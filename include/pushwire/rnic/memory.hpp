@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -71,6 +72,15 @@ struct fault_info {
 struct access_need {
   std::uint32_t pd = 0;
   access rights = access::none;
+};
+
+/// What a re-registration changes besides range and rights (memory_table::rereg()).
+struct rereg_options {
+  std::optional<std::uint64_t> iova{};  ///< the key's first address (default: addr); direct keys only
+  std::optional<std::uint32_t> pd{};    ///< a new protection domain (the caller checks it exists)
+  /// A new variant, so the old key stops working (as a re-registration that changes the key
+  /// does); false keeps the key (ibv_rereg_mr on rxe and mlx5 keeps lkey and rkey).
+  bool new_key = true;
 };
 
 /// The key table of one device.
@@ -135,14 +145,15 @@ class memory_table {
     --live_;
     return {};
   }
-  /// Re-registers a direct or on-demand key's range and rights: the same index, a new variant
-  /// (the old key stops working, as a re-registration that changes the key does).
-  result<std::uint32_t> rereg(std::uint32_t key, void* addr, std::uint64_t length, access rights) {
+  /// Re-registers a direct or on-demand key's range and rights.
+  result<std::uint32_t> rereg(std::uint32_t key, void* addr, std::uint64_t length, access rights, const rereg_options& o = {}) {
     slot* s = live(key);
     if (!s || (s->kind != key_kind::direct && s->kind != key_kind::on_demand)) return errc::not_found;
     const bool odp = s->kind == key_kind::on_demand;
-    const std::uint64_t iova = reinterpret_cast<std::uintptr_t>(addr);  // a new translation: iova = addr
+    if (odp && o.iova && *o.iova != reinterpret_cast<std::uintptr_t>(addr)) return errc::invalid_argument;
+    const std::uint64_t iova = o.iova.value_or(reinterpret_cast<std::uintptr_t>(addr));
     if (addr == nullptr || (odp && length == 0) || (length != 0 && length - 1 > ~std::uint64_t{0} - iova)) return errc::invalid_argument;
+    if (o.pd) s->pd = *o.pd;
     s->iova = iova;
     s->length = length;
     s->host = static_cast<std::byte*>(addr);
@@ -151,7 +162,7 @@ class memory_table {
       s->first_page = iova / page_size;
       s->resident.assign(((iova + length - 1) / page_size - s->first_page + 64) / 64, 0);
     }
-    ++s->variant;
+    if (o.new_key) ++s->variant;
     return make_key(key_index(key), s->variant);
   }
 

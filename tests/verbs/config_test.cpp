@@ -1,0 +1,70 @@
+// The provider's device and fault configuration (verbs/config.hpp, spec/verbs.md §2).
+#include <catch2/catch.hpp>
+
+#include "config.hpp"
+
+using namespace pushwire::verbs;
+
+TEST_CASE("device lists: names, addresses, auto, MTUs, separators and comments") {
+  const auto p = parse_devices("pw0:198.18.0.1, pw1:auto:1024\n# a comment\n  x.y-z_9:127.0.0.2:4096 # trailing");
+  REQUIRE(p);
+  REQUIRE(p.value.size() == 3);
+  CHECK(p.value[0] == device_spec{"pw0", std::array<std::uint8_t, 4>{198, 18, 0, 1}, 4096});
+  CHECK(p.value[1] == device_spec{"pw1", std::nullopt, 1024});
+  CHECK(p.value[2] == device_spec{"x.y-z_9", std::array<std::uint8_t, 4>{127, 0, 0, 2}, 4096});
+}
+
+TEST_CASE("device lists: each malformed entry is refused whole, with its reason") {
+  const std::pair<const char*, const char*> bad[] = {
+      {"pw0", "expected NAME:ADDRESS[:MTU]"},
+      {"pw0:1.2.3.4:1024:9", "expected NAME:ADDRESS[:MTU]"},
+      {"pw0::1.2.3.4", "expected NAME:ADDRESS[:MTU]"},
+      {":1.2.3.4", "expected NAME"},
+      {"p w:1.2.3.4", "expected NAME"},
+      {"p/w:1.2.3.4", "a name is"},
+      {"pw0:1.2.3", "not an IPv4 address"},
+      {"pw0:1.2.3.4.5", "not an IPv4 address"},
+      {"pw0:256.0.0.1", "not an IPv4 address"},
+      {"pw0:1.2.3.-4", "not an IPv4 address"},
+      {"pw0:0001.2.3.4", "not an IPv4 address"},
+      {"pw0:1..3.4", "not an IPv4 address"},
+      {"pw0:1.2.3.4:2048", "the MTU is 1024 or 4096"},
+      {"pw0:1.2.3.4 pw0:1.2.3.5", "named twice"},
+      {"", "no device listed"},
+      {"# only a comment", "no device listed"},
+  };
+  for (const auto& [text, why] : bad) {
+    INFO(text);
+    const auto p = parse_devices(text);
+    CHECK_FALSE(p);
+    CHECK_THAT(p.error, Catch::Contains(why));
+  }
+  std::string many;
+  for (int i = 0; i < 17; ++i) {  // (appended piecewise: g++-12 -O3 warns falsely on chained +)
+    many += 'd';
+    many += std::to_string(i);
+    many += ":auto ";
+  }
+  CHECK_THAT(parse_devices(many).error, Catch::Contains("more than 16"));
+  std::string name(63, 'a');
+  name += ":auto";
+  CHECK(parse_devices(name));
+  std::string longer(64, 'a');
+  longer += ":auto";
+  CHECK_FALSE(parse_devices(longer));
+}
+
+TEST_CASE("fault lists: probabilities and a seed") {
+  const auto p = parse_faults("loss=0.05,reorder=0.05 duplicate=0, corrupt=1,delay=0.5,seed=42");
+  REQUIRE(p);
+  CHECK(p.value.faults.loss == 0.05);
+  CHECK(p.value.faults.reorder == 0.05);
+  CHECK(p.value.faults.duplicate == 0);
+  CHECK(p.value.faults.corrupt == 1);
+  CHECK(p.value.faults.delay == 0.5);
+  CHECK(p.value.seed == 42);
+  for (const char* bad : {"loss", "loss=", "loss=1.5", "loss=-0.1", "loss=0.1x", "jitter=0.1", "seed=x", "seed=-1", "loss=nan"}) {
+    INFO(bad);
+    CHECK_FALSE(parse_faults(bad));
+  }
+}

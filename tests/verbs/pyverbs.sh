@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# One module of rdma-core's own pyverbs test suite (Debian: python3-pyverbs ships it in
+# /usr/share/doc/rdma-core/tests) through the provider, on device pw0 (spec/verbs.md §6).
+# Passes when the module has no failure and no error, and every skip reason it prints is one
+# spec/verbs.md lists (a skip is allowed only for a capability the device reports absent).
+# Prints the module's pass and skip counts.
+# usage: pyverbs.sh BUILD SPEC_VERBS_MD MODULE
+build=$(cd "$1" && pwd); spec=$2; module=$3
+. "$(dirname "$0")/common.sh"
+src=/usr/share/doc/rdma-core/tests
+[ -f $src/run_tests.py ] || { echo "SKIPPED: $src/run_tests.py missing (Debian: python3-pyverbs)"; exit 77; }
+# The suite, unpacked (some of its files are gzipped) into the build tree, once per version.
+dst=$build/verbs/pyverbs-tests
+stamp=$(cat /usr/share/doc/python3-pyverbs/changelog.Debian.gz 2>/dev/null | md5sum | cut -c1-12)
+if [ ! -f "$dst/.stamp-$stamp" ]; then
+  tmp=$(mktemp -d "$build/verbs/pyverbs-tests.XXXXXX")
+  cp -r $src/. "$tmp/" && gunzip -f "$tmp"/*.gz && touch "$tmp/.stamp-$stamp"
+  rm -rf "$dst.old"; [ -d "$dst" ] && mv "$dst" "$dst.old" 2>/dev/null || true
+  mv "$tmp" "$dst" 2>/dev/null || rm -rf "$tmp"  # another test may have won the race
+  rm -rf "$dst.old"
+fi
+log=$pw_work/pyverbs.log
+rc=0
+timeout 600 "$pw_verbs" run -- /usr/bin/python3 "$dst/run_tests.py" --dev pw0 -v "$module" >"$log" 2>&1 || rc=$?
+ok=$(grep -c '\.\.\. ok$' "$log" || true)
+skipped=$(grep -c "\.\.\. skipped '" "$log" || true)
+failed=$(grep -cE '\.\.\. (FAIL|ERROR)$' "$log" || true)
+echo "pyverbs $module: $ok passed, $skipped skipped, $failed failed or errors (exit $rc)"
+bad=0
+while IFS= read -r reason; do
+  if ! grep -qF -- "$reason" "$spec"; then
+    echo "FAIL: skip reason not listed in spec/verbs.md: $reason"; bad=1
+  fi
+done < <(sed -n "s/.*\.\.\. skipped '\(.*\)'$/\1/p" "$log" | sort -u)
+{ grep -E '\.\.\. skipped' "$log" || true; } | sed 's/ (tests\.[^)]*)//' | sort | uniq -c | sed 's/^/  /'
+if [ $rc != 0 ] || [ "$failed" != 0 ] || ! grep -qE '^OK( \(skipped=[0-9]+\))?$' "$log"; then
+  cat "$log"; echo "FAIL: pyverbs $module"; exit 1
+fi
+[ $bad = 0 ] || exit 1
+echo "PASS: pyverbs $module"
