@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -66,6 +67,14 @@ constexpr std::uint16_t roce_port = 4791;
 /// A destroyed RC QP answers its peer's retransmissions for up to this long (device_config::
 /// linger), and closing the device waits for that: a program's last ACK may have been lost.
 constexpr rnic::time_ns linger_max = 1'000'000'000;
+/// ACK coalescing (device_config::ack_delay): an ACK waits this long for the answer it can
+/// leave with.
+constexpr rnic::time_ns ack_delay = 50'000;
+/// The progress thread leaves the device to the program for this long after the program last
+/// polled an empty CQ (and so ran the device itself): a busy-polling program is not
+/// interrupted. A program waiting otherwise (on memory a peer writes, in a TCP read) is served
+/// by the thread.
+constexpr rnic::time_ns app_grace = 200'000;
 
 void warn(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 void warn(const char* fmt, ...) {
@@ -291,6 +300,8 @@ struct engine {
   std::uint32_t mtu = 4096;
   int wake_fd = -1;
   std::atomic<bool> stop{false};
+  /// When the program last polled an empty CQ, running the device itself; CLOCK_MONOTONIC ns.
+  std::atomic<rnic::time_ns> app_active{0};
   std::thread th;
   int refs = 0;
   std::uint32_t index = 0;
@@ -372,31 +383,47 @@ void engine::step() {
   }
 }
 
+timespec timespec_of(rnic::time_ns ns) {
+  return {static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+}
+
 void engine::run() {
+  (void)::prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);  // timeouts of microseconds, not the default 50
   std::vector<pollfd> fds;
+  const pollfd wake_only{wake_fd, POLLIN, 0};
   while (!stop) {
-    int timeout_ms = 100;
+    // While the program itself runs the device (it polls a CQ or posts), stay out of its way.
+    // The thread never waits for the lock: a program holding it is running the device.
+    rnic::time_ns now = net::monotonic_ns();
+    const rnic::time_ns active = app_active.load(std::memory_order_relaxed);
+    if (now < active + app_grace || !mu.try_lock()) {
+      pollfd w = wake_only;
+      const timespec ts = timespec_of(now < active + app_grace ? active + app_grace - now : app_grace);
+      (void)::ppoll(&w, 1, &ts, nullptr);
+      continue;
+    }
+    rnic::time_ns timeout = 100'000'000;
     {
-      std::lock_guard g(mu);
+      std::lock_guard g(mu, std::adopt_lock);
       fds.clear();
       for (int fd : udp->fds()) fds.push_back({fd, POLLIN, 0});
-      fds.push_back({wake_fd, POLLIN, 0});
+      fds.push_back(wake_only);
       std::optional<rnic::time_ns> due = dev->next_deadline();
       if (auto u = udp->next_due(); u && (!due || *u < *due)) due = u;
-      if (dev->busy()) timeout_ms = 0;
-      else if (due) {
-        const rnic::time_ns now = net::monotonic_ns();
-        timeout_ms = *due <= now ? 0 : static_cast<int>(std::min<rnic::time_ns>((*due - now + 999'999) / 1'000'000, 100));
-      }
+      now = net::monotonic_ns();
+      if (dev->busy()) timeout = 0;
+      else if (due) timeout = *due <= now ? 0 : std::min(*due - now, timeout);
     }
-    (void)::poll(fds.data(), fds.size(), timeout_ms);
+    const timespec ts = timespec_of(timeout);
+    (void)::ppoll(fds.data(), fds.size(), &ts, nullptr);
     if (fds.back().revents & POLLIN) {
       std::uint64_t v;
       (void)!::read(wake_fd, &v, sizeof v);
     }
     if (stop) break;
-    std::lock_guard g(mu);
+    if (!mu.try_lock()) continue;  // the program is running it
     step();
+    mu.unlock();
   }
 }
 
@@ -441,6 +468,7 @@ engine* open_engine(std::uint32_t index) {
   dc.ports[0].mtu = s.mtu;
   dc.ports[0].udp_sport = roce_port;
   dc.linger = linger_max;
+  dc.ack_delay = ack_delay;
   e->dev = std::make_unique<rnic::device>(dc);
   e->wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (e->wake_fd < 0) return nullptr;
@@ -510,6 +538,7 @@ void fill_wc(ibv_wc& w, const rnic::work_completion& c) {
 int poll_into(cq_impl& q, std::span<rnic::work_completion> out) {
   std::size_t got = q.mem->poll(out);
   if (got == 0 && q.eng->mu.try_lock()) {
+    q.eng->app_active.store(net::monotonic_ns(), std::memory_order_relaxed);
     q.eng->step();
     q.eng->mu.unlock();
     got = q.mem->poll(out);

@@ -93,6 +93,12 @@ struct device_config {
   /// no new request, sends no request, writes no completion, and holds no CQ, PD or SRQ. Not
   /// for a QP whose peer is on this device. 0: destroyed at once.
   time_ns linger = 0;
+  /// ACK coalescing: a plain ACK (not a NAK, nor a READ or atomic response) alone in its port's
+  /// transmit queue waits there until a request leaves the port, another response joins it, or
+  /// `ack_delay` ns pass. In a request-response exchange the ACK then leaves with the answer
+  /// (behind it: take_frame), one datagram burst each way instead of two; a stream's ACKs,
+  /// several, are not held. 0: at once.
+  time_ns ack_delay = 0;
 };
 
 /// An asynchronous event (ibv_event_type's meaning): the device reports what no completion can.
@@ -210,6 +216,8 @@ class device {
   /// RoCE payloads from this size up may be placed while their ICRC is computed (cut_through;
   /// below it, verifying first and copying after costs no more).
   static constexpr std::size_t cut_through_min = 256;
+  /// Requests that go before coalesced ACKs when they leave together (take_frame).
+  static constexpr std::size_t short_burst = 16;
 
   explicit device(device_config cfg = {}) : cfg_(std::move(cfg)), mem_(cfg_.max_keys) {
     for (const port_config& p : cfg_.ports) {
@@ -584,6 +592,8 @@ class device {
       if (d && (!t || *d < *t)) t = d;
     };
     for (const auto& f : faults_) take(f.ready_at);
+    for (const port_state& p : ports_)
+      if (acks_held(p)) take(p.responses_since + cfg_.ack_delay);
     for (const auto& [n, q] : qps_) {
       if (q->closed) take(q->last_heard + q->linger);
       if (q->req) take(q->req->deadline(flow::timer_kind::retransmit)), take(q->req->deadline(flow::timer_kind::wait));
@@ -604,10 +614,16 @@ class device {
   /// The next frame port `port` transmits (moved out), or nullopt.
   /// Responses (ACKs, NAKs, READ responses) go before requests, so a port busy with requests
   /// does not delay the acknowledgements its peers wait for.
+  /// Coalesced ACKs (device_config::ack_delay) leave behind the short burst of requests that
+  /// releases them: a peer that learns of its completion from one then finds the requests
+  /// already there.
   std::optional<frame_bytes> take_frame(std::size_t port) {
     port_state& p = ports_[port];
-    auto& q = !p.responses.empty() ? p.responses : p.tx;
+    if (acks_held(p)) return std::nullopt;
+    const bool behind = !p.urgent && cfg_.ack_delay && !p.tx.empty() && p.tx.size() <= short_burst;
+    auto& q = !p.responses.empty() && !behind ? p.responses : p.tx;
     if (q.empty()) return std::nullopt;
+    if (&q == &p.tx && !p.responses.empty()) p.released = true;
     frame_bytes f = std::move(q.front());
     q.pop_front();
     return f;
@@ -678,6 +694,9 @@ class device {
     port_config cfg{};
     std::deque<frame_bytes> tx{};         ///< requests (the QPs' sends, the device's own WRITEs)
     std::deque<frame_bytes> responses{};  ///< ACKs, NAKs, READ and atomic responses: sent first
+    time_ns responses_since = 0;          ///< when `responses` last became non-empty
+    bool urgent = false;                  ///< `responses` holds more than plain ACKs
+    bool released = false;                ///< a request left since: the held ACKs go too
     std::unique_ptr<cell::reassembler> reasm{};
   };
   struct cq_state {
@@ -1610,7 +1629,22 @@ class device {
     }
     f.resize(n);
     stats_.bytes_out += f.size();
-    (p.info().request ? ps.tx : ps.responses).push_back(std::move(f));
+    queue_frame(ps, p, std::move(f));
+  }
+  void queue_frame(port_state& ps, const flow::packet& p, frame_bytes&& f) {
+    if (p.info().request) {
+      ps.tx.push_back(std::move(f));
+      return;
+    }
+    if (ps.responses.empty()) ps.responses_since = now_, ps.urgent = false, ps.released = false;
+    const bool plain_ack = p.info().is(ib::op_class::ack) && !p.info().is(ib::op_class::atomic) && ib::syndrome_of(p.aeth).kind() == ib::aeth_kind::ack;
+    if (!plain_ack) ps.urgent = true;
+    ps.responses.push_back(std::move(f));
+  }
+  /// Whether the port's responses are plain ACKs still within device_config::ack_delay.
+  bool acks_held(const port_state& p) const {
+    return cfg_.ack_delay && p.tx.empty() && p.responses.size() == 1 && !p.urgent && !p.released &&
+           now_ < p.responses_since + cfg_.ack_delay;
   }
   ib::roce_packet frame_base(qp_state_t& q, const port_state& ps, const address_vector& av, const flow::packet& p) {
     ib::roce_packet b{};
@@ -1653,7 +1687,7 @@ class device {
       if (!n) return;
       f.resize(*n);
       stats_.bytes_out += f.size();
-      (p.info().request ? ps.tx : ps.responses).push_back(std::move(f));
+      queue_frame(ps, p, std::move(f));
     }
   }
 
