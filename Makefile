@@ -100,6 +100,9 @@ demo: deps
 	SECONDS_EACH=2 examples/split-model/run.sh $(DIR_gcc)
 	@echo; echo "=== LAN emulation among three hosts: MACs embedding LID and UD QPN, ARP, broadcast (examples/split-model/lan.sh)"
 	SECONDS_EACH=2 examples/split-model/lan.sh $(DIR_gcc)
+	@echo; echo "=== Unmodified RDMA programs on the software RNIC (spec/verbs.md): ibverbs-utils and perftest through"
+	@echo "    libpushwire-verbs.so, between two namespaces and over loopback (examples/verbs/run.sh)"
+	examples/verbs/run.sh $(DIR_gcc)
 	@if [ -f $(DIR_gcc)/plugins/4.0/epan/pushwire.so ]; then \
 	  echo; echo "=== Both captures in stock tshark with the pushwire plugin (dissectors/wireshark/tshark-pushwire)"; \
 	  dissectors/wireshark/tshark-pushwire --build $(DIR_gcc) -r $(DIR_gcc)/demo-roce.pcap; \
