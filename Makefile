@@ -164,17 +164,18 @@ bench-wireshark: deps
 # bench/pingpong.sh (pushwire-rnic pingpong against fi_pingpong's udp;ofi_rxd and tcp;ofi_rxm)
 # and pushwire-bench, in one run -> bench/results.md and bench/*.png (bench/report.py, with
 # bench/notes.md appended: where the time goes). BENCH_SECONDS: each iperf3 run (10).
-BENCH_PACKAGES := libfabric-bin python3-matplotlib iperf3 iputils-ping iproute2 python3
+BENCH_PACKAGES := libfabric-bin python3-matplotlib iperf3 iputils-ping iproute2 python3 perftest strace
 BENCH_SECONDS ?= 10
 bench-report: deps
 	@$(MAKE) --no-print-directory deps PACKAGES="$(BENCH_PACKAGES)"
 	cmake -S . -B $(DIR_gcc) $(CONFIG_gcc) $(LAUNCHER)
-	cmake --build $(DIR_gcc) -j $(JOBS) --target pushwire-host pushwire-iou pushwire-rnic pushwire-bench
+	cmake --build $(DIR_gcc) -j $(JOBS) --target pushwire-host pushwire-iou pushwire-rnic pushwire-bench pushwire-verbs pushwire-verbs-run
 	bench/split_model.sh $(DIR_gcc) $(BENCH_SECONDS) >$(DIR_gcc)/split_model.jsonl
 	bench/pingpong.sh $(DIR_gcc) >$(DIR_gcc)/pingpong.jsonl
+	bench/perftest.sh $(DIR_gcc) >$(DIR_gcc)/perftest.jsonl
 	./$(DIR_gcc)/bench/pushwire-bench --benchmark_format=json >$(DIR_gcc)/bench.json
 	bench/report.py --split $(DIR_gcc)/split_model.jsonl --pingpong $(DIR_gcc)/pingpong.jsonl \
-	  --bench $(DIR_gcc)/bench.json --notes bench/notes.md --out bench/results.md
+	  --perftest $(DIR_gcc)/perftest.jsonl --bench $(DIR_gcc)/bench.json --notes bench/notes.md --out bench/results.md
 
 # Regenerates the tables in spec/ from the code.
 spec:

@@ -114,6 +114,41 @@ def pingpong_section(rows, outdir):
     return out
 
 
+def perftest_section(rows, pingpong_rows):
+    """perftest over the verbs provider (bench/perftest.sh), against the issue's goals and the
+    same run's fi_pingpong udp;ofi_rxd (a user-space reliable transport over UDP)."""
+    goals = {"ib_write_bw": ("MB_per_s", 1250.0, "≥ 10 Gb/s"), "ib_write_lat": ("t_typical_us", 10.0, "≤ 10 µs")}
+    rxd = {r["bytes"]: r for r in pingpong_rows if r.get("peer") == "udp;ofi_rxd"}
+    out = ["## perftest over pushwire's verbs provider (`bench/perftest.sh`)", "",
+           "Two processes over loopback, each through libpushwire-verbs.so (spec/verbs.md); medians. Latency is "
+           "perftest's t_typical (half a round trip, as fi_pingpong's µs/xfer).", "",
+           "| Program | Bytes | Figure | Goal | × goal | × rxd (same run) |", "|---|---:|---:|---|---:|---:|"]
+    for r in rows:
+        if "syscalls" in r:
+            continue
+        prog = r["program"]
+        if "MB_per_s" in r:
+            v, fig = r["MB_per_s"], f"{r['MB_per_s']:.1f} MB/s ({r['MB_per_s'] * 8 / 1000:.2f} Gb/s)"
+        else:
+            v, fig = r["t_typical_us"], f"{r['t_typical_us']:.2f} µs"
+        g = goals.get(prog)
+        goal = g[2] if g else ""
+        xg = f"{v / g[1]:.2f}" if g else ""
+        peer = rxd.get(r["bytes"], {}).get("usec_per_xfer") if "t_typical_us" in r else None
+        xr = f"{v / peer:.2f}" if peer else ""
+        out.append(f"| `{prog}` | {r['bytes']} | {fig} | {goal} | {xg} | {xr} |")
+    calls = [r for r in rows if "syscalls" in r]
+    if calls:
+        out += ["", "System calls per message (the client, `strace -f -c`, one run):", "",
+                "| Program | Messages | Calls | Per message |", "|---|---:|---|---:|"]
+        for r in calls:
+            pairs = dict(kv.split("=") for kv in r["syscalls"].split())
+            total = sum(int(v) for v in pairs.values())
+            out.append(f"| `{r['program']}` {r['bytes']} B | {r['messages']} | {r['syscalls'].strip()} | "
+                       f"{total / r['messages']:.2f} |")
+    return out + [""]
+
+
 # (benchmark, its peer) pairs from the same pushwire-bench run.
 PEERS = [(r"BM_crc32/(\d+)", ["BM_zlib_crc32/{}", "BM_isal_crc32/{}"]), (r"BM_crc32c/(\d+)", ["BM_isal_crc32c/{}"]),
          (r"BM_rnic_write/(\d+)", ["BM_memcpy/{}"]), (r"BM_rnic_write_cell/(\d+)", ["BM_memcpy/{}"]),
@@ -151,6 +186,7 @@ def main():
     ap.add_argument("--split", required=True)
     ap.add_argument("--pingpong", required=True)
     ap.add_argument("--bench", required=True)
+    ap.add_argument("--perftest", help="bench/perftest.sh's lines")
     ap.add_argument("--out", required=True)
     ap.add_argument("--notes", help="a Markdown file appended as is (where the time goes)")
     a = ap.parse_args()
@@ -159,6 +195,8 @@ def main():
            "Written by `make bench-report` (bench/report.py); every figure beside its peer from the same run.", ""]
     doc += split_section(lines(a.split), outdir)
     doc += pingpong_section(lines(a.pingpong), outdir)
+    if a.perftest:
+        doc += perftest_section(lines(a.perftest), lines(a.pingpong))
     doc += bench_section(json.load(open(a.bench)))
     if a.notes and os.path.exists(a.notes):
         doc += ["", open(a.notes).read().rstrip()]
