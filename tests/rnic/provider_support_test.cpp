@@ -260,7 +260,7 @@ TEST_CASE("address handles are destroyed and their numbers reused", "[rnic][ah]"
   CHECK(*s.dev->create_ah(s.pd, av_to(*s.dev)) == a);
 }
 
-TEST_CASE("an SRQ is destroyed only when no QP takes from it; its limit raises one event", "[rnic][srq]") {
+TEST_CASE("an SRQ is destroyed only when no QP takes from it, and its limit raises one event", "[rnic][srq]") {
   hand_pair p;
   rq_memory srq_mem(16);
   const std::uint32_t srq = *p.b.dev->create_srq(p.b.pd, srq_mem);
