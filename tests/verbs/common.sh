@@ -6,7 +6,14 @@
 set -euo pipefail
 : "${build:?}"
 pw_verbs="$build/verbs/pushwire-verbs"
-pw_run() { "$pw_verbs" run -- "$@"; }
+# PUSHWIRE_VERBS_PRELOAD (the sanitizer build's tests): the LD_PRELOAD list to run with instead
+# (the sanitizer runtimes first, then the provider).
+if [ -n "${PUSHWIRE_VERBS_PRELOAD:-}" ]; then
+  pw_prefix=(env "LD_PRELOAD=$PUSHWIRE_VERBS_PRELOAD")
+else
+  pw_prefix=("$pw_verbs" run --)
+fi
+pw_run() { "${pw_prefix[@]}" "$@"; }
 pw_work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$pw_work"' EXIT
 pw_wait_listen() {  # PORT: until something listens on TCP PORT (5 s)
@@ -22,14 +29,17 @@ pw_pair() {
   while [ "$1" != -- ]; do server+=("$1"); shift; done; shift
   client=("$@")
   command -v "${server[0]}" >/dev/null || { echo "SKIPPED: ${server[0]} is not installed (Debian: ibverbs-utils, perftest)"; exit 77; }
-  timeout "$secs" "$pw_verbs" run -- "${server[@]}" >"$pw_work/server.log" 2>&1 &
+  timeout "$secs" "${pw_prefix[@]}" "${server[@]}" >"$pw_work/server.log" 2>&1 &
   local spid=$!
   pw_wait_listen "$pw_port" || { cat "$pw_work/server.log"; return 1; }
   local crc=0 src=0
-  timeout "$secs" "$pw_verbs" run -- "${client[@]}" >"$pw_work/client.log" 2>&1 || crc=$?
+  timeout "$secs" "${pw_prefix[@]}" "${client[@]}" >"$pw_work/client.log" 2>&1 || crc=$?
   wait $spid || src=$?
   echo "--- server: ${server[*]}"; cat "$pw_work/server.log"
   echo "--- client: ${client[*]}"; cat "$pw_work/client.log"
+  if grep -qE 'ERROR: AddressSanitizer|runtime error:' "$pw_work/server.log" "$pw_work/client.log"; then
+    echo "FAIL: a sanitizer report"; return 1
+  fi
   if [ $crc != 0 ] || [ $src != 0 ]; then
     echo "FAIL: server exit $src, client exit $crc (124: timed out after ${secs}s)"; return 1
   fi

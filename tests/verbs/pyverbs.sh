@@ -21,7 +21,8 @@ if [ ! -f "$dst/.stamp-$stamp" ]; then
 fi
 log=$pw_work/pyverbs.log
 rc=0
-timeout 600 "$pw_verbs" run -- /usr/bin/python3 "$dst/run_tests.py" --dev pw0 -v "$module" >"$log" 2>&1 || rc=$?
+timeout 600 "${pw_prefix[@]}" /usr/bin/python3 "$dst/run_tests.py" --dev pw0 -v "$module" >"$log" 2>&1 || rc=$?
+if grep -qE 'ERROR: AddressSanitizer|runtime error:' "$log"; then cat "$log"; echo "FAIL: a sanitizer report"; exit 1; fi
 ok=$(grep -c '\.\.\. ok$' "$log" || true)
 skipped=$(grep -c "\.\.\. skipped '" "$log" || true)
 failed=$(grep -cE '\.\.\. (FAIL|ERROR)$' "$log" || true)
