@@ -5,12 +5,15 @@
 //   PUSHWIRE_VERBS_FILE=/path                           the same list, read from a file ('#' comments)
 //   PUSHWIRE_VERBS_FAULTS="loss=0.05,reorder=0.05,seed=7"   faults on what every device sends
 //
-// An entry is NAME:ADDRESS[:MTU].
+// An entry is NAME:ADDRESS[:MTU][@IPV6].
 // - NAME: 1..63 characters of [A-Za-z0-9_.-].
 // - ADDRESS: the IPv4 address the device's UDP socket binds (port 4791), which is its GID; or
 //   `auto`: the first of 127.0.0.1 .. 127.0.0.254 whose port 4791 is free when the device is
 //   opened (two processes on one host each get their own).
 // - MTU: the port's active MTU, 1024 or 4096 (the default).
+// - IPV6: an IPv6 address of the host the device also binds (UDP 4791): its GID 1, RoCEv2 over
+//   IPv6. Without it the device has GID 0 only. (Loopback has one IPv6 address, ::1, so only one
+//   process of a host can give its device ::1.)
 // Unset, the list is `pw0:auto`.
 #pragma once
 
@@ -24,6 +27,9 @@
 #include <string_view>
 #include <vector>
 
+#include <arpa/inet.h>
+#include <sys/socket.h>
+
 #include <pushwire/rnic/faults.hpp>
 
 namespace pushwire::verbs {
@@ -32,6 +38,7 @@ struct device_spec {
   std::string name;
   std::optional<std::array<std::uint8_t, 4>> address;  ///< nullopt: auto
   std::uint32_t mtu = 4096;
+  std::optional<std::array<std::uint8_t, 16>> address6;  ///< GID 1, when given
   friend bool operator==(const device_spec&, const device_spec&) = default;
 };
 
@@ -97,13 +104,28 @@ inline parsed<std::vector<device_spec>> parse_devices(std::string_view text) {
     cleaned.append(line.substr(0, line.find('#')));
     cleaned.push_back(' ');
   }
-  for (const auto entry : detail::split(cleaned, " ,\t\r")) {
+  for (const auto whole : detail::split(cleaned, " ,\t\r")) {
+    const std::size_t at = whole.find('@');
+    const std::string_view entry = whole.substr(0, at);
+    std::optional<std::array<std::uint8_t, 16>> v6;
+    if (at != std::string_view::npos) {
+      const std::string text(whole.substr(at + 1));
+      std::array<std::uint8_t, 16> a{};
+      const bool parsed_ok = ::inet_pton(AF_INET6, text.c_str(), a.data()) == 1;
+      const bool mapped = std::all_of(a.begin(), a.begin() + 10, [](std::uint8_t b) { return b == 0; }) && a[10] == 0xFF && a[11] == 0xFF;
+      if (!parsed_ok || mapped) {
+        r.error = detail::why(text, "not an IPv6 address (nor IPv4-mapped)");
+        return r;
+      }
+      v6 = a;
+    }
     const auto f = detail::split(entry, ":");
     if (f.size() < 2 || f.size() > 3 || std::count(entry.begin(), entry.end(), ':') != static_cast<long>(f.size() - 1)) {
       r.error = detail::why(entry, "expected NAME:ADDRESS[:MTU]");
       return r;
     }
     device_spec d;
+    d.address6 = v6;
     if (!detail::valid_name(f[0])) {
       r.error = detail::why(f[0], "a name is 1..63 characters of A-Z a-z 0-9 _ . -");
       return r;

@@ -324,6 +324,14 @@ struct engine {
   void run();
   std::uint64_t guid() const { return guid_of(mac); }
   std::array<std::uint8_t, 16> gid() const { return rnic::gid_v4(ip[0], ip[1], ip[2], ip[3]); }
+  std::optional<std::array<std::uint8_t, 16>> ip6;  ///< GID 1, when configured
+  /// GID index i of port 1 (0: the IPv4-mapped one; 1: the IPv6 one), nullopt beyond the table.
+  std::optional<std::array<std::uint8_t, 16>> gid_at(std::uint32_t i) const {
+    if (i == 0) return gid();
+    if (i == 1 && ip6) return *ip6;
+    return std::nullopt;
+  }
+  int gid_count() const { return ip6 ? 2 : 1; }
 };
 struct context_impl {
   engine* eng = nullptr;
@@ -441,6 +449,7 @@ engine* open_engine(std::uint32_t index) {
   uc.port = roce_port;
   uc.faults = r.faults.faults;
   uc.seed = r.faults.seed + index;
+  uc.address6 = s.address6;
   if (s.address) {
     uc.address = *s.address;
     e->udp = std::make_unique<net::udp_port>(uc);
@@ -453,8 +462,8 @@ engine* open_engine(std::uint32_t index) {
   }
   if (!e->udp->ok()) {
     const int err = e->udp->error();
-    warn("%s: cannot bind %u.%u.%u.%u:%u: %s", s.name.c_str(), uc.address[0], uc.address[1], uc.address[2], uc.address[3], roce_port,
-         std::strerror(err));
+    warn("%s: cannot bind %u.%u.%u.%u:%u%s: %s", s.name.c_str(), uc.address[0], uc.address[1], uc.address[2], uc.address[3], roce_port,
+         s.address6 ? " and its IPv6 address" : "", std::strerror(err));
     errno = err == EADDRNOTAVAIL || err == EADDRINUSE ? ENODEV : err;
     return nullptr;
   }
@@ -465,6 +474,8 @@ engine* open_engine(std::uint32_t index) {
   rnic::device_config dc;
   dc.ports[0].mac = e->mac;
   dc.ports[0].gid = e->gid();
+  e->ip6 = s.address6;
+  if (s.address6) dc.ports[0].extra_gids = {*s.address6};
   dc.ports[0].mtu = s.mtu;
   dc.ports[0].udp_sport = roce_port;
   dc.linger = linger_max;
@@ -731,7 +742,7 @@ void fill_port_attr(const engine& e, ibv_port_attr& a) {
   a.state = IBV_PORT_ACTIVE;
   a.max_mtu = IBV_MTU_4096;
   a.active_mtu = mtu_enum(e.mtu);
-  a.gid_tbl_len = 1;
+  a.gid_tbl_len = e.gid_count();
   a.port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS;
   a.max_msg_sz = max_msg_sz;
   a.pkey_tbl_len = 1;
@@ -1222,6 +1233,7 @@ engine& eng_of(ibv_context* c) { return *ci_of(c)->eng; }
 rnic::address_vector av_of(const ibv_ah_attr& a, std::uint8_t default_port) {
   rnic::address_vector v;
   v.port = a.port_num ? static_cast<std::uint8_t>(a.port_num - 1) : default_port;
+  v.sgid_index = a.grh.sgid_index;
   std::memcpy(v.dgid.data(), a.grh.dgid.raw, 16);
   v.dmac = mac_of({v.dgid[12], v.dgid[13], v.dgid[14], v.dgid[15]});
   v.hop_limit = a.grh.hop_limit;
@@ -1229,16 +1241,16 @@ rnic::address_vector av_of(const ibv_ah_attr& a, std::uint8_t default_port) {
   v.flow_label = a.grh.flow_label & 0xFFFFF;
   return v;
 }
-/// RoCE needs a GRH; its source GID index must name an entry of the table (one entry).
-int check_ah_attr(const ibv_ah_attr& a) {
+/// RoCE needs a GRH; its source GID index must name an entry of the table, of the
+/// destination's family (IPv4-mapped GID 0 to IPv4-mapped GIDs, IPv6 GID 1 to IPv6 ones).
+int check_ah_attr(const engine& e, const ibv_ah_attr& a) {
   if (!a.is_global) return EINVAL;
-  if (a.grh.sgid_index != 0) return EINVAL;
   if (a.port_num > 1) return EINVAL;
-  if (!rnic::is_v4(std::array<std::uint8_t, 16>{a.grh.dgid.raw[0], a.grh.dgid.raw[1], a.grh.dgid.raw[2], a.grh.dgid.raw[3],
-                                                 a.grh.dgid.raw[4], a.grh.dgid.raw[5], a.grh.dgid.raw[6], a.grh.dgid.raw[7],
-                                                 a.grh.dgid.raw[8], a.grh.dgid.raw[9], a.grh.dgid.raw[10], a.grh.dgid.raw[11],
-                                                 a.grh.dgid.raw[12], a.grh.dgid.raw[13], a.grh.dgid.raw[14], a.grh.dgid.raw[15]}))
-    return EINVAL;  // the UDP transport carries IPv4 only
+  const auto sgid = e.gid_at(a.grh.sgid_index);
+  if (!sgid) return EINVAL;
+  std::array<std::uint8_t, 16> d{};
+  std::memcpy(d.data(), a.grh.dgid.raw, 16);
+  if (rnic::is_v4(d) != rnic::is_v4(*sgid)) return EINVAL;
   return 0;
 }
 
@@ -1329,12 +1341,12 @@ PW_EXPORT int _ibv_query_gid_ex(ibv_context* c, std::uint32_t port, std::uint32_
                                 std::size_t size) {
   if (flags || !entry || size < sizeof(ibv_gid_entry)) return EINVAL;
   if (port != 1) return EINVAL;
-  if (index != 0) return ENODATA;
   const engine& e = eng_of(c);
+  if (index >= static_cast<std::uint32_t>(e.gid_count())) return EINVAL;
   ibv_gid_entry g{};
-  const auto gid = e.gid();
+  const auto gid = *e.gid_at(index);
   std::memcpy(g.gid.raw, gid.data(), 16);
-  g.gid_index = 0;
+  g.gid_index = index;
   g.port_num = 1;
   g.gid_type = IBV_GID_TYPE_ROCE_V2;
   g.ndev_ifindex = 0;  // no net device: a UDP socket
@@ -1343,9 +1355,13 @@ PW_EXPORT int _ibv_query_gid_ex(ibv_context* c, std::uint32_t port, std::uint32_
 }
 PW_EXPORT ssize_t _ibv_query_gid_table(ibv_context* c, ibv_gid_entry* entries, std::size_t max, std::uint32_t flags, std::size_t size) {
   if (flags || size < sizeof(ibv_gid_entry)) return -EINVAL;
-  if (max < 1) return -EINVAL;
-  const int r = _ibv_query_gid_ex(c, 1, 0, entries, 0, sizeof(ibv_gid_entry));
-  return r ? -r : 1;
+  const int n = eng_of(c).gid_count();
+  if (max < static_cast<std::size_t>(n)) return -EINVAL;
+  for (int i = 0; i < n; ++i) {
+    auto* slot = reinterpret_cast<ibv_gid_entry*>(reinterpret_cast<std::byte*>(entries) + static_cast<std::size_t>(i) * size);
+    if (const int r = _ibv_query_gid_ex(c, 1, static_cast<std::uint32_t>(i), slot, 0, size)) return -r;
+  }
+  return n;
 }
 PW_EXPORT int ibv_query_gid(ibv_context* c, std::uint8_t port, int index, ibv_gid* gid) {
   if (!gid || index < 0) return -1;
@@ -1630,7 +1646,7 @@ PW_EXPORT int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
   a.port = 0;
   a.qkey = attr->qkey;
   if (mask & IBV_QP_AV) {
-    if (const int r = check_ah_attr(attr->ah_attr)) return r;
+    if (const int r = check_ah_attr(*q.eng, attr->ah_attr)) return r;
     a.av = av_of(attr->ah_attr, 0);
   }
   if (mask & IBV_QP_PATH_MTU) {
@@ -1685,6 +1701,7 @@ PW_EXPORT int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int /*mask: everything
   attr->qp_access_flags = static_cast<unsigned>(a.access_flags);
   attr->cap = q.cap;
   attr->ah_attr.is_global = 1;
+  attr->ah_attr.grh.sgid_index = a.av.sgid_index;
   std::memcpy(attr->ah_attr.grh.dgid.raw, a.av.dgid.data(), 16);
   attr->ah_attr.grh.flow_label = a.av.flow_label;
   attr->ah_attr.grh.hop_limit = a.av.hop_limit;
@@ -1771,8 +1788,8 @@ PW_EXPORT int ibv_destroy_srq(ibv_srq* srq) {
 // ---- AH ----
 PW_EXPORT ibv_ah* ibv_create_ah(ibv_pd* pd, ibv_ah_attr* attr) {
   if (!pd || !attr) return fail<ibv_ah>(EINVAL);
-  if (const int r = check_ah_attr(*attr)) return fail<ibv_ah>(r);
   engine& e = eng_of(pd->context);
+  if (const int r = check_ah_attr(e, *attr)) return fail<ibv_ah>(r);
   auto* p = new (std::nothrow) pw_ah{};
   if (!p) return fail<ibv_ah>(ENOMEM);
   std::lock_guard g(e.mu);
@@ -1805,14 +1822,22 @@ PW_EXPORT int ibv_init_ah_from_wc(ibv_context* c, std::uint8_t port, ibv_wc* wc,
     errno = EINVAL;  // RoCE: the sender is known from the GRH only
     return -1;
   }
-  // The GRH space of a RoCEv2 UD receive holds the IPv4 header in its last 20 bytes.
-  const auto* ip = reinterpret_cast<const std::uint8_t*>(grh) + 20;
+  // The GRH space of a RoCEv2 UD receive: an IPv6 packet's header, or 20 bytes and an IPv4
+  // header. The reply goes from the GID the packet came to.
+  const auto* h = reinterpret_cast<const std::uint8_t*>(grh);
   ah->is_global = 1;
-  const std::array<std::uint8_t, 16> src = rnic::gid_v4(ip[12], ip[13], ip[14], ip[15]);
-  std::memcpy(ah->grh.dgid.raw, src.data(), 16);
-  ah->grh.sgid_index = 0;
   ah->grh.hop_limit = 64;
-  ah->grh.traffic_class = static_cast<std::uint8_t>(ip[1]);
+  if ((h[0] >> 4) == 6) {
+    std::memcpy(ah->grh.dgid.raw, h + 8, 16);
+    ah->grh.sgid_index = 1;
+    ah->grh.traffic_class = static_cast<std::uint8_t>((h[0] << 4) | (h[1] >> 4));
+  } else {
+    const std::uint8_t* ip = h + 20;
+    const std::array<std::uint8_t, 16> src = rnic::gid_v4(ip[12], ip[13], ip[14], ip[15]);
+    std::memcpy(ah->grh.dgid.raw, src.data(), 16);
+    ah->grh.sgid_index = 0;
+    ah->grh.traffic_class = static_cast<std::uint8_t>(ip[1]);
+  }
   (void)c;
   return 0;
 }
@@ -1822,7 +1847,7 @@ PW_EXPORT ibv_ah* ibv_create_ah_from_wc(ibv_pd* pd, ibv_wc* wc, ibv_grh* grh, st
   return ibv_create_ah(pd, &a);
 }
 PW_EXPORT int ibv_resolve_eth_l2_from_gid(ibv_context*, ibv_ah_attr* attr, std::uint8_t eth_mac[6], std::uint16_t* vid) {
-  if (!attr || !attr->is_global) return EINVAL;
+  if (!attr || !attr->is_global) return EINVAL;  // (the MAC of an IPv6 GID too: its last 4 bytes)
   const std::uint8_t* g = attr->grh.dgid.raw;
   const std::uint8_t mac[6] = {0x02, 0x00, g[12], g[13], g[14], g[15]};
   std::memcpy(eth_mac, mac, 6);

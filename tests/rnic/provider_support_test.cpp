@@ -326,3 +326,50 @@ TEST_CASE("remove_qp takes one QP's unconsumed completions out of a CQ, the othe
     CHECK(out[0].wr_id == 7);
   }
 }
+
+TEST_CASE("a port with an IPv6 GID beside its IPv4-mapped one: the source GID index picks the family", "[rnic][gid]") {
+  const std::array<std::uint8_t, 16> v6a{0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  const std::array<std::uint8_t, 16> v6b{0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};
+  device_config ca, cb;
+  ca.ports = {port_n(1)}, cb.ports = {port_n(2)};
+  ca.ports[0].extra_gids = {v6a}, cb.ports[0].extra_gids = {v6b};
+  side a(1, framing::roce, 1 << 16, 64, ca), b(2, framing::roce, 1 << 16, 64, cb);
+  a.dev = std::make_unique<device>(ca), b.dev = std::make_unique<device>(cb);  // (side's constructor sets its own ports)
+  a.pd = *a.dev->alloc_pd(), b.pd = *b.dev->alloc_pd();
+  a.scq = *a.dev->create_cq(*a.scq_mem), a.rcq = *a.dev->create_cq(*a.rcq_mem);
+  b.scq = *b.dev->create_cq(*b.scq_mem), b.rcq = *b.dev->create_cq(*b.rcq_mem);
+  a.mr = *a.dev->reg_mr(a.pd, a.buf.data(), a.buf.size(), all_access);
+  b.mr = *b.dev->reg_mr(b.pd, b.buf.data(), b.buf.size(), all_access);
+  address_vector to_b = av_to(*b.dev), to_a = av_to(*a.dev);
+  to_b.dgid = v6b, to_b.sgid_index = 1;
+  to_a.dgid = v6a, to_a.sgid_index = 1;
+  const std::uint32_t qa = a.qp(qp_type::rc), qb = b.qp(qp_type::rc);
+  REQUIRE(bring_up(*a.dev, qa, qp_type::rc, qb, to_b) == errc{});
+  REQUIRE(bring_up(*b.dev, qb, qp_type::rc, qa, to_a) == errc{});
+  address_vector bad = to_b;
+  bad.sgid_index = 2;
+  CHECK(a.dev->create_ah(a.pd, bad).code() == errc::invalid_argument);
+  CHECK(a.dev->create_ah(a.pd, to_b));
+  qp_attr at{};
+  at.av = bad;
+  CHECK(a.dev->modify_qp(qa, at, qp_attr_mask::av) == errc::invalid_attribute);
+  const time_ns t = 1'000'000;
+  const sge r = b.at(0, 4096), s = a.at(0, 100);
+  REQUIRE(b.dev->post_recv(qb, {.wr_id = 1, .sg_list = std::span(&r, 1)}) == errc{});
+  REQUIRE(a.dev->post_send(qa, {.wr_id = 2, .opcode = wr_opcode::send, .sg_list = std::span(&s, 1)}) == errc{});
+  const auto f = take_all(*a.dev, t);
+  REQUIRE(f.size() == 1);
+  ib::roce_view v;
+  REQUIRE(ib::inspect(f[0], v).code == wire::errc{});
+  REQUIRE(v.v6);
+  CHECK(v.ipv6().src == v6a);
+  CHECK(v.ipv6().dst == v6b);
+  deliver(f, *b.dev, t);  // b answers to its IPv6 GID
+  const auto ack = take_all(*b.dev, t);
+  REQUIRE(ack.size() == 1);
+  deliver(ack, *a.dev, t);
+  const auto done = a.poll_send();
+  REQUIRE(done.size() == 1);
+  CHECK(done[0].status == wc_status::success);
+  CHECK(b.poll_recv().size() == 1);
+}

@@ -6,12 +6,14 @@
 using namespace pushwire::verbs;
 
 TEST_CASE("device lists: names, addresses, auto, MTUs, separators and comments") {
-  const auto p = parse_devices("pw0:198.18.0.1, pw1:auto:1024\n# a comment\n  x.y-z_9:127.0.0.2:4096 # trailing");
+  const auto p = parse_devices("pw0:198.18.0.1, pw1:auto:1024\n# a comment\n  x.y-z_9:127.0.0.2:4096@fd00::2 # trailing\npw3:auto@::1");
   REQUIRE(p);
-  REQUIRE(p.value.size() == 3);
-  CHECK(p.value[0] == device_spec{"pw0", std::array<std::uint8_t, 4>{198, 18, 0, 1}, 4096});
-  CHECK(p.value[1] == device_spec{"pw1", std::nullopt, 1024});
-  CHECK(p.value[2] == device_spec{"x.y-z_9", std::array<std::uint8_t, 4>{127, 0, 0, 2}, 4096});
+  REQUIRE(p.value.size() == 4);
+  CHECK(p.value[0] == device_spec{"pw0", std::array<std::uint8_t, 4>{198, 18, 0, 1}, 4096, std::nullopt});
+  CHECK(p.value[1] == device_spec{"pw1", std::nullopt, 1024, std::nullopt});
+  CHECK(p.value[2] == device_spec{"x.y-z_9", std::array<std::uint8_t, 4>{127, 0, 0, 2}, 4096,
+                                  std::array<std::uint8_t, 16>{0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2}});
+  CHECK(p.value[3].address6 == std::array<std::uint8_t, 16>{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1});
 }
 
 TEST_CASE("device lists: each malformed entry is refused whole, with its reason") {
@@ -29,6 +31,10 @@ TEST_CASE("device lists: each malformed entry is refused whole, with its reason"
       {"pw0:0001.2.3.4", "not an IPv4 address"},
       {"pw0:1..3.4", "not an IPv4 address"},
       {"pw0:1.2.3.4:2048", "the MTU is 1024 or 4096"},
+      {"pw0:1.2.3.4@fd00::1::2", "not an IPv6 address"},
+      {"pw0:1.2.3.4@1.2.3.4", "not an IPv6 address"},
+      {"pw0:1.2.3.4@::ffff:1.2.3.4", "nor IPv4-mapped"},
+      {"pw0:1.2.3.4@", "not an IPv6 address"},
       {"pw0:1.2.3.4 pw0:1.2.3.5", "named twice"},
       {"", "no device listed"},
       {"# only a comment", "no device listed"},

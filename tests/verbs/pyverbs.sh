@@ -4,8 +4,15 @@
 # Passes when the module has no failure and no error, and every skip reason it prints is one
 # spec/verbs.md lists (a skip is allowed only for a capability the device reports absent).
 # Prints the module's pass and skip counts.
-# usage: pyverbs.sh BUILD SPEC_VERBS_MD MODULE
-build=$(cd "$1" && pwd); spec=$2; module=$3
+# With GID 1: on device pw0:auto@::1, over its IPv6 GID (run_tests.py --gid 1); one such test
+# at a time (only one process can bind [::1]:4791).
+# usage: pyverbs.sh BUILD SPEC_VERBS_MD MODULE [GID]
+build=$(cd "$1" && pwd); spec=$2; module=$3; gid=${4:-0}
+gid_args=()
+if [ "$gid" != 0 ]; then
+  export PUSHWIRE_VERBS="pw0:auto@::1"
+  gid_args=(--gid "$gid")
+fi
 . "$(dirname "$0")/common.sh"
 src=/usr/share/doc/rdma-core/tests
 [ -f $src/run_tests.py ] || { echo "SKIPPED: $src/run_tests.py missing (Debian: python3-pyverbs)"; exit 77; }
@@ -21,12 +28,12 @@ if [ ! -f "$dst/.stamp-$stamp" ]; then
 fi
 log=$pw_work/pyverbs.log
 rc=0
-timeout 600 "${pw_prefix[@]}" /usr/bin/python3 "$dst/run_tests.py" --dev pw0 -v "$module" >"$log" 2>&1 || rc=$?
+timeout 600 "${pw_prefix[@]}" /usr/bin/python3 "$dst/run_tests.py" --dev pw0 "${gid_args[@]}" -v "$module" >"$log" 2>&1 || rc=$?
 if grep -qE 'ERROR: AddressSanitizer|runtime error:' "$log"; then cat "$log"; echo "FAIL: a sanitizer report"; exit 1; fi
 ok=$(grep -c '\.\.\. ok$' "$log" || true)
 skipped=$(grep -c "\.\.\. skipped '" "$log" || true)
 failed=$(grep -cE '\.\.\. (FAIL|ERROR)$' "$log" || true)
-echo "pyverbs $module: $ok passed, $skipped skipped, $failed failed or errors (exit $rc)"
+echo "pyverbs $module (GID $gid): $ok passed, $skipped skipped, $failed failed or errors (exit $rc)"
 bad=0
 while IFS= read -r reason; do
   if ! grep -qF -- "$reason" "$spec"; then
@@ -38,4 +45,4 @@ if [ $rc != 0 ] || [ "$failed" != 0 ] || ! grep -qE '^OK( \(skipped=[0-9]+\))?$'
   cat "$log"; echo "FAIL: pyverbs $module"; exit 1
 fi
 [ $bad = 0 ] || exit 1
-echo "PASS: pyverbs $module"
+echo "PASS: pyverbs $module (GID $gid)"

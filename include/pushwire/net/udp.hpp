@@ -59,6 +59,10 @@ inline rnic::time_ns monotonic_ns() {
 struct udp_config {
   /// Local address the socket binds (the port's GID, as 4 bytes), and its UDP port.
   std::array<std::uint8_t, 4> address{127, 0, 0, 1};
+  /// A second address, IPv6 (an IPv6 GID of the port): a second socket binds it (same UDP
+  /// port); frames to IPv6 destinations leave from it and what arrives there is taken too.
+  /// IPv6 frames leave from the bound port only (no session source ports).
+  std::optional<std::array<std::uint8_t, 16>> address6{};
   std::uint16_t port = 4791;
   /// Datagrams per sendmmsg / recvmmsg call: 1..1024.
   std::uint32_t batch = 64;
@@ -115,16 +119,38 @@ class udp_port {
     const int zero = 0, one = 1;
     gso_ = cfg_.gso && ::setsockopt(fd_, SOL_UDP, UDP_SEGMENT, &zero, sizeof zero) == 0;
     gro_ = cfg_.gro && ::setsockopt(fd_, SOL_UDP, UDP_GRO, &one, sizeof one) == 0;
+    if (cfg_.address6) {
+      fd6_ = ::socket(AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+      const int pmtu6 = IPV6_PMTUDISC_DO;
+      sockaddr_in6 a6{};
+      a6.sin6_family = AF_INET6;
+      a6.sin6_port = htons(cfg_.port);
+      std::memcpy(&a6.sin6_addr, cfg_.address6->data(), 16);
+      if (fd6_ < 0 || ::setsockopt(fd6_, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) != 0 ||
+          ::bind(fd6_, reinterpret_cast<const sockaddr*>(&a6), sizeof a6) != 0) {
+        err_ = errno;
+        if (fd6_ >= 0) ::close(fd6_);
+        ::close(fd_);
+        fd_ = fd6_ = -1;
+        return;
+      }
+      (void)::setsockopt(fd6_, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &pmtu6, sizeof pmtu6);
+      (void)::setsockopt(fd6_, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
+      (void)::setsockopt(fd6_, SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
+      if (gso_) (void)::setsockopt(fd6_, SOL_UDP, UDP_SEGMENT, &zero, sizeof zero);
+      if (gro_) (void)::setsockopt(fd6_, SOL_UDP, UDP_GRO, &one, sizeof one);
+    }
     rx_.resize(cfg_.batch);
-    hdr_.resize(cfg_.batch), addr_.resize(cfg_.batch), ctl_.resize(cfg_.batch), frames_.resize(cfg_.batch);
+    hdr_.resize(cfg_.batch), addr_.resize(cfg_.batch), addr_len_.resize(cfg_.batch), ctl_.resize(cfg_.batch), frames_.resize(cfg_.batch);
     iov_.resize(std::size_t{cfg_.batch} * (gso_ ? max_segments : 1));
-    for (auto& b : rx_) b.resize(gro_ ? headers + max_gro : max_datagram);
-    scratch_.resize(max_datagram);
+    for (auto& b : rx_) b.resize(gro_ ? headers6 + max_gro : max_datagram + (headers6 - headers));
+    scratch_.resize(max_datagram + (headers6 - headers));
   }
   udp_port(const udp_port&) = delete;
   udp_port& operator=(const udp_port&) = delete;
   ~udp_port() {
     if (fd_ >= 0) ::close(fd_);
+    if (fd6_ >= 0) ::close(fd6_);
     for (const auto& x : extra_) ::close(x.fd);
   }
 
@@ -150,6 +176,7 @@ class udp_port {
   /// Every socket this port reads, for a caller's poll(): fd() first, then the source ports'.
   std::vector<int> fds() const {
     std::vector<int> v{fd_};
+    if (fd6_ >= 0) v.push_back(fd6_);
     for (const auto& x : extra_) v.push_back(x.fd);
     return v;
   }
@@ -158,6 +185,7 @@ class udp_port {
   /// as a frame, at time now. Returns the datagrams taken.
   std::size_t receive_into(rnic::device& d, std::size_t port, rnic::time_ns now, int rounds = 4) {
     std::size_t total = receive_on(fd_, cfg_.port, d, port, now, rounds);
+    if (fd6_ >= 0) total += receive_on(fd6_, cfg_.port, d, port, now, rounds);
     for (const auto& x : extra_) total += receive_on(x.fd, x.port, d, port, now, 1);
     return total;
   }
@@ -183,6 +211,7 @@ class udp_port {
         const std::size_t first = v, seg = it->bytes.size();
         std::size_t bytes = 0;
         addr_[m] = it->to;
+        addr_len_[m] = it->tolen;
         do {
           iov_[v++] = {it->bytes.data(), it->bytes.size()};
           picked_.push_back(it);
@@ -192,12 +221,12 @@ class udp_port {
           if (!gso_ || short_one) break;
           next_due();
         } while (it != out_.end() && v - first < max_segments && it->bytes.size() <= seg && bytes + it->bytes.size() <= max_gso_bytes &&
-                 it->to.sin_addr.s_addr == addr_[m].sin_addr.s_addr && it->to.sin_port == addr_[m].sin_port);
+                 it->tolen == addr_len_[m] && std::memcmp(&it->to, &addr_[m], it->tolen) == 0);
         hdr_[m] = {};
         hdr_[m].msg_hdr.msg_iov = &iov_[first];
         hdr_[m].msg_hdr.msg_iovlen = v - first;
         hdr_[m].msg_hdr.msg_name = &addr_[m];
-        hdr_[m].msg_hdr.msg_namelen = sizeof addr_[m];
+        hdr_[m].msg_hdr.msg_namelen = addr_len_[m];
         frames_[m] = v - first;
         if (v - first > 1) {  // UDP_SEGMENT: the size of each datagram but the last
           auto& c = ctl_[m];
@@ -244,6 +273,8 @@ class udp_port {
 
   /// Bytes the Ethernet, IPv4 and UDP headers take in a frame.
   static constexpr std::size_t headers = wire::eth_header_size + 20 + 8;
+  /// ... the Ethernet, IPv6 and UDP headers.
+  static constexpr std::size_t headers6 = wire::eth_header_size + 40 + 8;
   /// Largest datagram taken (a 4096-byte MTU packet with its headers fits).
   static constexpr std::size_t max_datagram = 9216;
   /// GSO: datagrams per message (the kernel's UDP_MAX_SEGMENTS) and payload bytes per message.
@@ -273,6 +304,24 @@ class udp_port {
                        frame.subspan(wire::eth_header_size + 20));
   }
 
+  /// wrap() for IPv6: Ethernet, IPv6 (traffic class and flow label 0, hop limit 64: the ICRC
+  /// masks all three) and UDP (checksum 0; RoCEv2's ICRC masks it too).
+  static void wrap6(std::span<std::byte> frame, const wire::mac_address& mac, const std::array<std::uint8_t, 16>& src,
+                    std::uint16_t sport, const std::array<std::uint8_t, 16>& dst, std::uint16_t dport) {
+    const std::size_t payload = frame.size() - headers6;
+    (void)wire::encode(wire::eth_header{.dst = mac, .src = {}, .type = ib::ethertype_ipv6}, frame);
+    std::byte* ip = frame.data() + wire::eth_header_size;
+    std::memset(ip, 0, 40);
+    ip[0] = std::byte{0x60};
+    wire::store_be16(ip + 4, static_cast<std::uint16_t>(8 + payload));
+    ip[6] = std::byte{ib::ip_proto_udp};
+    ip[7] = std::byte{64};
+    std::memcpy(ip + 8, src.data(), 16);
+    std::memcpy(ip + 24, dst.data(), 16);
+    (void)wire::encode(ib::udp_header{.srcport = sport, .dstport = dport, .length = static_cast<std::uint16_t>(8 + payload), .checksum = 0},
+                       frame.subspan(wire::eth_header_size + 40));
+  }
+
  private:
   std::size_t receive_on(int fd, std::uint16_t local_port, rnic::device& d, std::size_t port, rnic::time_ns now, int rounds) {
     const rnic::port_config& pc = d.config().ports[port];
@@ -282,7 +331,7 @@ class udp_port {
     auto& from = addr_;
     for (int k = 0; k < rounds; ++k) {
       for (std::size_t i = 0; i < cfg_.batch; ++i) {
-        iov[i] = {rx_[i].data() + headers, rx_[i].size() - headers};
+        iov[i] = {rx_[i].data() + headers6, rx_[i].size() - headers6};
         h[i] = {};
         h[i].msg_hdr.msg_iov = &iov[i];
         h[i].msg_hdr.msg_iovlen = 1;
@@ -298,9 +347,18 @@ class udp_port {
           ++stats_.truncated;
           continue;
         }
-        const auto& src = from[static_cast<std::size_t>(i)];
+        const sock_addr& src = from[static_cast<std::size_t>(i)];
+        const bool v6 = src.sa.sa_family == AF_INET6;
+        const std::size_t hl = v6 ? headers6 : headers, lead = headers6 - hl;  // the frame starts at `lead`
         std::array<std::uint8_t, 4> sip{};
-        std::memcpy(sip.data(), &src.sin_addr, 4);
+        std::array<std::uint8_t, 16> sip6{};
+        if (v6) std::memcpy(sip6.data(), &src.v6.sin6_addr, 16);
+        else std::memcpy(sip.data(), &src.v4.sin_addr, 4);
+        const std::uint16_t sport = ntohs(v6 ? src.v6.sin6_port : src.v4.sin_port);
+        auto wrap_any = [&](std::span<std::byte> frame) {
+          if (v6) wrap6(frame, pc.mac, sip6, sport, *cfg_.address6, local_port);
+          else wrap(frame, pc.mac, sip, sport, cfg_.address, local_port);
+        };
         // GRO: datagrams of `seg` bytes each (the last may be shorter), back to back.
         std::size_t seg = m.msg_len;
         for (cmsghdr* c = gro_ ? CMSG_FIRSTHDR(&m.msg_hdr) : nullptr; c; c = CMSG_NXTHDR(const_cast<msghdr*>(&m.msg_hdr), c))
@@ -309,28 +367,28 @@ class udp_port {
             std::memcpy(&g, CMSG_DATA(c), sizeof g);
             if (g > 0) seg = static_cast<std::size_t>(g);
           }
-        std::byte* const payload = rx_[static_cast<std::size_t>(i)].data() + headers;
+        std::byte* const payload = rx_[static_cast<std::size_t>(i)].data() + headers6;
         stats_.gro_messages += m.msg_len > seg;
         for (std::size_t off = 0; off < m.msg_len; off += seg) {
           const std::size_t len = std::min<std::size_t>(seg, m.msg_len - off);
           std::span<std::byte> frame;
           if (off == 0) {
-            frame = std::span<std::byte>(rx_[static_cast<std::size_t>(i)]).first(headers + len);
-          } else if (headers + len <= scratch_.size()) {
-            std::memcpy(scratch_.data() + headers, payload + off, len);
-            frame = std::span<std::byte>(scratch_).first(headers + len);
+            frame = std::span<std::byte>(rx_[static_cast<std::size_t>(i)]).subspan(lead, hl + len);
+          } else if (headers6 + len <= scratch_.size()) {
+            std::memcpy(scratch_.data() + headers6, payload + off, len);
+            frame = std::span<std::byte>(scratch_).subspan(lead, hl + len);
           } else {
             ++stats_.truncated;
             continue;
           }
-          wrap(frame, pc.mac, sip, ntohs(src.sin_port), cfg_.address, local_port);
+          wrap_any(frame);
           d.receive(port, frame, now);
           ++stats_.received;
           ++total;
         }
         if (m.msg_len == 0) {  // an empty datagram: the device counts it as a bad frame
-          auto frame = std::span<std::byte>(rx_[static_cast<std::size_t>(i)]).first(headers);
-          wrap(frame, pc.mac, sip, ntohs(src.sin_port), cfg_.address, local_port);
+          auto frame = std::span<std::byte>(rx_[static_cast<std::size_t>(i)]).subspan(lead, hl);
+          wrap_any(frame);
           d.receive(port, frame, now);
           ++stats_.received;
           ++total;
@@ -341,10 +399,16 @@ class udp_port {
     return total;
   }
 
+  union sock_addr {
+    sockaddr sa;
+    sockaddr_in v4;
+    sockaddr_in6 v6;
+  };
   struct pending {
     rnic::time_ns at = 0;
     int fd = -1;  ///< the socket of the frame's source port
-    sockaddr_in to{};
+    sock_addr to{};
+    socklen_t tolen = sizeof(sockaddr_in);
     std::vector<std::byte> bytes;
   };
   struct source_port {
@@ -376,9 +440,14 @@ class udp_port {
     ++stats_.source_ports;
     return fd;
   }
-  // A device frame to a datagram (IPv4, no options, UDP): queued with its faults.
+  // A device frame to a datagram (IPv4 without options, or IPv6 without extension headers;
+  // UDP): queued with its faults.
   void queue(std::span<const std::byte> f, rnic::time_ns now) {
     const auto l2 = wire::locate_payload(f);
+    if (l2 && l2->type == ib::ethertype_ipv6) {
+      queue6(f, l2->offset, now);
+      return;
+    }
     if (!l2 || l2->type != ib::ethertype_ipv4 || f.size() < l2->offset + 28) {
       ++stats_.not_sendable;
       return;
@@ -396,10 +465,32 @@ class udp_port {
       ++stats_.not_sendable;
       return;
     }
-    p.to.sin_family = AF_INET;
-    std::memcpy(&p.to.sin_addr, ip + 16, 4);
-    p.to.sin_port = htons(wire::load_be16(ip + ihl + 2));
+    p.to.v4.sin_family = AF_INET;
+    std::memcpy(&p.to.v4.sin_addr, ip + 16, 4);
+    p.to.v4.sin_port = htons(wire::load_be16(ip + ihl + 2));
+    p.tolen = sizeof(sockaddr_in);
     p.bytes.assign(ip + ihl + 8, ip + len);
+    p.at = now;
+    queue_with_faults(out_, std::move(p), cfg_.faults, rng_, stats_);
+  }
+  void queue6(std::span<const std::byte> f, std::size_t at, rnic::time_ns now) {
+    const std::byte* ip = f.data() + at;
+    if (fd6_ < 0 || f.size() < at + 48 || std::to_integer<unsigned>(ip[6]) != ib::ip_proto_udp) {
+      ++stats_.not_sendable;
+      return;
+    }
+    const std::size_t len = 40u + wire::load_be16(ip + 4);
+    if (len < 48 || f.size() < at + len || wire::load_be16(ip + 40) != cfg_.port) {
+      ++stats_.not_sendable;
+      return;
+    }
+    pending p;
+    p.fd = fd6_;
+    p.to.v6.sin6_family = AF_INET6;
+    std::memcpy(&p.to.v6.sin6_addr, ip + 24, 16);
+    p.to.v6.sin6_port = htons(wire::load_be16(ip + 42));
+    p.tolen = sizeof(sockaddr_in6);
+    p.bytes.assign(ip + 48, ip + len);
     p.at = now;
     queue_with_faults(out_, std::move(p), cfg_.faults, rng_, stats_);
   }
@@ -410,7 +501,7 @@ class udp_port {
   }
 
   udp_config cfg_;
-  int fd_ = -1, err_ = 0;
+  int fd_ = -1, fd6_ = -1, err_ = 0;
   std::mt19937_64 rng_;
   udp_counters stats_{};
   std::list<pending> out_;
@@ -419,7 +510,8 @@ class udp_port {
   std::vector<std::vector<std::byte>> rx_;
   std::vector<mmsghdr> hdr_;  // one batch's headers, vectors and addresses (reused by every call)
   std::vector<iovec> iov_;
-  std::vector<sockaddr_in> addr_;
+  std::vector<sock_addr> addr_;
+  std::vector<socklen_t> addr_len_;
   std::vector<std::array<char, CMSG_SPACE(sizeof(int))>> ctl_;  // UDP_SEGMENT out, UDP_GRO in
   std::vector<std::size_t> frames_;                            // datagrams in each message sent
   std::vector<std::byte> scratch_;                             // a GRO message's later datagrams

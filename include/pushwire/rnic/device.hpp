@@ -49,6 +49,9 @@ constexpr std::span<const wire::named_value> wire_enum_names(framing) { return f
 struct port_config {
   wire::mac_address mac{};
   std::array<std::uint8_t, 16> gid{};
+  /// RoCE: GIDs 1.. of the port's table: more addresses the port answers to and sends from
+  /// (address_vector::sgid_index), e.g. an IPv6 one beside an IPv4-mapped `gid`.
+  std::vector<std::array<std::uint8_t, 16>> extra_gids{};
   /// The largest path MTU (payload bytes per packet), 256..4096; in both framings the limit of
   /// a UD message (UD has no path MTU attribute).
   std::uint32_t mtu = 4096;
@@ -338,7 +341,7 @@ class device {
   // ---- address handles and shared receive queues -----------------------------------------
   result<std::uint32_t> create_ah(std::uint32_t pd, const address_vector& av) {
     if (!has_pd(pd)) return errc::not_found;
-    if (av.port >= ports_.size()) return errc::invalid_argument;
+    if (av.port >= ports_.size() || !has_gid(av.port, av.sgid_index)) return errc::invalid_argument;
     if (!free_ahs_.empty()) {
       const std::uint32_t n = free_ahs_.back();
       free_ahs_.pop_back();
@@ -477,6 +480,7 @@ class device {
     const std::uint8_t port = any(mask & qp_attr_mask::port) ? a.port : q->attr.port;
     const std::uint32_t port_mtu = port < ports_.size() ? port_path_mtu(port) : 0;
     if (const errc e = check_modify(q->init.type, q->state, a, mask, ports_.size(), port_mtu); e != errc{}) return e;
+    if (any(mask & qp_attr_mask::av) && !has_gid(a.av.port, a.av.sgid_index)) return errc::invalid_attribute;
     apply_attrs(*q, a, mask);
     const qp_state to = any(mask & qp_attr_mask::state) ? a.state : q->state;
     enter(*q, to);
@@ -758,6 +762,10 @@ class device {
   // -- lookups -----------------------------------------------------------------------------
   bool has_pd(std::uint32_t pd) const { return std::find(pds_.begin(), pds_.end(), pd) != pds_.end(); }
   bool has_srq(std::uint32_t srq) const { return srq < srqs_.size() && srqs_[srq] != nullptr; }
+  bool has_gid(std::uint8_t port, std::uint8_t index) const { return port < ports_.size() && index <= ports_[port].cfg.extra_gids.size(); }
+  static bool is_own_gid(const port_state& ps, const std::array<std::uint8_t, 16>& g) {
+    return g == ps.cfg.gid || std::find(ps.cfg.extra_gids.begin(), ps.cfg.extra_gids.end(), g) != ps.cfg.extra_gids.end();
+  }
   void check_srq_limits() {
     for (std::size_t i = 0; i < srqs_.size(); ++i)
       if (srqs_[i] && srqs_[i]->limit != 0 && *srq_outstanding(static_cast<std::uint32_t>(i)) < srqs_[i]->limit) {
@@ -768,7 +776,7 @@ class device {
   /// How long a QP being destroyed lingers (device_config::linger), 0: not at all.
   time_ns linger_of(const qp_state_t& q) const {
     if (cfg_.linger == 0 || q.init.type != qp_type::rc || !q.resp || (q.state != qp_state::rts && q.state != qp_state::sqd)) return 0;
-    if (q.attr.av.port < ports_.size() && q.attr.av.dgid == ports_[q.attr.av.port].cfg.gid) return 0;  // its peer is here
+    if (q.attr.av.port < ports_.size() && is_own_gid(ports_[q.attr.av.port], q.attr.av.dgid)) return 0;  // its peer is here
     const time_ns ack_timeout = q.attr.timeout ? time_ns{4096} << q.attr.timeout : cfg_.linger;
     return std::min(cfg_.linger, 2 * ack_timeout);
   }
@@ -1650,15 +1658,16 @@ class device {
     ib::roce_packet b{};
     b.eth.src = ps.cfg.mac;
     b.eth.dst = av.dmac;
-    const bool v6 = !is_v4(av.dgid) || !is_v4(ps.cfg.gid);
+    const auto& sgid = av.sgid_index == 0 || av.sgid_index > ps.cfg.extra_gids.size() ? ps.cfg.gid : ps.cfg.extra_gids[av.sgid_index - 1u];
+    const bool v6 = !is_v4(av.dgid) || !is_v4(sgid);
     b.v6 = v6;
     if (v6) {
-      std::copy(ps.cfg.gid.begin(), ps.cfg.gid.end(), b.ip6.src.begin());
+      std::copy(sgid.begin(), sgid.end(), b.ip6.src.begin());
       std::copy(av.dgid.begin(), av.dgid.end(), b.ip6.dst.begin());
       b.ip6.hlim = av.hop_limit;
       b.ip6.tclass = av.traffic_class;
     } else {
-      std::copy(ps.cfg.gid.begin() + 12, ps.cfg.gid.end(), b.ip4.src.begin());
+      std::copy(sgid.begin() + 12, sgid.end(), b.ip4.src.begin());
       std::copy(av.dgid.begin() + 12, av.dgid.end(), b.ip4.dst.begin());
       b.ip4.ttl = av.hop_limit;
       b.ip4.flags_df = true;  // as rxe, and as Linux sends a datagram of an unconnected socket (identification 0): net/udp.hpp
@@ -1711,7 +1720,7 @@ class device {
     }
     const flow::packet p = flow::from_roce(v);
     // (the default partition is the only one)
-    const bool mine = eth.dst == ps.cfg.mac && dst == ps.cfg.gid && p.p_key == 0xFFFF;
+    const bool mine = eth.dst == ps.cfg.mac && is_own_gid(ps, dst) && p.p_key == 0xFFFF;
     const cut c = mine ? cut_through(v, p) : cut::no;
     if (c == cut::bad_icrc || (c == cut::no && !ib::verify_icrc(v))) {
       ++stats_.dropped_bad_frame;

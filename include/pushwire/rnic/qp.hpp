@@ -77,6 +77,8 @@ struct address_vector {
   std::uint8_t port = 0;
   wire::mac_address dmac{};
   std::array<std::uint8_t, 16> dgid{};
+  /// The source GID: index into the port's table (port_config::gid, then extra_gids).
+  std::uint8_t sgid_index = 0;
   std::uint8_t hop_limit = 64;
   std::uint8_t traffic_class = 0;
   std::uint32_t flow_label = 0;  ///< 20 bits; 0: derived from the QP numbers (ib/entropy.hpp)
