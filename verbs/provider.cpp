@@ -215,6 +215,50 @@ struct pw_ah {
 struct pw_mr {
   ibv_mr mr;
 };
+/// A protection domain, or a parent domain (ibv_alloc_parent_domain): the device PD of its
+/// protection domain, and the allocators the provider takes its queues' memory from.
+struct pw_pd {
+  ibv_pd pd;
+  bool parent;
+  void* (*alloc)(ibv_pd*, void*, std::size_t, std::size_t, std::uint64_t);
+  void (*free)(ibv_pd*, void*, void*, std::uint64_t);
+  void* pd_context;
+};
+struct pw_td {
+  ibv_td td;
+};
+pw_pd* pd_of(ibv_pd* p) { return reinterpret_cast<pw_pd*>(p); }
+
+/// resource_type of the buffers a parent domain's allocator is asked for (spec/verbs.md §3):
+/// the driver part (bits 63..32) "PW", then what the buffer holds.
+constexpr std::uint64_t resource_base = std::uint64_t{0x5057} << 32;
+constexpr std::uint64_t resource_sq = resource_base + 1, resource_rq = resource_base + 2, resource_cq = resource_base + 3,
+                        resource_srq = resource_base + 4;
+
+/// Memory from a parent domain's allocator, given back when its owner goes.
+struct pd_buffer {
+  pw_pd* pd = nullptr;
+  void* p = nullptr;
+  std::uint64_t type = 0;
+  pd_buffer() = default;
+  pd_buffer(const pd_buffer&) = delete;
+  pd_buffer& operator=(const pd_buffer&) = delete;
+  ~pd_buffer() {
+    if (pd && p && pd->free) pd->free(&pd->pd, pd->pd_context, p, type);
+  }
+};
+/// `count` T's from pd's allocator when it has one (nullopt: the default, the provider's heap);
+/// an empty span when the allocator failed.
+template <class T>
+std::optional<std::span<T>> pd_alloc(ibv_pd* pd, std::size_t count, std::uint64_t type, pd_buffer& keep) {
+  pw_pd* p = pd ? pd_of(pd) : nullptr;
+  if (!p || !p->parent || !p->alloc) return std::nullopt;
+  void* mem = p->alloc(&p->pd, p->pd_context, count * sizeof(T), 64, type);
+  if (mem == IBV_ALLOCATOR_USE_DEFAULT) return std::nullopt;
+  if (!mem || reinterpret_cast<std::uintptr_t>(mem) % alignof(T) != 0) return std::span<T>{};
+  keep.pd = p, keep.p = mem, keep.type = type;
+  return std::span<T>(static_cast<T*>(mem), count);
+}
 static_assert(std::is_standard_layout_v<pw_context> && std::is_standard_layout_v<pw_cq> && std::is_standard_layout_v<pw_qp> &&
               std::is_standard_layout_v<pw_srq> && std::is_standard_layout_v<pw_channel>);
 
@@ -232,6 +276,7 @@ struct channel_impl {
 };
 
 struct cq_impl {
+  pd_buffer ring_buf;  // (declared first: freed after the ring is gone)
   engine* eng = nullptr;
   std::uint32_t n = 0;
   std::unique_ptr<rnic::cq_memory> mem;
@@ -241,6 +286,7 @@ struct cq_impl {
 };
 
 struct srq_impl {
+  pd_buffer ring_buf;
   engine* eng = nullptr;
   std::uint32_t n = 0;
   std::unique_ptr<rnic::rq_memory> mem;
@@ -263,6 +309,7 @@ struct send_item {
 };
 
 struct qp_impl {
+  pd_buffer sq_buf, rq_buf;
   engine* eng = nullptr;
   context_impl* ctx = nullptr;
   std::uint32_t qpn = 0;
@@ -853,14 +900,23 @@ ibv_cq_ex* create_cq(ibv_context* c, const ibv_cq_init_attr_ex& a) {
   if (a.cqe == 0 || a.cqe > max_cqe) return fail<ibv_cq_ex>(EINVAL);
   if (a.comp_vector >= static_cast<std::uint32_t>(c->num_comp_vectors)) return fail<ibv_cq_ex>(EINVAL);
   if (a.wc_flags & ~cqx_supported) return fail<ibv_cq_ex>(EOPNOTSUPP);
-  if (a.comp_mask & ~std::uint32_t(IBV_CQ_INIT_ATTR_MASK_FLAGS)) return fail<ibv_cq_ex>(EOPNOTSUPP);
+  if (a.comp_mask & ~std::uint32_t(IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD)) return fail<ibv_cq_ex>(EOPNOTSUPP);
+  ibv_pd* const parent = a.comp_mask & IBV_CQ_INIT_ATTR_MASK_PD ? a.parent_domain : nullptr;
+  if ((a.comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) && (!parent || !pd_of(parent)->parent || parent->context != c))
+    return fail<ibv_cq_ex>(EINVAL);  // a parent domain of this context, not a plain PD
   if ((a.comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) && (a.flags & ~std::uint32_t(IBV_CREATE_CQ_ATTR_SINGLE_THREADED)))
     return fail<ibv_cq_ex>(EOPNOTSUPP);
   context_impl& ci = *ctx_of(c)->impl;
   engine& e = *ci.eng;
   auto impl = std::make_unique<cq_impl>();
   impl->eng = &e;
-  impl->mem = std::make_unique<rnic::cq_memory>(pow2_at_least(std::max<std::uint32_t>(a.cqe, 2)));
+  const std::uint32_t depth = pow2_at_least(std::max<std::uint32_t>(a.cqe, 2));
+  if (auto ext = pd_alloc<rnic::cqe>(parent, depth, resource_cq, impl->ring_buf)) {
+    if (ext->empty()) return fail<ibv_cq_ex>(ENOMEM);
+    impl->mem = std::make_unique<rnic::cq_memory>(*ext);
+  } else {
+    impl->mem = std::make_unique<rnic::cq_memory>(depth);
+  }
   impl->wc_flags = a.wc_flags;
   auto* p = new (std::nothrow) pw_cq{};
   if (!p) return fail<ibv_cq_ex>(ENOMEM);
@@ -1065,8 +1121,20 @@ ibv_qp* create_qp(ibv_context* c, ibv_qp_init_attr_ex& a) {
   impl->sq_sig_all = a.sq_sig_all != 0;
   const std::uint32_t sq_depth = pow2_at_least(std::max<std::uint32_t>(cap.max_send_wr, 1));
   const std::uint32_t rq_depth = pow2_at_least(std::max<std::uint32_t>(cap.max_recv_wr, 1));
-  impl->sq = std::make_unique<rnic::sq_memory>(sq_depth);
-  if (!a.srq) impl->rq = std::make_unique<rnic::rq_memory>(rq_depth);
+  if (auto ext = pd_alloc<rnic::send_wqe>(a.pd, sq_depth, resource_sq, impl->sq_buf)) {
+    if (ext->empty()) return fail<ibv_qp>(ENOMEM);
+    impl->sq = std::make_unique<rnic::sq_memory>(*ext);
+  } else {
+    impl->sq = std::make_unique<rnic::sq_memory>(sq_depth);
+  }
+  if (!a.srq) {
+    if (auto ext = pd_alloc<rnic::recv_wqe>(a.pd, rq_depth, resource_rq, impl->rq_buf)) {
+      if (ext->empty()) return fail<ibv_qp>(ENOMEM);
+      impl->rq = std::make_unique<rnic::rq_memory>(*ext);
+    } else {
+      impl->rq = std::make_unique<rnic::rq_memory>(rq_depth);
+    }
+  }
   impl->cap.max_send_wr = sq_depth;
   impl->cap.max_recv_wr = a.srq ? 0 : rq_depth;
   impl->cap.max_send_sge = rnic::max_sge;
@@ -1154,7 +1222,12 @@ ibv_srq* create_srq(ibv_pd* pd, ibv_srq_init_attr& a) {
   auto impl = std::make_unique<srq_impl>();
   impl->eng = &e;
   const std::uint32_t depth = pow2_at_least(a.attr.max_wr);
-  impl->mem = std::make_unique<rnic::rq_memory>(depth);
+  if (auto ext = pd_alloc<rnic::recv_wqe>(pd, depth, resource_srq, impl->ring_buf)) {
+    if (ext->empty()) return fail<ibv_srq>(ENOMEM);
+    impl->mem = std::make_unique<rnic::rq_memory>(*ext);
+  } else {
+    impl->mem = std::make_unique<rnic::rq_memory>(depth);
+  }
   impl->max_wr = depth;
   impl->max_sge = rnic::max_sge;
   auto* p = new (std::nothrow) pw_srq{};
@@ -1207,6 +1280,35 @@ int op_advise_mr(ibv_pd* pd, ibv_advise_mr_advice advice, std::uint32_t flags, i
   return to_errno(e.dev->prefetch(pd->handle, ranges, need, advice != IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT));
 }
 
+ibv_td* op_alloc_td(ibv_context* c, ibv_td_init_attr* a) {
+  if (!a || a->comp_mask) return fail<ibv_td>(EINVAL);
+  auto* t = new (std::nothrow) pw_td{};
+  if (!t) return fail<ibv_td>(ENOMEM);
+  t->td.context = c;
+  return &t->td;
+}
+int op_dealloc_td(ibv_td* td) {
+  delete reinterpret_cast<pw_td*>(td);
+  return 0;
+}
+/// A parent domain: its protection domain's device PD (every object created in it belongs to
+/// that PD), a thread domain (accepted: the device has one lock anyway) and allocators.
+ibv_pd* op_alloc_parent_domain(ibv_context* c, ibv_parent_domain_init_attr* a) {
+  if (!a || !a->pd || a->pd->context != c || pd_of(a->pd)->parent) return fail<ibv_pd>(EINVAL);
+  if (a->comp_mask & ~std::uint32_t(IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS | IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT))
+    return fail<ibv_pd>(EOPNOTSUPP);
+  if ((a->comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS) && (!a->alloc || !a->free)) return fail<ibv_pd>(EINVAL);
+  if (a->td && a->td->context != c) return fail<ibv_pd>(EINVAL);
+  auto* p = new (std::nothrow) pw_pd{};
+  if (!p) return fail<ibv_pd>(ENOMEM);
+  p->pd.context = c;
+  p->pd.handle = a->pd->handle;
+  p->parent = true;
+  if (a->comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_ALLOCATORS) p->alloc = a->alloc, p->free = a->free;
+  if (a->comp_mask & IBV_PARENT_DOMAIN_INIT_ATTR_PD_CONTEXT) p->pd_context = a->pd_context;
+  return &p->pd;
+}
+
 void fill_context_ops(pw_context& p) {
   ibv_context_ops& o = p.v.context.ops;
   o.alloc_mw = op_alloc_mw;
@@ -1220,6 +1322,9 @@ void fill_context_ops(pw_context& p) {
   verbs_context& v = p.v;
   v.query_port = op_query_port;
   v.advise_mr = op_advise_mr;
+  v.alloc_td = op_alloc_td;
+  v.dealloc_td = op_dealloc_td;
+  v.alloc_parent_domain = op_alloc_parent_domain;
   v.query_device_ex = op_query_device_ex;
   v.create_cq_ex = op_create_cq_ex;
   v.create_qp_ex = op_create_qp_ex;
@@ -1403,7 +1508,7 @@ PW_EXPORT int ibv_get_pkey_index(ibv_context*, std::uint8_t port, __be16 pkey) {
 // ---- PD, MR ----
 PW_EXPORT ibv_pd* ibv_alloc_pd(ibv_context* c) {
   engine& e = eng_of(c);
-  auto* p = new (std::nothrow) ibv_pd{};
+  auto* p = new (std::nothrow) pw_pd{};
   if (!p) return fail<ibv_pd>(ENOMEM);
   std::lock_guard g(e.mu);
   const auto n = e.dev->alloc_pd();
@@ -1411,17 +1516,18 @@ PW_EXPORT ibv_pd* ibv_alloc_pd(ibv_context* c) {
     delete p;
     return fail<ibv_pd>(to_errno(n.code()));
   }
-  p->context = c;
-  p->handle = *n;
-  return p;
+  p->pd.context = c;
+  p->pd.handle = *n;
+  return &p->pd;
 }
 PW_EXPORT int ibv_dealloc_pd(ibv_pd* pd) {
-  engine& e = eng_of(pd->context);
-  {
+  pw_pd* p = pd_of(pd);
+  if (!p->parent) {  // a parent domain holds no device PD of its own
+    engine& e = eng_of(pd->context);
     std::lock_guard g(e.mu);
     if (const rnic::errc r = e.dev->dealloc_pd(pd->handle); r != rnic::errc{}) return to_errno(r);
   }
-  delete pd;
+  delete p;
   return 0;
 }
 

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <new>
 #include <span>
 #include <vector>
 
@@ -58,7 +59,14 @@ struct cq_doorbell {
 class cq_memory {
  public:
   /// depth: entries, a power of two from 2 to 2^22.
-  explicit cq_memory(std::uint32_t depth) : ring_(valid_depth(depth) ? depth : 0) {}
+  explicit cq_memory(std::uint32_t depth) : own_(valid_depth(depth) ? depth : 0), ring_(own_) {}
+  /// Over the caller's memory (a verbs parent domain's allocator): `ring` must outlive this and
+  /// hold a valid depth of entries (else ring() is empty); they are zeroed here.
+  explicit cq_memory(std::span<cqe> ring) : ring_(valid_depth(static_cast<std::uint32_t>(ring.size())) ? ring : std::span<cqe>{}) {
+    for (cqe& e : ring_) ::new (static_cast<void*>(&e)) cqe();
+  }
+  cq_memory(const cq_memory&) = delete;
+  cq_memory& operator=(const cq_memory&) = delete;
   static constexpr bool valid_depth(std::uint32_t d) { return d >= 2 && d <= (1u << 22) && (d & (d - 1)) == 0; }
   std::span<cqe> ring() { return ring_; }
   cq_doorbell& doorbell() { return db_; }
@@ -107,7 +115,8 @@ class cq_memory {
   static constexpr std::uint8_t phase(std::uint32_t p, std::uint32_t n) { return ((p / n) & 1u) == 0 ? 1 : 0; }
 
  private:
-  std::vector<cqe> ring_;
+  std::vector<cqe> own_;
+  std::span<cqe> ring_;
   cq_doorbell db_;
 };
 

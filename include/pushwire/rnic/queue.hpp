@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <new>
 #include <span>
 #include <vector>
 
@@ -118,7 +119,14 @@ template <class Wqe>
 class wq_memory {
  public:
   /// depth: descriptors, a power of two from 1 to 2^16.
-  explicit wq_memory(std::uint32_t depth) : ring_(valid_depth(depth) ? depth : 0) {}
+  explicit wq_memory(std::uint32_t depth) : own_(valid_depth(depth) ? depth : 0), ring_(own_) {}
+  /// Over the caller's memory (a verbs parent domain's allocator): `ring` must outlive this and
+  /// hold a valid depth of descriptors (else depth() is 0); they are initialised here.
+  explicit wq_memory(std::span<Wqe> ring) : ring_(valid_depth(static_cast<std::uint32_t>(ring.size())) ? ring : std::span<Wqe>{}) {
+    for (Wqe& w : ring_) ::new (static_cast<void*>(&w)) Wqe();
+  }
+  wq_memory(const wq_memory&) = delete;
+  wq_memory& operator=(const wq_memory&) = delete;
   static constexpr bool valid_depth(std::uint32_t d) { return d >= 1 && d <= (1u << 16) && (d & (d - 1)) == 0; }
   std::span<Wqe> ring() { return ring_; }
   wq_doorbell& doorbell() { return db_; }
@@ -137,7 +145,8 @@ class wq_memory {
   }
 
  private:
-  std::vector<Wqe> ring_;
+  std::vector<Wqe> own_;
+  std::span<Wqe> ring_;
   wq_doorbell db_;
 };
 using sq_memory = wq_memory<send_wqe>;
