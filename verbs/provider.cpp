@@ -1679,7 +1679,29 @@ PW_EXPORT ibv_cq* ibv_create_cq(ibv_context* c, int cqe, void* cq_context, ibv_c
   ibv_cq_ex* x = create_cq(c, a);
   return x ? ibv_cq_ex_to_cq(x) : nullptr;
 }
-PW_EXPORT int ibv_resize_cq(ibv_cq*, int) { return EOPNOTSUPP; }
+PW_EXPORT int ibv_resize_cq(ibv_cq* cq, int cqe) {
+  if (!cq || cqe <= 0 || static_cast<std::uint32_t>(cqe) > max_cqe) return EINVAL;
+  cq_impl& q = *cq_of(cq)->impl;
+  const std::uint32_t depth = pow2_at_least(std::max<std::uint32_t>(static_cast<std::uint32_t>(cqe), 2));
+  auto buf = std::make_unique<pd_buffer>();
+  std::unique_ptr<rnic::cq_memory> mem;
+  if (q.ring_buf.pd) {  // a parent domain's CQ: its allocator again
+    auto ext = pd_alloc<rnic::cqe>(&q.ring_buf.pd->pd, depth, resource_cq, *buf);
+    if (ext && ext->empty()) return ENOMEM;
+    mem = ext ? std::make_unique<rnic::cq_memory>(*ext) : std::make_unique<rnic::cq_memory>(depth);
+  } else {
+    mem = std::make_unique<rnic::cq_memory>(depth);
+  }
+  std::lock_guard g(q.eng->mu);
+  std::lock_guard g2(q.poll_mu);
+  if (const rnic::errc r = q.eng->dev->resize_cq(q.n, *mem); r != rnic::errc{}) return to_errno(r);
+  std::swap(q.mem, mem);  // the old ring goes (after the device stopped writing it)
+  mem.reset();
+  // the new ring's buffer stays, the old one (if from a parent domain) is given back with buf
+  std::swap(q.ring_buf.p, buf->p), std::swap(q.ring_buf.pd, buf->pd), std::swap(q.ring_buf.type, buf->type);
+  cq->cqe = static_cast<int>(depth);
+  return 0;
+}
 PW_EXPORT int ibv_destroy_cq(ibv_cq* cq) {
   pw_cq* p = cq_of(cq);
   engine& e = *p->impl->eng;

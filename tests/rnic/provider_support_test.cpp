@@ -373,3 +373,31 @@ TEST_CASE("a port with an IPv6 GID beside its IPv4-mapped one: the source GID in
   CHECK(done[0].status == wc_status::success);
   CHECK(b.poll_recv().size() == 1);
 }
+
+TEST_CASE("resize_cq moves the waiting completions, in order, to the new ring, and the device writes there", "[rnic][cq]") {
+  hand_pair p;
+  const time_ns t = 1'000'000;
+  for (std::uint64_t i = 0; i < 5; ++i) p.recv_on_b(i);
+  for (std::uint64_t i = 0; i < 5; ++i) p.send_a_to_b(10 + i);
+  deliver(take_all(*p.a.dev, t), *p.b.dev, t);
+  deliver(take_all(*p.b.dev, t), *p.a.dev, t);
+  std::vector<work_completion> out(2);
+  REQUIRE(p.a.scq_mem->poll(out) == 2);  // two consumed, three waiting
+  cq_memory small(2), bigger(8);
+  CHECK(p.a.dev->resize_cq(p.a.scq, small) == errc::invalid_argument);  // three do not fit in two
+  CHECK(p.a.dev->resize_cq(999, bigger) == errc::not_found);
+  REQUIRE(p.a.dev->resize_cq(p.a.scq, bigger) == errc{});
+  std::vector<work_completion> got(8);
+  REQUIRE(bigger.poll(got) == 3);
+  CHECK(got[0].wr_id == 12);
+  CHECK(got[1].wr_id == 13);
+  CHECK(got[2].wr_id == 14);
+  p.recv_on_b(5);
+  p.send_a_to_b(15);  // written to the new ring
+  deliver(take_all(*p.a.dev, t), *p.b.dev, t);
+  deliver(take_all(*p.b.dev, t), *p.a.dev, t);
+  REQUIRE(bigger.poll(got) == 1);
+  CHECK(got[0].wr_id == 15);
+  std::vector<work_completion> none(8);
+  CHECK(p.a.scq_mem->poll(none) == 0);
+}

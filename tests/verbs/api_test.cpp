@@ -234,5 +234,5 @@ TEST_CASE("the GID table: GID 0 IPv4-mapped, GID 1 the configured IPv6 address, 
   }
   ibv_gid g{};
   CHECK(ibv_query_gid(d.ctx, 1, static_cast<int>(n), &g) != 0);
-  CHECK(ibv_resize_cq(nullptr, 4) == EOPNOTSUPP);
+  CHECK(ibv_resize_cq(nullptr, 4) == EINVAL);
 }

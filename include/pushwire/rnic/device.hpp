@@ -330,6 +330,30 @@ class device {
     cqs_.erase(cq);
     return {};
   }
+  /// Moves a CQ to new memory (ibv_resize_cq): the completions written and not consumed yet go
+  /// to the start of `m`'s ring in their order, and the device writes there from then on (the
+  /// old memory is the caller's again). The consumer must not poll meanwhile. Errors:
+  /// not_found, invalid_argument (m's ring empty, or smaller than the completions waiting).
+  errc resize_cq(std::uint32_t cq, cq_memory& m) {
+    const auto it = cqs_.find(cq);
+    if (it == cqs_.end()) return errc::not_found;
+    cq_state& c = it->second;
+    if (m.ring().empty()) return errc::invalid_argument;
+    const std::span<cqe> from = c.mem->ring(), to = m.ring();
+    const std::uint32_t ci = c.mem->doorbell().consumer.load(std::memory_order_acquire);
+    const std::uint32_t waiting = c.producer - ci;
+    if (waiting > to.size()) return errc::invalid_argument;
+    const auto n_from = static_cast<std::uint32_t>(from.size()), n_to = static_cast<std::uint32_t>(to.size());
+    for (std::uint32_t i = 0; i < waiting; ++i) {
+      cqe e = from[(ci + i) & (n_from - 1)];
+      e.op_own = static_cast<std::uint8_t>((e.op_own & ~cqe_owner) | cq_memory::phase(i, n_to));
+      to[i] = e;
+    }
+    m.doorbell().consumer.store(0, std::memory_order_release);
+    c.producer = waiting;
+    c.mem = &m;
+    return {};
+  }
   /// Calls `notify` once, after the next completion written to cq (armed notification).
   errc arm_cq(std::uint32_t cq, std::function<void(std::uint32_t)> notify) {
     const auto it = cqs_.find(cq);
