@@ -366,6 +366,10 @@ struct engine {
     const std::uint64_t one = 1;
     if (wake_fd >= 0) (void)!::write(wake_fd, &one, sizeof one);
   }
+  void drain_wake() const {
+    std::uint64_t v;
+    (void)!::read(wake_fd, &v, sizeof v);
+  }
   /// Receives, runs the device, sends, and hands out events (the caller holds mu).
   void step();
   void run();
@@ -447,14 +451,14 @@ void engine::run() {
   std::vector<pollfd> fds;
   const pollfd wake_only{wake_fd, POLLIN, 0};
   while (!stop) {
-    // While the program itself runs the device (it polls a CQ or posts), stay out of its way.
+    // While the program itself runs the device (it polls an empty CQ), stay out of its way.
     // The thread never waits for the lock: a program holding it is running the device.
     rnic::time_ns now = net::monotonic_ns();
     const rnic::time_ns active = app_active.load(std::memory_order_relaxed);
     if (now < active + app_grace || !mu.try_lock()) {
       pollfd w = wake_only;
       const timespec ts = timespec_of(now < active + app_grace ? active + app_grace - now : app_grace);
-      (void)::ppoll(&w, 1, &ts, nullptr);
+      if (::ppoll(&w, 1, &ts, nullptr) > 0) drain_wake();
       continue;
     }
     rnic::time_ns timeout = 100'000'000;
@@ -471,10 +475,7 @@ void engine::run() {
     }
     const timespec ts = timespec_of(timeout);
     (void)::ppoll(fds.data(), fds.size(), &ts, nullptr);
-    if (fds.back().revents & POLLIN) {
-      std::uint64_t v;
-      (void)!::read(wake_fd, &v, sizeof v);
-    }
+    if (fds.back().revents & POLLIN) drain_wake();
     if (stop) break;
     if (!mu.try_lock()) continue;  // the program is running it
     step();
