@@ -7,8 +7,8 @@
 // field of every header under Wireshark's names (eth.*, vlan.*, ip.*, ipv6.*, udp.*,
 // infiniband.*), its payload, pad, ICRC and trailer: the keys `pushwire-gen frame` builds it
 // again from (spec/roce.md §12), then "pushwire.opcode", "pushwire.icrc"; a push-push message
-// found in a single-packet SEND ("pushwire.function", ...); "pushwire.idata" for RDMA WRITE
-// with immediate; or "error" for a frame that is neither RoCEv2 nor a cell. A cell frame (EtherType
+// found in a single-packet SEND ("pushwire.function", ...); "pushwire.idata" for an RDMA WRITE
+// with immediate that flow::observer claims as push-push idata (spec/wireshark.md §3); or "error" for a frame that is neither RoCEv2 nor a cell. A cell frame (EtherType
 // 0x88B5) gives "pushwire.cell.*" keys and "pushwire.cell.crc"; a last cell also
 // "pushwire.cell.packet_crc" (cells are reassembled across the capture to check it, by
 // flow::observer as the Wireshark plugin does; spec/cells.md §8), and a completed Send holding a
@@ -163,7 +163,7 @@ std::string dump_frame(std::size_t n, std::span<const std::byte> frame, std::uin
   if (is_single_send(*p->op))
     if (auto r = msg::decode(p->payload, opt)) m = *r;
   std::optional<msg::idata> idata;
-  if (is_write_with_imm(*p->op)) idata = msg::from_imm(p->ext.get<ib::ext::immdt>()->value);
+  if (is_write_with_imm(*p->op) && note.idata) idata = msg::from_imm(p->ext.get<ib::ext::immdt>()->value);
   if (json) {
     ib::write_json_fields(w, *p);
     if (m) std::visit([&](const auto& x) { msg::write_json_fields(w, x); }, *m);

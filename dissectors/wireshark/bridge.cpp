@@ -96,6 +96,7 @@ void summarize(const M& m, line& l) {
 
 struct pw_observer {
   pushwire::flow::observer o{pushwire::flow::observer_limits{}};
+  std::array<pw_pool_state, pushwire::flow::pp_tracker::max_touched> pools{};
 };
 struct pw_conform {
   std::uint32_t mtu = 0;
@@ -327,6 +328,29 @@ void pw_observer_feed(pw_observer* o, std::uint32_t frame, std::uint64_t time_ns
     out->offset = static_cast<std::uint32_t>(f.write->offset());
     out->start_element = static_cast<std::uint32_t>(f.write->start_element());
   }
+  out->idata = f.idata;
+  for (std::size_t i = 0; i < f.pools.size() && i < o->pools.size(); ++i) {
+    const flow::pool_view& v = f.pools[i];
+    pw_pool_state& p = o->pools[i];
+    p = pw_pool_state{};
+    line owner{p.owner, sizeof p.owner}, user{p.user, sizeof p.user};
+    owner.add(v.owner.text());
+    user.add(v.user.text());
+    p.ref = v.ref;
+    p.elements = v.elements;
+    p.element_size = v.element_size;
+    p.state = static_cast<std::uint32_t>(v.state);
+    p.free = v.free;
+    p.credits = v.credits;
+    p.lowest_free = v.lowest_free;
+    p.advertised_frame = static_cast<std::uint32_t>(v.advertised_frame);
+    p.writes = v.writes;
+    p.bytes = v.bytes;
+    p.returns = v.returns;
+    p.flushes = v.flushes;
+    out->n_pools = i + 1;
+  }
+  if (out->n_pools) out->pools = o->pools.data();
   out->outside = f.outside;
   out->idata_mismatch = f.idata_mismatch;
   out->write_frame = static_cast<std::uint32_t>(f.write_frame);

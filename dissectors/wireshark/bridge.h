@@ -90,7 +90,22 @@ int pw_cell_is_send(uint8_t type);
  * order on the first pass, it says what earlier frames mean for this one. */
 typedef struct pw_observer pw_observer;
 enum { PW_PACKET_CRC_NONE = 0, PW_PACKET_CRC_GOOD, PW_PACKET_CRC_BAD, PW_PACKET_CRC_UNVERIFIED };
+/* A pool's books as its owner keeps them after a frame, and its counts over the capture so far
+ * (flow::pool_view, spec/wireshark.md section 4). */
+typedef struct pw_pool_state {
+    char owner[48], user[48];    /* the pool's owner (advertiser) and user: IP address or MAC, as text */
+    uint32_t ref, elements, element_size;
+    uint32_t state;              /* flow::pool_state: 1 active, 2 draining, 3 flushing, 4 flushed */
+    uint32_t free;               /* lent, not yet indicated: elements the user may write now */
+    uint32_t credits;            /* indicated, not yet returned: credits the owner owes */
+    uint32_t lowest_free;        /* least free seen so far */
+    uint32_t advertised_frame;
+    uint64_t writes, bytes, returns, flushes;
+} pw_pool_state;
 typedef struct pw_note {
+    int idata;                   /* an RDMA WRITE with immediate whose immediate is push-push idata (claimed) */
+    const pw_pool_state *pools;  /* the pools this frame changed (n_pools of them) */
+    size_t n_pools;
     int has_write;               /* an RDMA write packet (a write's first cell) in an advertised pool: */
     uint32_t pool_ref, pool_frame, element_size;
     uint32_t element, offset;    /* this packet's first byte: element, bytes from its start */

@@ -381,7 +381,8 @@ inline model build() {
   }
   extra("pushwire.message.first_frame", "Message starts in", ft::framenum, base::none,
         "a message over several SEND packets: the frame of its SEND_FIRST");
-  extra("pushwire.icrc", "ICRC", ft::u32, base::hex, "RoCEv2 invariant CRC as written (little-endian on the wire)");
+  extra("pushwire.icrc", "ICRC", ft::u32, base::hex,
+        "RoCEv2 invariant CRC: its 4 bytes read big-endian, as Wireshark's infiniband.invariant.crc shows them");
   extra("pushwire.icrc.status", "ICRC status", ft::u8, base::none, "1 good, 0 bad (Wireshark checksum status)", cks);
   extra("pushwire.dc.disconnect", "DC disconnect", ft::boolean, base::none, "opcode 0x55 with SE set");
   extra("pushwire.write.pool", "Pool", ft::u32, base::dec, "pool the RDMA write lands in (from an earlier BufferRecvPool)");
@@ -404,6 +405,16 @@ inline model build() {
   extra("pushwire.cell.packet_frame", "Packet completed in", ft::framenum, base::none,
         "frame of the packet's last cell");
   extra("pushwire.cell.reassembled", "Reassembled data", ft::bytes, base::none, "the packet's data, all cells");
+  // A pool's books after the frame (flow::pp_tracker through flow::observer, spec/wireshark.md section 4).
+  extra("pushwire.pool.books", "Books of pool", ft::u32, base::dec,
+        "a pool this frame changed (its reference), as its owner's books stand after the frame");
+  extra("pushwire.pool.free", "Free elements", ft::u32, base::dec,
+        "elements lent to the user and not yet indicated: what the user may write now");
+  extra("pushwire.pool.credits", "Credits owed", ft::u32, base::dec,
+        "elements indicated and not yet returned by a BufferRecvPoolUpdate");
+  extra("pushwire.pool.state", "Flush state", ft::u8, base::dec, "the pool's state on its owner's books",
+        m.add_vals("pushwire.pool.state", flow::pool_state_names));
+  extra("pushwire.pool.lowest_free", "Lowest free", ft::u32, base::dec, "the least free elements seen so far in the capture");
   extra("pushwire.conform.rule", "Conformance rule", ft::string, base::none,
         "a rule of spec/conformance.md this frame breaks (flow::conformance, as pushwire-conform judges)");
 

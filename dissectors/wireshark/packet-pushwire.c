@@ -16,6 +16,8 @@
 #include <epan/prefs.h>
 #include <epan/proto_data.h>
 #include <epan/etypes.h>
+#include <epan/tap.h>
+#include <epan/stat_tap_ui.h>
 #include <epan/dissectors/packet-infiniband.h>
 #include <wiretap/wtap.h>
 #include <ws_version.h>
@@ -36,8 +38,33 @@ WS_DLL_PUBLIC void plugin_register(void);
 static int proto_pushwire = -1;
 static gint ett_pushwire = -1;
 static gint ett_pushwire_write = -1;
+static gint ett_pushwire_pool = -1;
 static dissector_handle_t cell_handle;
 static dissector_handle_t post_handle;
+static dissector_handle_t payload_handle; /* Decode As: Infiniband payload -> pushwire */
+static dissector_table_t ib_payload_table;
+static int pushwire_tap = -1;
+
+/* ------------------------------------------------------------------ claiming idata */
+
+/* Which RDMA WRITE with immediate frames show idata (spec/wireshark.md section 3, "Claiming"). */
+enum { IDATA_AUTO, IDATA_ALWAYS, IDATA_NEVER };
+static gint idata_mode = IDATA_AUTO;
+static const enum_val_t idata_modes[] = {
+    {"auto", "Between hosts that spoke push-push, naming an advertised pool", IDATA_AUTO},
+    {"always", "Always", IDATA_ALWAYS},
+    {"never", "Never", IDATA_NEVER},
+    {NULL, NULL, 0},
+};
+
+/* Decode As "Infiniband payload" -> pushwire (a table without keys: the whole capture) means
+ * always; otherwise the preference. */
+static gint effective_idata_mode(void)
+{
+    if (payload_handle && ib_payload_table && dissector_get_payload_handle(ib_payload_table) == payload_handle)
+        return IDATA_ALWAYS;
+    return idata_mode;
+}
 
 /* ------------------------------------------------------------------ the capture's history */
 
@@ -70,6 +97,7 @@ static const pw_note *frame_note(packet_info *pinfo)
     /* The observer's bytes last until its next frame: keep copies. */
     if (n->message) n->message = (const guint8 *)wmem_memdup(wmem_file_scope(), n->message, n->message_len);
     if (n->send_data) n->send_data = (const guint8 *)wmem_memdup(wmem_file_scope(), n->send_data, n->send_data_len);
+    if (n->n_pools) n->pools = (const pw_pool_state *)wmem_memdup(wmem_file_scope(), n->pools, n->n_pools * sizeof *n->pools);
     p_add_proto_data(wmem_file_scope(), pinfo, proto_pushwire, 0, n);
     return n;
 }
@@ -268,6 +296,13 @@ static gboolean dissect_pushwire_heur(tvbuff_t *tvb, packet_info *pinfo, proto_t
     return TRUE;
 }
 
+/* Decode As "Infiniband payload" -> pushwire: the same strict decoding (a payload that is no
+ * push-push message goes back to the stock dissector), and every idata is shown. */
+static int dissect_pushwire_payload(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data)
+{
+    return dissect_pushwire_heur(tvb, pinfo, tree, data) ? (int)tvb_captured_length(tvb) : 0;
+}
+
 /* ------------------------------------------------------------------ RoCEv2 frames */
 
 static void show_idata(tvbuff_t *tvb, proto_tree *tree, int at, guint32 imm)
@@ -293,6 +328,27 @@ static proto_item *show_write(tvbuff_t *tvb, proto_tree *tree, int at, const pw_
     proto_item_set_generated(proto_tree_add_uint(ws, hf_pushwire_write_offset, tvb, at, 0, n->offset));
     proto_item_set_generated(proto_tree_add_uint(ws, hf_pushwire_write_pool_frame, tvb, 0, 0, n->pool_frame));
     return wi;
+}
+
+/* The books of each pool the frame changed, as generated fields (IO Graphs, display filters),
+ * and the same to the "pushwire" tap (the pools statistics). */
+static void show_pools(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, const pw_note *note)
+{
+    if (!note->n_pools) return;
+    for (size_t i = 0; i < note->n_pools; i++) {
+        const pw_pool_state *p = &note->pools[i];
+        const char *state = val_to_str_const(p->state, vals_pushwire_pool_state, "?");
+        proto_item *bi = proto_tree_add_uint_format_value(tree, hf_pushwire_pool_books, tvb, 0, 0, p->ref,
+                                                          "%u (owner %s, user %s): %u free, credits owed %u, %s", p->ref,
+                                                          p->owner, p->user, p->free, p->credits, state);
+        proto_item_set_generated(bi);
+        proto_tree *bt = proto_item_add_subtree(bi, ett_pushwire_pool);
+        proto_item_set_generated(proto_tree_add_uint(bt, hf_pushwire_pool_free, tvb, 0, 0, p->free));
+        proto_item_set_generated(proto_tree_add_uint(bt, hf_pushwire_pool_credits, tvb, 0, 0, p->credits));
+        proto_item_set_generated(proto_tree_add_uint(bt, hf_pushwire_pool_state, tvb, 0, 0, p->state));
+        proto_item_set_generated(proto_tree_add_uint(bt, hf_pushwire_pool_lowest_free, tvb, 0, 0, p->lowest_free));
+    }
+    tap_queue_packet(pushwire_tap, pinfo, note);
 }
 
 static int dissect_pushwire_post(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, void *data _U_)
@@ -342,7 +398,8 @@ static int dissect_pushwire_post(tvbuff_t *tvb, packet_info *pinfo, proto_tree *
                                tvb_get_ntoh64(tvb, (int)r.sinketh_offset), tvb_get_ntohl(tvb, (int)r.sinketh_offset + 8));
         col_append_fstr(pinfo->cinfo, COL_INFO, " [read as write %u bytes]", dmalen);
     }
-    if (r.write && r.immdt_offset) {
+    const gint mode = effective_idata_mode();
+    if (r.write && r.immdt_offset && (mode == IDATA_ALWAYS || (mode == IDATA_AUTO && note->idata))) {
         show_idata(tvb, sub, (int)r.immdt_offset, r.imm);
         guint32 pool, element, nbytes;
         pw_idata(r.imm, &pool, &element, &nbytes);
@@ -355,7 +412,7 @@ static int dissect_pushwire_post(tvbuff_t *tvb, packet_info *pinfo, proto_tree *
                                    "RDMA write of %u bytes at offset %u runs past its %u-byte element", r.reth_len,
                                    note->offset, note->element_size);
     }
-    if (note->idata_mismatch) {
+    if (note->idata_mismatch && mode != IDATA_NEVER) {
         guint32 pool, element, nbytes;
         pw_idata(r.imm, &pool, &element, &nbytes);
         if (note->has_write)
@@ -375,8 +432,10 @@ static int dissect_pushwire_post(tvbuff_t *tvb, packet_info *pinfo, proto_tree *
                                note->write_frame, r.rnr_delay_us);
         col_append_fstr(pinfo->cinfo, COL_INFO, " [page-fault ACK, pause %u us]", r.rnr_delay_us);
     }
+    show_pools(tvb, pinfo, sub, note);
+    /* As stock Wireshark's "Invariant CRC" shows the same 4 bytes: read big-endian. */
     proto_tree_add_checksum(sub, tvb, (int)r.icrc_offset, hf_pushwire_icrc, hf_pushwire_icrc_status, &ei_pushwire_icrc_bad,
-                            pinfo, r.icrc_computed, ENC_LITTLE_ENDIAN, PROTO_CHECKSUM_VERIFY);
+                            pinfo, GUINT32_SWAP_LE_BE(r.icrc_computed), ENC_BIG_ENDIAN, PROTO_CHECKSUM_VERIFY);
     if (r.icrc_state == PW_CRC_BAD) col_append_str(pinfo->cinfo, COL_INFO, " [bad ICRC]");
     return (int)len;
 }
@@ -458,6 +517,7 @@ static int dissect_cell(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, voi
     }
     if (note->reassembly_code)
         proto_item_set_generated(proto_tree_add_string(sub, hf_pushwire_cell_reassembly, tvb, 0, 0, note->reassembly_name));
+    show_pools(tvb, pinfo, sub, note);
     proto_tree_add_checksum(sub, tvb, AT(c.cell_crc_at), hf_pushwire_cell_crc, hf_pushwire_cell_crc_status,
                             &ei_pushwire_cell_crc_bad, pinfo, c.crc_computed, ENC_BIG_ENDIAN, PROTO_CHECKSUM_VERIFY);
     if (c.crc_state == PW_CRC_BAD) col_append_str(pinfo->cinfo, COL_INFO, " [bad cell CRC]");
@@ -479,6 +539,117 @@ static int dissect_cell(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree, voi
     }
 #undef AT
     return (int)tvb_captured_length(tvb);
+}
+
+/* ------------------------------------------------------------------ statistics: pools */
+
+/* Statistics > pushwire pools, and tshark -z pushwire,pools[,FILTER]: per owner, user and pool,
+ * the counts flow::pp_tracker keeps (spec/wireshark.md section 5). Each frame that changes a
+ * pool carries its counts so far; a row shows the latest (a filter keeps the rows of the frames
+ * it passes). */
+enum { POOL_COL_OWNER, POOL_COL_USER, POOL_COL_POOL, POOL_COL_ELEMENTS, POOL_COL_SIZE, POOL_COL_WRITES, POOL_COL_BYTES,
+       POOL_COL_RETURNS, POOL_COL_FLUSHES, POOL_COL_LOWEST_FREE, POOL_COL_STATE, POOL_COLS };
+static stat_tap_table_item pool_columns[POOL_COLS] = {
+    {TABLE_ITEM_STRING, TAP_ALIGN_LEFT, "Owner", "%-16s"},
+    {TABLE_ITEM_STRING, TAP_ALIGN_LEFT, "User", "%-16s"},
+    {TABLE_ITEM_UINT, TAP_ALIGN_RIGHT, "Pool", "%4u"},
+    {TABLE_ITEM_UINT, TAP_ALIGN_RIGHT, "Elements", "%8u"},
+    {TABLE_ITEM_UINT, TAP_ALIGN_RIGHT, "Element size", "%12u"},
+    {TABLE_ITEM_UINT, TAP_ALIGN_RIGHT, "Writes", "%8u"},
+    {TABLE_ITEM_STRING, TAP_ALIGN_RIGHT, "Bytes", "%12s"},
+    {TABLE_ITEM_UINT, TAP_ALIGN_RIGHT, "Returns", "%8u"},
+    {TABLE_ITEM_UINT, TAP_ALIGN_RIGHT, "Flushes", "%7u"},
+    {TABLE_ITEM_UINT, TAP_ALIGN_RIGHT, "Lowest free", "%11u"},
+    {TABLE_ITEM_STRING, TAP_ALIGN_LEFT, "State", "%-8s"},
+};
+
+static void pools_stat_init(stat_tap_table_ui *ui)
+{
+    stat_tap_table *table = stat_tap_find_table(ui, "Pools");
+    if (table) {
+        if (ui->stat_tap_reset_table_cb) ui->stat_tap_reset_table_cb(table);
+        return;
+    }
+    table = stat_tap_init_table("Pools", POOL_COLS, 0, NULL);
+    stat_tap_add_table(ui, table);
+}
+
+static guint32 clamp32(guint64 v) { return v > G_MAXUINT32 ? G_MAXUINT32 : (guint32)v; }
+
+static tap_packet_status pools_stat_packet(void *tapdata, packet_info *pinfo _U_, epan_dissect_t *edt _U_, const void *data,
+                                           tap_flags_t flags _U_)
+{
+    stat_data_t *stat_data = (stat_data_t *)tapdata;
+    const pw_note *note = (const pw_note *)data;
+    stat_tap_table *table = g_array_index(stat_data->stat_tap_data->tables, stat_tap_table *, 0);
+    for (size_t i = 0; i < note->n_pools; i++) {
+        const pw_pool_state *p = &note->pools[i];
+        guint row = 0;
+        for (; row < table->num_elements; row++) {
+            const stat_tap_table_item_type *o = stat_tap_get_field_data(table, row, POOL_COL_OWNER);
+            const stat_tap_table_item_type *u = stat_tap_get_field_data(table, row, POOL_COL_USER);
+            const stat_tap_table_item_type *r = stat_tap_get_field_data(table, row, POOL_COL_POOL);
+            if (r->value.uint_value == p->ref && !strcmp(o->value.string_value, p->owner) && !strcmp(u->value.string_value, p->user))
+                break;
+        }
+        if (row == table->num_elements) {
+            stat_tap_table_item_type items[POOL_COLS];
+            memset(items, 0, sizeof items);
+            for (int c = 0; c < POOL_COLS; c++) items[c].type = pool_columns[c].type;
+            items[POOL_COL_OWNER].value.string_value = g_strdup(p->owner);
+            items[POOL_COL_USER].value.string_value = g_strdup(p->user);
+            items[POOL_COL_POOL].value.uint_value = p->ref;
+            items[POOL_COL_BYTES].value.string_value = g_strdup("0");
+            items[POOL_COL_STATE].value.string_value = g_strdup("");
+            stat_tap_init_table_row(table, row, POOL_COLS, items);
+        }
+        const guint32 u[][2] = {{POOL_COL_ELEMENTS, p->elements}, {POOL_COL_SIZE, p->element_size},
+                                {POOL_COL_WRITES, clamp32(p->writes)}, {POOL_COL_RETURNS, clamp32(p->returns)},
+                                {POOL_COL_FLUSHES, clamp32(p->flushes)}, {POOL_COL_LOWEST_FREE, p->lowest_free}};
+        for (size_t k = 0; k < G_N_ELEMENTS(u); k++) {
+            stat_tap_table_item_type *f = stat_tap_get_field_data(table, row, u[k][0]);
+            f->value.uint_value = u[k][1];
+            stat_tap_set_field_data(table, row, u[k][0], f);
+        }
+        stat_tap_table_item_type *b = stat_tap_get_field_data(table, row, POOL_COL_BYTES);
+        g_free((char *)b->value.string_value);
+        b->value.string_value = g_strdup_printf("%" G_GUINT64_FORMAT, p->bytes);
+        stat_tap_set_field_data(table, row, POOL_COL_BYTES, b);
+        stat_tap_table_item_type *st = stat_tap_get_field_data(table, row, POOL_COL_STATE);
+        g_free((char *)st->value.string_value);
+        st->value.string_value = g_strdup(val_to_str_const(p->state, vals_pushwire_pool_state, "?"));
+        stat_tap_set_field_data(table, row, POOL_COL_STATE, st);
+    }
+    return TAP_PACKET_REDRAW;
+}
+
+static void pools_stat_reset(stat_tap_table *table)
+{
+    /* A new capture: no rows (their strings are freed by pools_stat_free_item). */
+    for (guint row = 0; row < table->num_elements; row++)
+        for (guint c = 0; c < table->num_fields; c++) {
+            stat_tap_table_item_type *f = stat_tap_get_field_data(table, row, c);
+            if (f->type == TABLE_ITEM_STRING) {
+                g_free((char *)f->value.string_value);
+                f->value.string_value = NULL;
+            }
+        }
+    for (guint row = 0; row < table->num_elements; row++) g_free(table->elements[row]);
+    table->num_elements = 0;
+}
+
+static void pools_stat_free_item(stat_tap_table *table _U_, guint row _U_, guint column _U_, stat_tap_table_item_type *f)
+{
+    if (f->type == TABLE_ITEM_STRING) g_free((char *)f->value.string_value);
+}
+
+static void register_pools_stat(void)
+{
+    static stat_tap_table_ui ui = {
+        REGISTER_STAT_GROUP_GENERIC, "pushwire pools", "pushwire", "pushwire,pools", pools_stat_init, pools_stat_packet,
+        pools_stat_reset, pools_stat_free_item, NULL, G_N_ELEMENTS(pool_columns), pool_columns, 0, NULL, NULL, 0,
+    };
+    register_stat_tap_table_ui(&ui);
 }
 
 /* ------------------------------------------------------------------ registration */
@@ -503,7 +674,7 @@ static void proto_register_pushwire(void)
 {
     static hf_register_info hf[] = {PW_HF_REGISTER};
     static ei_register_info ei[] = {PW_EI_REGISTER};
-    static gint *ett[] = {&ett_pushwire, &ett_pushwire_write, PW_ETT_REGISTER};
+    static gint *ett[] = {&ett_pushwire, &ett_pushwire_write, &ett_pushwire_pool, PW_ETT_REGISTER};
 
     proto_pushwire = proto_register_protocol("pushwire", "pushwire", "pushwire");
     proto_register_field_array(proto_pushwire, hf, array_length(hf));
@@ -514,6 +685,12 @@ static void proto_register_pushwire(void)
     conform = pw_conform_new(0);
     conform_late = wmem_map_new_autoreset(wmem_epan_scope(), wmem_file_scope(), g_direct_hash, g_direct_equal);
     module_t *prefs = prefs_register_protocol(proto_pushwire, NULL);
+    prefs_register_enum_preference(prefs, "idata_mode", "Read immediate data as idata",
+                                   "auto: an RDMA WRITE with immediate carries push-push idata only between two hosts "
+                                   "that exchanged a push-push message, naming a pool its target advertised "
+                                   "(spec/wireshark.md section 3); always; never. Decode As Infiniband payload: "
+                                   "pushwire also means always.",
+                                   &idata_mode, idata_modes, FALSE);
     prefs_register_bool_preference(prefs, "conform", "Check conformance",
                                    "Judge every frame against spec/conformance.md's rules, as pushwire-conform does "
                                    "(expert infos pushwire.conform.*)",
@@ -524,6 +701,9 @@ static void proto_register_pushwire(void)
 
     cell_handle = create_dissector_handle(dissect_cell, proto_pushwire);
     post_handle = create_dissector_handle(dissect_pushwire_post, proto_pushwire);
+    payload_handle = create_dissector_handle(dissect_pushwire_payload, proto_pushwire);
+    pushwire_tap = register_tap("pushwire");
+    register_pools_stat();
 }
 
 static void proto_reg_handoff_pushwire(void)
@@ -531,6 +711,8 @@ static void proto_reg_handoff_pushwire(void)
     heur_dissector_add("infiniband.payload", dissect_pushwire_heur, "pushwire push-push messages in RoCE SENDs",
                        "pushwire_roce", proto_pushwire, HEURISTIC_ENABLE);
     dissector_add_uint("ethertype", PW_CELL_ETHERTYPE, cell_handle);
+    ib_payload_table = find_dissector_table("infiniband");
+    if (ib_payload_table) dissector_add_for_decode_as("infiniband", payload_handle);
     register_postdissector(post_handle);
 }
 

@@ -382,12 +382,18 @@ inline std::vector<rule_case> rule_cases() {
     const std::size_t at = c.roce(dc(opcode::dc_send_only, 13, d));
     out.push_back({"dc.disconnect_last", rule::dc_disconnect_last, at, std::move(c)});
   }
-  // pp.idata_bounds: idata names pool 9, which A never advertised.
+  // pp.idata_bounds: a BufferRDMAIndicate from B names pool 9, which A never advertised. (An
+  // idata naming it is no idata: spec/wireshark.md section 3.)
   {
     capture c = pp_start();
     pp_write(c, 700, 0, 200);
-    const std::size_t at = c.frames.size() + 1;
-    pp_write(c, 701, 1, 200, 9);
+    msg::buffer_rdma_indicate m{};
+    m.header.transaction_context = 2;
+    const std::array<msg::indication, 1> entries{{{.pool_ref = 9, .element_index = 1, .byte_count = 200}}};
+    m.entries = entries;
+    const auto body = c.keep(encoded(m));
+    const std::size_t at = c.roce(req(opcode::rc_send_only, 900, body, 0x21), false);
+    c.roce(ack(900, 1, 0x22), true);
     out.push_back({"pp.idata_bounds", rule::pp_idata_bounds, at, std::move(c)});
   }
   // pp.idata_bounds: 300 bytes indicated in a 256-byte element.

@@ -123,6 +123,25 @@ TEST_CASE("conformance: the clean RC conversation gives no violation", "[flow][c
   CHECK(vs.empty());
 }
 
+TEST_CASE("conformance: a program run again on the same hosts and QP numbers starts a new connection", "[flow][conform]") {
+  // perftest run twice: the second run's PSNs start elsewhere and its responder's MSN at 1 again.
+  for (const std::uint32_t second : {5'000'000u, 200'000u, 9'000'000u}) {
+    capture c;
+    const auto d = c.keep(bytes(64, 9));
+    for (std::uint32_t i = 0; i < 3; ++i) {
+      c.roce(write_only(100 + i, d));
+      c.roce(ack(100 + i, 1 + i), false);
+    }
+    for (std::uint32_t i = 0; i < 2; ++i) {
+      c.roce(write_only(ib::psn_add(second, i), d));
+      c.roce(ack(ib::psn_add(second, i), 1 + i), false);
+    }
+    const auto vs = judge(c);
+    INFO("second connection from PSN " << second << ": " << describe(vs));
+    CHECK(vs.empty());
+  }
+}
+
 TEST_CASE("conformance: each rule's capture is reported as that rule at that frame, and nothing else", "[flow][conform]") {
   std::set<flow::rule> covered;
   for (const auto& c : rule_cases()) {

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <cstdlib>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -34,6 +35,7 @@
 #include <pushwire/flow/dc.hpp>
 #include <pushwire/flow/frame.hpp>
 #include <pushwire/flow/pool.hpp>
+#include <pushwire/flow/pp_track.hpp>
 #include <pushwire/flow/rc.hpp>
 #include <pushwire/ib/aeth.hpp>
 #include <pushwire/ib/psn.hpp>
@@ -143,8 +145,8 @@ inline constexpr std::array<rule_info, rule_count> rule_table{{
      "flow::dc_target::judge (stranger, closed_before)", "spec/roce.md §5, spec/flow.md §4"},
     {rule::pp_idata_bounds, "pp.idata_bounds",
      "A push-push transfer indication (idata, BufferRDMAIndicate) names an advertised pool and element, and its byte count "
-     "fits the element.",
-     "flow::pool_owner::on_indication (unknown_pool, too_large)", "split-model driver IV.A.2, IV.B.2 (seed 003); spec/push-push.md §6, spec/flow.md §1"},
+     "fits the element (an immediate naming no advertised pool is not idata).",
+     "flow::pool_owner::on_indication (unknown_pool, too_large); flow::pp_tracker::claims_idata", "split-model driver IV.A.2, IV.B.2 (seed 003); spec/push-push.md §6, spec/flow.md §1"},
     {rule::pp_element_free, "pp.element_free",
      "No RDMA write lands in a pool element the owner has not lent (not advertised, or consumed and not yet returned).",
      "flow::pool_owner (element lent)", "split-model driver IV.B (seed 003); spec/flow.md §1"},
@@ -239,30 +241,8 @@ constexpr bool is_ib_mtu(std::uint64_t n) { return n == 256 || n == 512 || n == 
 class conformance {
  public:
   /// An endpoint: an IP address (IPv4 in the first 4 bytes) or, for cells, a MAC.
-  struct host {
-    std::array<std::uint8_t, 16> b{};
-    std::uint8_t kind = 0;  ///< 4, 6: IP version; 1: MAC
-    friend constexpr auto operator<=>(const host&, const host&) = default;
-    std::string text() const {
-      static constexpr char hexd[] = "0123456789abcdef";
-      std::string s;
-      if (kind == 4) {
-        for (std::size_t i = 0; i < 4; ++i) {
-          if (i) s += '.';
-          s += std::to_string(b[i]);
-        }
-      } else {
-        const int n = kind == 1 ? 6 : 16;
-        for (int i = 0; i < n; ++i) {
-          const std::uint8_t x = b[static_cast<std::size_t>(i)];
-          if (i && (kind == 1 || i % 2 == 0)) s += ':';
-          s += hexd[x >> 4];
-          s += hexd[x & 15];
-        }
-      }
-      return s;
-    }
-  };
+  using host = flow::host;
+
 
   explicit conformance(conform_options o = {}) : opt_(o) {
     hist_mask_ = std::bit_ceil(std::max<std::uint32_t>(opt_.limits.history, 64)) - 1;
@@ -348,9 +328,8 @@ class conformance {
  private:
   using responder_t = responder<16>;
   using dct_t = dc_target<16>;
-  using owner_t = pool_owner<64, 4096>;
+  using owner_t = pp_tracker::owner_t;
   using actions_t = action_list<qp_action_t, 64>;
-  using pool_actions_t = action_list<pool_action_t, owner_t::min_room + 64>;
 
   // One request packet as sent (the history ring, by PSN).
   struct sent {
@@ -447,9 +426,6 @@ class conformance {
   };
   using stream_key = std::tuple<host, host, std::uint32_t, service>;  // requester, responder, responder QP
 
-  struct pp_pair {
-    std::unique_ptr<owner_t> owner = std::make_unique<owner_t>();
-  };
   struct cell_gap {  // a packet that failed to join, until it is delivered whole
     std::uint64_t frame = 0;
     rule id{};
@@ -680,6 +656,26 @@ class conformance {
     return raw;
   }
 
+  /// PSNs a request may lie from its stream's newest and still belong to its connection
+  /// (spec/conformance.md: a new connection on the same QP numbers).
+  static constexpr std::int32_t new_connection_distance = 1 << 16;
+  /// Forgets a stream's connection: what follows is judged as a new one.
+  void renew(stream& s) {
+    s.started = false;
+    s.synced = false;
+    s.sent_max = 0;
+    std::fill(s.hist.begin(), s.hist.end(), sent{});
+    std::fill(s.reads.begin(), s.reads.end(), read_rec{});
+    s.reads_next = 0;
+    s.gaps.clear();
+    s.restart.reset();
+    s.any_satisfied = false;
+    s.wait.reset();
+    s.acks.clear();
+    s.message.clear();
+    s.message_ok = true;
+  }
+
   sent& entry(stream& s, std::uint32_t psn) { return s.hist[psn & hist_mask_]; }
   static const sent* find_sent(const stream& s, std::uint32_t psn) {
     const sent& e = s.hist[psn & (s.hist.size() - 1)];
@@ -757,6 +753,10 @@ class conformance {
         return;
       }
     }
+    // The same hosts and QP numbers again in a new connection (a program run again): its PSNs
+    // start anywhere. A request further than new_connection_distance PSNs from the stream's
+    // newest starts the stream afresh.
+    if (s.started && std::abs(ib::psn_diff(p.psn, ib::psn_add(s.sent_max, 1))) > new_connection_distance) renew(s);
     (void)track_psn(s, p);
     // A capture may start inside a message (or lose its first packets): the replica starts at
     // the first packet that starts a message, whatever came before it.
@@ -1147,9 +1147,9 @@ class conformance {
     }
     // An RDMA write's first byte: the element it lands in must be lent.
     if (pl.offset != 0) return;
-    pp_pair* pp = pair_of(s.responder, s.requester, false);
-    if (!pp) return;
-    const owner_t& ow = *pp->owner;
+    const owner_t* books = pp_.books(s.responder, s.requester);
+    if (!books) return;
+    const owner_t& ow = *books;
     for (std::size_t i = 0; i < 64; ++i) {
       const auto& sl = ow.at(i);
       if (sl.state == pool_state::unused || sl.desc.memory_handle != pl.rkey) continue;
@@ -1166,67 +1166,33 @@ class conformance {
   }
   void received(stream& s, const packet& p, const qp_action::receive& rc) {
     const ib::opcode_info& o = p.info();
-    if (o.is(ib::op_class::write)) {  // RDMA WRITE with immediate: idata, on a push-push host pair
-      if (rc.with_imm)
-        if (pp_pair* pp = pair_of(s.responder, s.requester, false)) indication(s, *pp, msg::to_indication(msg::from_imm(rc.imm)));
+    if (o.is(ib::op_class::write)) {  // RDMA WRITE with immediate: idata, when pp_tracker claims it
+      if (rc.with_imm && pp_.claims_idata(s.responder, s.requester, rc.imm)) {
+        const msg::indication i = msg::to_indication(msg::from_imm(rc.imm));
+        if (const auto r = pp_.indicate(s.responder, s.requester, i)) indication(s, i, *r);
+      }
       return;
     }
     if (!s.message_ok || s.message.size() != rc.bytes) return;
-    pp_message(s, s.message);
-  }
-  void pp_message(stream& s, std::span<const std::byte> m) {
     // A SEND from requester to responder, strictly decoded as a push-push message.
-    (void)msg::dispatch(m, [&]<class M>(const M& x) {
-      pool_actions_t a;
-      if constexpr (std::is_same_v<M, msg::buffer_recv_pool>) {  // the requester owns these pools
-        pp_pair* pp = pair_of(s.requester, s.responder, true);
-        if (!pp) return;
-        for (const msg::pool_descriptor& d : x.pools) (void)pp->owner->advertise(d, a.out);
-      } else if constexpr (std::is_same_v<M, msg::buffer_recv_pool_update>) {
-        if (pp_pair* pp = pair_of(s.requester, s.responder, false))
-          for (const msg::pool_update_entry& u : x.entries) (void)pp->owner->release(u.pool_ref, u.first_element, u.element_count, a.out);
-      } else if constexpr (std::is_same_v<M, msg::buffer_rdma_indicate>) {  // the user indicates to the owner
-        if (pp_pair* pp = pair_of(s.responder, s.requester, false))
-          for (const msg::indication& i : x.entries) indication(s, *pp, i);
-      } else if constexpr (std::is_same_v<M, msg::buffer_pool_flush_request>) {
-        if (pp_pair* own = pair_of(s.requester, s.responder, false)) {  // the owner flushes its pools
-          for (std::uint32_t ref : x.pool_refs) {
-            own->owner->next_txn(x.header.transaction_context);
-            (void)own->owner->flush(ref, a.out);
-          }
-        }
-        if (pp_pair* peer = pair_of(s.responder, s.requester, false)) {  // the user flushes the owner's
-          pool_actions_t b;
-          if (b.out.room() > x.pool_refs.size()) (void)peer->owner->on_flush_request(x, b.out);
-        }
-      } else if constexpr (std::is_same_v<M, msg::buffer_pool_flush_reply>) {
-        if (pp_pair* pp = pair_of(s.responder, s.requester, false)) (void)pp->owner->on_flush_reply(x, a.out);
-      }
-    });
+    (void)pp_.message(s.requester, s.responder, s.message,
+                      [&](const msg::indication& i, const step_result& r) { indication(s, i, r); });
   }
-  void indication(stream& s, pp_pair& pp, const msg::indication& i) {
-    pool_actions_t a;
-    const step_result r = pp.owner->on_indication(i, a.out);
+  /// A transfer indication's outcome on the owner's books (the responder's).
+  void indication(stream& s, const msg::indication& i, const step_result& r) {
     if (r.ok()) return;
+    const owner_t* books = pp_.books(s.responder, s.requester);
+    const auto k = books ? books->find(i.pool_ref) : std::nullopt;
     const std::string what = "pool " + std::to_string(i.pool_ref) + ", element " + std::to_string(i.element_index) + ", " + std::to_string(i.byte_count) + " bytes";
     if (r.error == errc::unknown_pool) {
       report(rule::pp_idata_bounds, s, "an advertised pool", what);
     } else if (r.error == errc::too_large) {
-      const auto k = pp.owner->find(i.pool_ref);
-      report(rule::pp_idata_bounds, s, "1.." + std::to_string(k ? pp.owner->at(*k).desc.element_size : 0) + " bytes (the element size)", what);
+      report(rule::pp_idata_bounds, s, "1.." + std::to_string(k ? books->at(*k).desc.element_size : 0) + " bytes (the element size)", what);
     } else if (r.error == errc::element_not_on_loan) {
-      const auto k = pp.owner->find(i.pool_ref);
-      if (k && i.element_index >= pp.owner->at(*k).desc.element_count)
-        report(rule::pp_idata_bounds, s, "an element below " + std::to_string(pp.owner->at(*k).desc.element_count), what);
+      if (k && i.element_index >= books->at(*k).desc.element_count)
+        report(rule::pp_idata_bounds, s, "an element below " + std::to_string(books->at(*k).desc.element_count), what);
       // else the write's own placement judged the element (pp.element_free)
     }
-  }
-  /// The pool owner replica of `owner` lending to `user` (made on its first advertisement).
-  pp_pair* pair_of(const host& owner, const host& user, bool make) {
-    const auto k = std::pair{owner, user};
-    if (const auto it = pp_.find(k); it != pp_.end()) return &it->second;
-    if (!make || pp_.size() >= opt_.limits.max_pp_pairs) return nullptr;
-    return &pp_.emplace(k, pp_pair{}).first->second;
   }
 
   conform_options opt_;
@@ -1239,7 +1205,7 @@ class conformance {
   std::map<stream_key, std::unique_ptr<stream>> streams_;
   std::map<std::tuple<host, host, std::uint32_t>, stream*> bound_;
   std::map<std::tuple<host, host, std::uint32_t>, std::vector<stream*>> excluded_;  // while binding
-  std::map<std::pair<host, host>, pp_pair> pp_;
+  pp_tracker pp_{pp_limits{.max_pairs = opt_.limits.max_pp_pairs}};
   std::map<std::pair<host, std::uint32_t>, std::unique_ptr<dct_t>> targets_;
   static constexpr std::uint64_t cell_age = 2'000'000;  ///< ns (capture time) an incomplete cell packet is kept
   std::optional<cell::reassembler> cells_;

@@ -8,6 +8,7 @@
 #include <pushwire/flow/dc.hpp>
 #include <pushwire/flow/frame.hpp>
 #include <pushwire/flow/observer.hpp>
+#include <pushwire/flow/pp_track.hpp>
 #include <pushwire/flow/packet.hpp>
 #include <pushwire/flow/pool.hpp>
 #include <pushwire/flow/rc.hpp>

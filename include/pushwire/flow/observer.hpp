@@ -19,6 +19,7 @@
 #include <pushwire/cell/format.hpp>
 #include <pushwire/cell/reassembler.hpp>
 #include <pushwire/flow/core.hpp>
+#include <pushwire/flow/pp_track.hpp>
 #include <pushwire/ib/aeth.hpp>
 #include <pushwire/ib/roce.hpp>
 #include <pushwire/msg/idata.hpp>
@@ -45,6 +46,8 @@ struct observer_limits {
                                 .history = 64};
   /// How RoCEv2 frames are recognised (UDP port, 0x40-0x5F as DC or RD).
   wire::codec_options codec{};
+  /// Push-push conversations (flow::pp_tracker): pairs claimed, pools' books.
+  pp_limits pp{};
 };
 
 /// A pool as advertised: its descriptor's fields and the frame of the BufferRecvPool.
@@ -87,6 +90,12 @@ struct frame_note {
   cell::cell_type cell_type = cell::cell_type::send;  ///< kind cell: the cell's type
   /// An RDMA write packet (a write's first cell) into an advertised pool.
   std::optional<write_place> write{};
+  /// An RDMA WRITE with immediate (a last cell with idata) whose immediate is push-push idata:
+  /// on RoCE, pp_tracker::claims_idata (spec/wireshark.md §3, "Claiming"); a cell's always.
+  bool idata = false;
+  /// The pools this frame changed (advertised, written, indicated, returned, flushed), as their
+  /// owners' books stand after it (pp_tracker::max_touched at most).
+  static_vector<pool_view, pp_tracker::max_touched> pools{};
   /// The RETH's DMA length runs past the element the write starts in.
   bool outside = false;
   /// idata names another pool or element than the write's first byte lands in (or, RETH in no
@@ -126,8 +135,12 @@ class observer {
     writes_.assign(lim_.write_history, write_rec{});
     writes_next_ = 0;
     cells_.reset();
+    pp_.reset();
     last_ns_ = 0;
   }
+
+  /// The push-push conversations seen so far (pools' books and counts).
+  const pp_tracker& conversations() const { return pp_; }
 
   /// One Ethernet frame, the capture's `frame`-th (numbers only name frames in notes), captured at
   /// `time_ns`. Frames must come in capture order; a timestamp earlier than the previous frame's
@@ -136,28 +149,22 @@ class observer {
     if (time_ns < last_ns_) time_ns = last_ns_;
     last_ns_ = time_ns;
     frame_note n{};
+    pp_.begin_frame(frame);
     const auto l2 = wire::locate_payload(f);
     if (l2 && l2->type == cell::ethertype)
       observe_cell(n, frame, time_ns, f);
     else
       observe_roce(n, frame, f);
+    for (const pp_tracker::pool_key& k : pp_.touched())
+      if (const auto v = pp_.view(k.owner, k.user, k.ref)) n.pools.push_back(*v);
     return n;
   }
 
  private:
-  // An IP address (IPv4 in the first 4 bytes) or a MAC (the first 6), with its kind, so that
-  // the two never compare equal.
-  struct endpoint {
-    std::array<std::uint8_t, 16> b{};
-    std::uint8_t kind = 0;  // 4, 6: IP version; 1: MAC
-    friend constexpr bool operator==(const endpoint&, const endpoint&) = default;
-  };
+  using endpoint = flow::host;
   template <std::size_t N>
   static endpoint make_endpoint(const std::array<std::uint8_t, N>& a, std::uint8_t kind) {
-    endpoint e{};
-    for (std::size_t i = 0; i < N; ++i) e.b[i] = a[i];
-    e.kind = kind;
-    return e;
+    return host::of(a, kind);
   }
   static constexpr std::size_t no_pool = ~std::size_t{0};
 
@@ -253,6 +260,7 @@ class observer {
     if (op.is(ib::op_class::send)) {
       if (op.pos == ib::position::only) {
         advertise(n, src, v.payload, frame);
+        (void)pp_.message(src, dst, v.payload);
       } else {
         join_send(n, frame, src, dst, b, op.pos, v.payload);
       }
@@ -294,6 +302,7 @@ class observer {
     n.message = m->data;
     n.message_first_frame = m->first_frame;
     advertise(n, src, m->data, frame);
+    (void)pp_.message(src, dst, m->data);
   }
 
   void write_packet(frame_note& n, std::uint64_t frame, const ib::roce_view& v, const endpoint& src,
@@ -320,9 +329,13 @@ class observer {
     if (c && c->pool != no_pool) {
       n.write = write_place{pools_[c->pool].pool, c->start, c->va};
       c->va += v.payload.size();
+      pp_.write(dst, src, n.write->pool.ref, v.payload.size(), reth.has_value());
     }
-    if (const auto imm = v.get<ib::ext::immdt>()) {
+    const auto imm = v.get<ib::ext::immdt>();
+    if (imm && pp_.claims_idata(dst, src, imm->value)) {
+      n.idata = true;
       const msg::idata d = msg::from_imm(imm->value);
+      (void)pp_.indicate(dst, src, msg::to_indication(d));
       if (n.write)
         n.idata_mismatch = d.pool_ref != n.write->pool.ref || d.element_index != n.write->start_element();
       else if (reth)  // the RETH lands in no pool: wrong if idata names one of the target's pools
@@ -349,6 +362,8 @@ class observer {
       remember_write({true, src, dst, h.src_wqp, h.dst_wqp, h.psn, frame, pool, c.rdma->va});
     }
     if (write && c.idata) {
+      n.idata = true;  // the cell framing is push-push's own
+      (void)pp_.indicate(dst, src, msg::to_indication(msg::from_imm(*c.idata)));
       const write_rec* w = find_write(src, dst, h.src_wqp, h.dst_wqp, h.psn);
       if (w && w->pool != no_pool) {
         const observed_pool& p = pools_[w->pool].pool;
@@ -377,7 +392,13 @@ class observer {
       return;
     }
     n.payload = r.packet->payload;
-    if (h.type == cell::cell_type::send) advertise(n, src, n.payload, frame);  // the advertiser: source MAC
+    if (h.type == cell::cell_type::send) {
+      advertise(n, src, n.payload, frame);  // the advertiser: source MAC
+      (void)pp_.message(src, dst, n.payload);
+    } else if (write) {
+      const write_rec* w = find_write(src, dst, h.src_wqp, h.dst_wqp, h.psn);
+      if (w && w->pool != no_pool) pp_.write(dst, src, pools_[w->pool].pool.ref, n.payload.size(), true);
+    }
   }
 
   observer_limits lim_;
@@ -387,6 +408,7 @@ class observer {
   std::vector<write_rec> writes_;
   std::size_t writes_next_ = 0;
   std::optional<cell::reassembler> cells_;
+  pp_tracker pp_{lim_.pp};
   std::uint64_t last_ns_ = 0;
 };
 

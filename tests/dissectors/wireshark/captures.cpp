@@ -56,9 +56,11 @@ struct capture {
   bytes file;
   wire::pcap::writer pcap{file};
   std::uint64_t t = 1'700'000'000'000'000'000ull;
+  std::size_t frames = 0;
   void add(std::span<const std::byte> f) {
     pcap.add(t, f);
     t += 1'000'000;
+    ++frames;
   }
   void add(const ib::roce_packet& s, bool bad_icrc = false) {
     bytes f(*ib::frame_size(s));
@@ -446,6 +448,16 @@ struct expect {
     }
     return true;
   }
+  // The books of the pools the frame changed (flow::pp_tracker, through the observer).
+  void pools(const flow::frame_note& n) {
+    for (const flow::pool_view& p : n.pools) {
+      put("pushwire.pool.books", p.ref);
+      put("pushwire.pool.free", p.free);
+      put("pushwire.pool.credits", p.credits);
+      put("pushwire.pool.state", static_cast<std::uint64_t>(p.state));
+      put("pushwire.pool.lowest_free", p.lowest_free);
+    }
+  }
   void idata(std::uint32_t imm) {
     const msg::idata d = msg::from_imm(imm);
     put("pushwire.idata.pool", d.pool_ref);
@@ -474,7 +486,7 @@ void expect_roce(expect& x, const flow::frame_note& n, std::span<const std::byte
     x.put("pushwire.dc.disconnect", v.dc_disconnect() ? 1 : 0);
     x.expert("pushwire.dc.connect");
   }
-  if (op.is(ib::op_class::write) && v.get<ext::immdt>()) x.idata(v.get<ext::immdt>()->value);
+  if (op.is(ib::op_class::write) && v.get<ext::immdt>() && n.idata) x.idata(v.get<ext::immdt>()->value);
   if (n.write) {
     x.put("pushwire.write.pool", n.write->pool.ref);
     x.put("pushwire.write.element", n.write->element());
@@ -488,7 +500,9 @@ void expect_roce(expect& x, const flow::frame_note& n, std::span<const std::byte
     x.put("pushwire.page_fault.write_frame", n.write_frame);
     x.expert("pushwire.page_fault");
   }
-  x.put("pushwire.icrc", v.icrc);
+  x.pools(n);
+  // Its 4 bytes read big-endian, as stock Wireshark's infiniband.invariant.crc reads them.
+  x.put("pushwire.icrc", wire::load_be32(f.data() + v.icrc_offset));
   x.put("pushwire.icrc.status", v.icrc_state == wire::crc_status::good ? 1 : 0);
   if (v.icrc_state == wire::crc_status::bad) x.expert("pushwire.icrc.bad");
 }
@@ -533,6 +547,7 @@ void expect_cell(expect& x, const flow::frame_note& n, std::span<const std::byte
     if (status == 0) x.expert("pushwire.cell.packet_crc.bad");
   }
   if (n.reassembly.code != wire::errc{}) x.put("pushwire.cell.reassembly", std::string{wire::to_string(n.reassembly.code)});
+  x.pools(n);
   x.put("pushwire.cell.crc", v.crc);
   x.put("pushwire.cell.crc.status", v.crc_state == wire::crc_status::good ? 1 : 0);
   if (v.crc_state == wire::crc_status::bad) x.expert("pushwire.cell.crc.bad");
@@ -576,6 +591,27 @@ int write_expected(const std::string& pcap) {
     if (f.size() >= 14 && wire::load_be16(f.data() + 12) == cell::ethertype) expect_cell(x, n, f);
     else expect_roce(x, n, f);
   }
+  return 0;
+}
+
+// The pools statistics as the library counts them (flow::pp_tracker through the observer, over
+// the whole capture): one line per pool, "owner|user|pool|elements|element size|writes|bytes|
+// returns|flushes|lowest free|state", in the order tshark -z pushwire,pools lists them.
+int write_pools(const std::string& pcap) {
+  const bytes file = slurp(pcap);
+  auto r = wire::pcap::reader::open(file);
+  if (!r) return std::cerr << "cannot read " << pcap << "\n", 2;
+  flow::observer obs;
+  for (std::uint64_t n = 1;; ++n) {
+    auto rec = r->next();
+    if (!rec || !*rec) break;
+    (void)obs.observe(n, (*rec)->ts_ns, (*rec)->data);
+  }
+  obs.conversations().each_pool([](const flow::pool_view& p) {
+    std::cout << p.owner.text() << "|" << p.user.text() << "|" << p.ref << "|" << p.elements << "|" << p.element_size << "|"
+              << p.writes << "|" << p.bytes << "|" << p.returns << "|" << p.flushes << "|" << p.lowest_free << "|"
+              << wire::enum_name(p.state) << "\n";
+  });
   return 0;
 }
 
@@ -624,6 +660,96 @@ int corrupt(const std::string& in, int n, const std::string& dir, unsigned seed)
   return 0;
 }
 
+// Push-push beside other RDMA traffic (spec/wireshark.md section 3, "Claiming"): P and Q speak
+// push-push from frame 6 on (P owns pool 0); N1 and N2 run something else (NCCL-like RDMA WRITE
+// with immediate, SENDs). DIR/foreign.want lists the frames the plugin may claim and how:
+// "FRAME KIND..." with KIND message (a push-push message), idata, or write (an RDMA write landing
+// in an advertised pool); every other frame is foreign.
+void write_foreign(const std::string& dir) {
+  capture c;
+  std::ofstream want(dir + "/foreign.want");
+  const ib::ipv4_address p{10, 9, 0, 1}, q{10, 9, 0, 2}, n1{10, 9, 0, 3}, n2{10, 9, 0, 4};
+  auto pkt = [](ib::ipv4_address from, ib::ipv4_address to, ib::opcode op, std::uint32_t psn, std::uint32_t qp) {
+    ib::roce_packet s;
+    s.eth.src = {0x02, 0, 0, 0, 9, from[3]};
+    s.eth.dst = {0x02, 0, 0, 0, 9, to[3]};
+    s.ip4.src = from;
+    s.ip4.dst = to;
+    s.ip4.dsfield_dscp = 26;  // RoCE's traffic class and ECN, which the ICRC masks
+    s.ip4.dsfield_ecn = 2;
+    s.bth = {.opcode = ib::code(op), .p_key = 0xFFFF, .destqp = qp, .a = true, .psn = psn};
+    return s;
+  };
+  std::array<std::byte, 256> data{};
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<std::byte>(i * 7);
+  auto write_imm = [&](ib::ipv4_address from, ib::ipv4_address to, std::uint32_t psn, std::uint64_t va, std::uint32_t rkey,
+                       std::uint32_t imm) {
+    auto w = pkt(from, to, ib::opcode::rc_rdma_write_only_with_immediate, psn, 0x31);
+    w.ext.set<ext::reth>({.va = va, .r_key = rkey, .dmalen = static_cast<std::uint32_t>(data.size())});
+    w.ext.set<ext::immdt>({.value = imm});
+    w.payload = data;
+    return w;
+  };
+  auto send_only = [&](ib::ipv4_address from, ib::ipv4_address to, std::uint32_t psn, std::span<const std::byte> m) {
+    auto s = pkt(from, to, ib::opcode::rc_send_only, psn, 0x21);
+    s.payload = m;
+    return s;
+  };
+  const std::uint32_t idata01 = msg::to_imm(*msg::make_idata({0, 1, 256}));
+  const std::uint64_t va = 0x7f0000000000;
+  // 1-2: NCCL-like: immediate 0, which reads as pool 0, element 0, 65536 bytes.
+  c.add(write_imm(n1, n2, 100, 0x5000, 0x77, 0));
+  auto a = pkt(n2, n1, ib::opcode::rc_acknowledge, 100, 0x41);
+  a.ext.set<ext::aeth>({.syndrome = ib::syndrome::ack(ib::syndrome::unlimited_credits).raw, .msn = 1});
+  c.add(a);
+  // 3: Q writes to P with an idata-shaped immediate before any push-push message.
+  c.add(write_imm(q, p, 200, va + 4096, 0x1234, idata01));
+  // 4: a SEND whose payload is a BufferRecvPool of version 2: not push-push, claims nothing.
+  const std::array<msg::pool_descriptor, 1> pool{{{.pool_ref = 0, .element_count = 4, .element_size = 4096,
+                                                   .memory_handle = 0x1234, .address = va, .pool_context = 0}}};
+  auto v2 = enc(msg::buffer_recv_pool{.header = {.transaction_context = 1}, .pools = pool});
+  v2[3] = std::byte{2};
+  c.add(send_only(p, q, 300, v2));
+  // 5: and the same write again.
+  c.add(write_imm(q, p, 201, va + 4096, 0x1234, idata01));
+  // 6: a strict push-push message (CfgUtil GetLinkState) claims P and Q, but no pool is known.
+  std::array<std::byte, 64> cfg{};
+  const auto ncfg = msg::cfg::encode_request<msg::cfg::request_code::get_link_state>(7, {}, cfg);
+  c.add(send_only(p, q, 301, std::span(cfg).first(*ncfg)));
+  want << c.frames << " message\n";
+  // 7: idata naming pool 0, not advertised yet.
+  c.add(write_imm(q, p, 202, va + 4096, 0x1234, idata01));
+  // 8: P advertises pool 0 to Q.
+  const auto adv = enc(msg::buffer_recv_pool{.header = {.transaction_context = 2}, .pools = pool});
+  c.add(send_only(p, q, 302, adv));
+  want << c.frames << " message\n";
+  // 9: Q's push-push write into pool 0, element 1: idata.
+  c.add(write_imm(q, p, 203, va + 4096, 0x1234, idata01));
+  want << c.frames << " idata write\n";
+  // 10: Q writes into pool 0, element 2, with an immediate naming pool 7, which P never
+  // advertised: a write into the pool, but no idata.
+  c.add(write_imm(q, p, 204, va + 8192, 0x1234, msg::to_imm(*msg::make_idata({7, 2, 256}))));
+  want << c.frames << " write\n";
+  // 11: N1 to N2 with the same immediate as frame 9: other hosts.
+  c.add(write_imm(n1, n2, 101, 0x5000, 0x77, idata01));
+  // 12: P writes to Q naming pool 0: Q advertised nothing (pool 0 is P's).
+  c.add(write_imm(p, q, 303, 0x9000, 0x55, idata01));
+  // 13: N1's SEND of 64 bytes of its own.
+  std::array<std::byte, 64> own{};
+  for (std::size_t i = 0; i < own.size(); ++i) own[i] = static_cast<std::byte>(0x40 + i);
+  c.add(send_only(n1, n2, 102, own));
+  // 14: IPv6 with a VLAN tag, a traffic class and a flow label: WRITE with immediate, foreign.
+  auto v6 = write_imm(n1, n2, 103, 0x5000, 0x77, idata01);
+  v6.vlan = ib::vlan_tag{.priority = 3, .id = 100};
+  v6.v6 = true;
+  v6.ip6.src = {0xfd, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3};
+  v6.ip6.dst = {0xfd, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4};
+  v6.ip6.tclass = 0x6a;
+  v6.ip6.flow = 0x5eed1;
+  c.add(v6);
+  save(dir + "/foreign.pcap", c.file);
+}
+
 }  // namespace
 
 // Every conformance rule's capture (tests/flow/conform_cases.hpp) as DIR/conform-N.pcap, and
@@ -645,16 +771,18 @@ int main(int argc, char** argv) {
   if (mode == "conform" && argc == 3) return write_conform(argv[2]);
   if (mode == "write" && argc == 3) {
     write_roce(std::string{argv[2]} + "/roce.pcap");
+    write_foreign(argv[2]);
     write_cells(std::string{argv[2]} + "/cells.pcap");
     write_agree(std::string{argv[2]} + "/cells-agree.pcap", std::string{argv[2]} + "/cells-agree.want");
     return 0;
   }
   if (mode == "expect" && argc == 3) return write_expected(argv[2]);
+  if (mode == "pools" && argc == 3) return write_pools(argv[2]);
   if (mode == "experts") {
     for (const auto& e : ws::build().experts) std::cout << e.abbrev << "\n";
     return 0;
   }
   if (mode == "corrupt" && argc == 6) return corrupt(argv[2], std::stoi(argv[3]), argv[4], static_cast<unsigned>(std::stoul(argv[5])));
-  std::cerr << "usage: pushwire-ws-captures write DIR | conform DIR | expect FILE.pcap | corrupt IN N DIR SEED\n";
+  std::cerr << "usage: pushwire-ws-captures write DIR | conform DIR | expect FILE.pcap | pools FILE.pcap | corrupt IN N DIR SEED\n";
   return 1;
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Runs stock tshark 4.0 with the pushwire plugin from a build tree (spec/wireshark.md §6).
+"""Runs stock tshark 4.0 with the pushwire plugin from a build tree (spec/wireshark.md §7).
 
   check_plugin.py load    PLUGIN_SO
   check_plugin.py decode  PLUGIN_SO CAPTURES_TOOL FILE.pcap [FILE.pcap ...]
@@ -7,6 +7,8 @@
   check_plugin.py agree   PLUGIN_SO PUSHWIRE_DUMP FILE.pcap FILE.want
   check_plugin.py tap     PLUGIN_SO PUSHWIRE_RNIC
   check_plugin.py conform PLUGIN_SO PUSHWIRE_CONFORM DIR (DIR/conform.want, DIR/gen-*.pcap)
+  check_plugin.py claims  PLUGIN_SO ICRC_CHECK FILE.pcap [FILE.pcap ...]
+  check_plugin.py pools   PLUGIN_SO CAPTURES_TOOL FILE.pcap [FILE.pcap ...]
 
 tshark ignores personal plugin directories when run as root (CI runs as root), so the plugin is
 staged under a fresh HOME in /tmp and tshark runs as uid 65534 through setpriv. Exit 77 (ctest
@@ -256,6 +258,96 @@ def conform(plugin, tool, directory):
     print(f"{checked} rules, each at its frame as pushwire-conform says; pushwire-gen's captures clean")
 
 
+WRITE_IMM = (0x09, 0x0B)  # RDMA WRITE LAST/ONLY with immediate (low 5 opcode bits; RC, UC, RD, XRC)
+
+
+def claims(plugin, icrc_check, pcaps):
+    """Push-push beside other RDMA traffic (spec/wireshark.md section 3, "Claiming"). FILE.want,
+    when present, lists the frames the plugin may claim ("FRAME message|idata|write ..."); no other
+    frame is claimed. Every ICRC is good (scapy says so first: icrc_check.py) and the plugin shows
+    it as stock Wireshark's Invariant CRC does. idata_mode always and never, and Decode As."""
+    home = stage(plugin)
+    for pcap in pcaps:
+        name = os.path.basename(pcap)
+        p = subprocess.run(["/usr/bin/python3", icrc_check, pcap, "1"], capture_output=True, text=True)
+        if p.returncode != 0:
+            sys.exit(f"FAIL: {name}: scapy finds a bad ICRC, the capture is not what this test needs\n{p.stdout}{p.stderr}")
+        want = {}
+        wpath = os.path.splitext(pcap)[0] + ".want"
+        if os.path.exists(wpath):
+            with open(wpath) as f:
+                for line in f:
+                    frame, *kinds = line.split()
+                    want[int(frame)] = set(kinds)
+        local = put(home, pcap)
+        cols = ["frame.number", "infiniband.bth.opcode", "infiniband.immdt", "infiniband.invariant.crc", "pushwire.icrc",
+                "pushwire.icrc.status", "pushwire.function", "pushwire.idata.pool", "pushwire.write.pool",
+                "pushwire.pool.books", "pushwire.conform.rule", "_ws.expert.message"]
+
+        def rows(extra):
+            args = ["-2", "-r", local, "-T", "fields", "-E", "occurrence=f", "-E", "separator=|"] + extra
+            for c in cols:
+                args += ["-e", c]
+            return [dict(zip(cols, line.split("|"))) for line in tshark(home, args).stdout.splitlines()]
+
+        failures = []
+        write_imm = set()
+        auto = rows([])
+        for r in auto:
+            n = int(r["frame.number"])
+            if r["infiniband.immdt"] and int(r["infiniband.bth.opcode"], 0) & 0x1F in WRITE_IMM:
+                write_imm.add(n)
+            got = {k for k, f in (("message", "pushwire.function"), ("idata", "pushwire.idata.pool"),
+                                  ("write", "pushwire.write.pool")) if r[f]}
+            if got != want.get(n, set()):
+                failures.append(f"frame {n}: claimed {sorted(got)}, want {sorted(want.get(n, set()))}")
+            if r["pushwire.pool.books"] and not want.get(n):
+                failures.append(f"frame {n}: pool books on a foreign frame")
+            if r["pushwire.conform.rule"]:
+                failures.append(f"frame {n}: conformance says {r['pushwire.conform.rule']} ({r['_ws.expert.message']})")
+            if not r["infiniband.invariant.crc"]:
+                failures.append(f"frame {n}: stock Wireshark shows no Invariant CRC")
+            elif r["pushwire.icrc"] != r["infiniband.invariant.crc"] or r["pushwire.icrc.status"] != "1":
+                failures.append(f"frame {n}: pushwire.icrc {r['pushwire.icrc']} status {r['pushwire.icrc.status']}, "
+                                f"stock Invariant CRC {r['infiniband.invariant.crc']} (good, scapy says)")
+        for mode, args, expect in (("idata_mode always", ["-o", "pushwire.idata_mode:always"], write_imm),
+                                   ("idata_mode never", ["-o", "pushwire.idata_mode:never"], set()),
+                                   ("Decode As infiniband,pushwire", ["-d", "infiniband,pushwire"], write_imm)):
+            got = {int(r["frame.number"]) for r in rows(args) if r["pushwire.idata.pool"]}
+            if got != expect:
+                failures.append(f"{mode}: idata on frames {sorted(got)}, want {sorted(expect)}")
+        if failures:
+            sys.exit(f"FAIL: {name}\n" + "\n".join(failures[:40]))
+        claimed = sum(1 for k in want.values() if k)
+        print(f"{name}: {len(auto)} frames, {claimed} claimed as listed, the rest foreign; {len(write_imm)} RDMA WRITE with "
+              f"immediate; every ICRC good and shown as stock Wireshark shows it")
+
+
+def pools(plugin, tool, pcaps):
+    """tshark -z pushwire,pools lists what the library counted (CAPTURES_TOOL pools FILE); with a
+    filter that passes nothing, no row."""
+    home = stage(plugin)
+    rows_seen = 0
+    for pcap in pcaps:
+        name = os.path.basename(pcap)
+        lib = subprocess.run([tool, "pools", pcap], capture_output=True, text=True, check=True).stdout.splitlines()
+        local = put(home, pcap)
+        out = tshark(home, ["-r", local, "-q", "-z", "pushwire,pools"]).stdout.splitlines()
+        if not any(line.startswith("pushwire pools:") for line in out):
+            sys.exit(f"FAIL: {name}: no pushwire pools table\n" + "\n".join(out))
+        got = ["|".join(c.strip() for c in line.split("|")[:-1]) for line in out if line.count("|") == 11 and
+               not line.startswith("Owner")]
+        if got != lib:
+            sys.exit(f"FAIL: {name}: tshark -z pushwire,pools\n" + "\n".join(got) + "\nlibrary\n" + "\n".join(lib))
+        none = tshark(home, ["-r", local, "-q", "-z", "pushwire,pools,frame.number==0"]).stdout.splitlines()
+        if [line for line in none if line.count("|") == 11 and not line.startswith("Owner")]:
+            sys.exit(f"FAIL: {name}: rows with a filter that passes no frame")
+        rows_seen += len(lib)
+        print(f"{name}: {len(lib)} pools, as the library counts them")
+    if not rows_seen:
+        sys.exit("FAIL: no pool in any capture: the test checks nothing")
+
+
 def main():
     if len(sys.argv) < 3:
         sys.exit(__doc__)
@@ -270,6 +362,10 @@ def main():
         tap(plugin, sys.argv[3])
     elif mode == "conform":
         conform(plugin, sys.argv[3], sys.argv[4])
+    elif mode == "claims":
+        claims(plugin, sys.argv[3], sys.argv[4:])
+    elif mode == "pools":
+        pools(plugin, sys.argv[3], sys.argv[4:])
     elif mode == "robust":
         robust(plugin, sys.argv[3], int(sys.argv[4]), int(sys.argv[5]), sys.argv[6:])
     else:

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# The plugin in the real Wireshark GUI (Qt), under Xvfb (spec/wireshark.md §7): Wireshark opens a
+# capture at a push-push frame with the plugin loaded and its preference given on the command
+# line (an unknown preference would stop it), starts with nothing on stderr (no plugin error, no
+# dissector bug: WIRESHARK_ABORT_ON_DISSECTOR_BUG), and the screen is saved as PNG with the
+# packet tree expanded.
+# usage: gui.sh PLUGIN_SO CAPTURE FRAME OUT.png
+set -euo pipefail
+so=$1 capture=$2 frame=$3 out=$4
+here=$(cd "$(dirname "$0")" && pwd)
+for t in wireshark Xvfb xwd xdotool setpriv; do
+  command -v $t >/dev/null || { echo "SKIPPED: $t is not installed (Debian: wireshark xvfb x11-apps xdotool)"; exit 77; }
+done
+work=$(mktemp -d /tmp/pushwire-gui.XXXXXX)
+xpid= wpid=
+cleanup() {
+  [ -n "$wpid" ] && kill "$wpid" 2>/dev/null || true
+  [ -n "$xpid" ] && kill "$xpid" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+# A display of our own: the first free number from 90.
+d=90
+while [ -e /tmp/.X11-unix/X$d ] || [ -e /tmp/.X$d-lock ]; do d=$((d + 1)); done
+Xvfb :$d -screen 0 1400x1000x24 -nolisten tcp >"$work/xvfb.log" 2>&1 &
+xpid=$!
+for _ in $(seq 100); do [ -e /tmp/.X11-unix/X$d ] && break; sleep 0.05; done
+[ -e /tmp/.X11-unix/X$d ] || { cat "$work/xvfb.log"; echo "FAIL: Xvfb did not start"; exit 1; }
+export DISPLAY=:$d
+# Wireshark ignores personal plugin folders as root: it runs as nobody, in a HOME of its own.
+home=$work/home
+mkdir -p "$home/.local/lib/wireshark/plugins/4.0/epan" "$home/.config/wireshark" "$home/run"
+cp "$so" "$home/.local/lib/wireshark/plugins/4.0/epan/"
+cp "$capture" "$home/"
+name=$(basename "$capture")
+# No byte view, so that the tree has the room; no start-up dialogs.
+cat >"$home/.config/wireshark/preferences" <<'EOF'
+gui.layout_content_3: NONE
+gui.update.enabled: FALSE
+EOF
+chmod -R a+rwX "$work"
+chmod 700 "$home/run"
+run=()
+if [ "$(id -u)" = 0 ]; then
+  run=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+  chown -R 65534:65534 "$home"
+fi
+"${run[@]}" env HOME="$home" XDG_RUNTIME_DIR="$home/run" XDG_CONFIG_HOME="$home/.config" LC_ALL=C.UTF-8 \
+  WIRESHARK_ABORT_ON_DISSECTOR_BUG=1 QT_QPA_PLATFORM=xcb NO_AT_BRIDGE=1 \
+  wireshark -o pushwire.idata_mode:auto -r "$home/$name" -g "$frame" >"$work/wireshark.log" 2>&1 &
+wpid=$!
+win=
+for _ in $(seq 300); do
+  win=$(xdotool search --name "$name" 2>/dev/null | head -1) && [ -n "$win" ] && break
+  kill -0 $wpid 2>/dev/null || break
+  sleep 0.1
+done
+if [ -z "$win" ]; then
+  cat "$work/wireshark.log"; echo "FAIL: no Wireshark window showing $name"; exit 1
+fi
+sleep 2
+xdotool windowactivate --sync "$win" 2>/dev/null || xdotool windowfocus "$win" 2>/dev/null || true
+xdotool windowsize "$win" 1400 1000 windowmove "$win" 0 0 2>/dev/null || true
+sleep 1
+# In the packet details: collapse every tree, go to the last one (pushwire's), expand it whole.
+xdotool mousemove --window "$win" 300 560 click 1
+sleep 0.5
+xdotool key --window "$win" ctrl+Left End shift+Right
+sleep 2
+kill -0 $wpid 2>/dev/null || { cat "$work/wireshark.log"; echo "FAIL: Wireshark exited"; exit 1; }
+xwd -root -silent -display :$d >"$work/screen.xwd"
+colours=$(/usr/bin/python3 "$here/xwd2png.py" "$work/screen.xwd" "$out")
+echo "screenshot: $out ($colours)"
+# Start-up messages: Qt's harmless notes are allowed, nothing else.
+grep -vE '(QStandardPaths|qt\.qpa|libEGL|MESA|dbus|Fontconfig|^nl80211 not found)' "$work/wireshark.log" | grep -v '^\s*$' >"$work/errors" || true
+if [ -s "$work/errors" ]; then
+  cat "$work/errors"; echo "FAIL: Wireshark wrote to stderr (a plugin error?)"; exit 1
+fi
+n=$(echo "$colours" | sed -n 's/.*, \([0-9]*\) colours/\1/p')
+[ "${n:-0}" -ge 16 ] || { echo "FAIL: the screen is blank ($colours)"; exit 1; }
+echo "PASS: Wireshark started with the plugin, frame $frame of $name shown"
