@@ -8,7 +8,8 @@
 // infiniband.*), its payload, pad, ICRC and trailer: the keys `pushwire-gen frame` builds it
 // again from (spec/roce.md §12), then "pushwire.opcode", "pushwire.icrc"; a push-push message
 // found in a single-packet SEND ("pushwire.function", ...); "pushwire.idata" for an RDMA WRITE
-// with immediate that flow::observer claims as push-push idata (spec/wireshark.md §3); or "error" for a frame that is neither RoCEv2 nor a cell. A cell frame (EtherType
+// with immediate that flow::observer claims as push-push idata (spec/wireshark.md §3); or "error"
+// for a frame that is neither RoCEv2 nor a cell. A cell frame (EtherType
 // 0x88B5) gives "pushwire.cell.*" keys and "pushwire.cell.crc"; a last cell also
 // "pushwire.cell.packet_crc" (cells are reassembled across the capture to check it, by
 // flow::observer as the Wireshark plugin does; spec/cells.md §8), and a completed Send holding a

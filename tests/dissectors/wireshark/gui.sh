@@ -4,9 +4,11 @@
 # line (an unknown preference would stop it), starts with nothing on stderr (no plugin error, no
 # dissector bug: WIRESHARK_ABORT_ON_DISSECTOR_BUG), and the screen is saved as PNG with the
 # packet tree expanded.
-# usage: gui.sh PLUGIN_SO CAPTURE FRAME OUT.png
+# With STATS.png, Wireshark is started again with -z pushwire,pools: the Statistics dialog of the
+# same name opens, and its screen is saved too.
+# usage: gui.sh PLUGIN_SO CAPTURE FRAME OUT.png [STATS.png]
 set -euo pipefail
-so=$1 capture=$2 frame=$3 out=$4
+so=$1 capture=$2 frame=$3 out=$4 stats=${5:-}
 here=$(cd "$(dirname "$0")" && pwd)
 for t in wireshark Xvfb xwd xdotool setpriv; do
   command -v $t >/dev/null || { echo "SKIPPED: $t is not installed (Debian: wireshark xvfb x11-apps xdotool)"; exit 77; }
@@ -45,19 +47,37 @@ if [ "$(id -u)" = 0 ]; then
   run=(setpriv --reuid=65534 --regid=65534 --clear-groups)
   chown -R 65534:65534 "$home"
 fi
-"${run[@]}" env HOME="$home" XDG_RUNTIME_DIR="$home/run" XDG_CONFIG_HOME="$home/.config" LC_ALL=C.UTF-8 \
-  WIRESHARK_ABORT_ON_DISSECTOR_BUG=1 QT_QPA_PLATFORM=xcb NO_AT_BRIDGE=1 \
-  wireshark -o pushwire.idata_mode:auto -r "$home/$name" -g "$frame" >"$work/wireshark.log" 2>&1 &
-wpid=$!
-win=
-for _ in $(seq 300); do
-  win=$(xdotool search --name "$name" 2>/dev/null | head -1) && [ -n "$win" ] && break
-  kill -0 $wpid 2>/dev/null || break
-  sleep 0.1
-done
-if [ -z "$win" ]; then
-  cat "$work/wireshark.log"; echo "FAIL: no Wireshark window showing $name"; exit 1
-fi
+start() {  # ARGS...: Wireshark on the capture; sets wpid and win (the window showing it)
+  "${run[@]}" env HOME="$home" XDG_RUNTIME_DIR="$home/run" XDG_CONFIG_HOME="$home/.config" LC_ALL=C.UTF-8 \
+    WIRESHARK_ABORT_ON_DISSECTOR_BUG=1 QT_QPA_PLATFORM=xcb NO_AT_BRIDGE=1 \
+    wireshark -o pushwire.idata_mode:auto -r "$home/$name" "$@" >"$work/wireshark.log" 2>&1 &
+  wpid=$!
+  win=
+  for _ in $(seq 300); do
+    win=$(xdotool search --name "${want_title:-$name}" 2>/dev/null | head -1) && [ -n "$win" ] && break
+    kill -0 $wpid 2>/dev/null || break
+    sleep 0.1
+  done
+  if [ -z "$win" ]; then
+    cat "$work/wireshark.log"; echo "FAIL: no Wireshark window named ${want_title:-$name}"; exit 1
+  fi
+}
+shot() {  # OUT.png: the screen, checked not blank; stderr checked
+  kill -0 $wpid 2>/dev/null || { cat "$work/wireshark.log"; echo "FAIL: Wireshark exited"; exit 1; }
+  xwd -root -silent -display :$d >"$work/screen.xwd"
+  local colours
+  colours=$(/usr/bin/python3 "$here/xwd2png.py" "$work/screen.xwd" "$1")
+  echo "screenshot: $1 ($colours)"
+  # Start-up messages: Qt's and Wireshark's harmless notes are allowed, nothing else.
+  grep -vE '(QStandardPaths|qt\.qpa|libEGL|MESA|dbus|Fontconfig|^nl80211 not found)' "$work/wireshark.log" | grep -v '^\s*$' >"$work/errors" || true
+  if [ -s "$work/errors" ]; then
+    cat "$work/errors"; echo "FAIL: Wireshark wrote to stderr (a plugin error?)"; exit 1
+  fi
+  local n
+  n=$(echo "$colours" | sed -n 's/.*, \([0-9]*\) colours/\1/p')
+  [ "${n:-0}" -ge 16 ] || { echo "FAIL: the screen is blank ($colours)"; exit 1; }
+}
+start -g "$frame"
 sleep 2
 xdotool windowactivate --sync "$win" 2>/dev/null || xdotool windowfocus "$win" 2>/dev/null || true
 xdotool windowsize "$win" 1400 1000 windowmove "$win" 0 0 2>/dev/null || true
@@ -67,15 +87,13 @@ xdotool mousemove --window "$win" 300 560 click 1
 sleep 0.5
 xdotool key --window "$win" ctrl+Left End shift+Right
 sleep 2
-kill -0 $wpid 2>/dev/null || { cat "$work/wireshark.log"; echo "FAIL: Wireshark exited"; exit 1; }
-xwd -root -silent -display :$d >"$work/screen.xwd"
-colours=$(/usr/bin/python3 "$here/xwd2png.py" "$work/screen.xwd" "$out")
-echo "screenshot: $out ($colours)"
-# Start-up messages: Qt's harmless notes are allowed, nothing else.
-grep -vE '(QStandardPaths|qt\.qpa|libEGL|MESA|dbus|Fontconfig|^nl80211 not found)' "$work/wireshark.log" | grep -v '^\s*$' >"$work/errors" || true
-if [ -s "$work/errors" ]; then
-  cat "$work/errors"; echo "FAIL: Wireshark wrote to stderr (a plugin error?)"; exit 1
-fi
-n=$(echo "$colours" | sed -n 's/.*, \([0-9]*\) colours/\1/p')
-[ "${n:-0}" -ge 16 ] || { echo "FAIL: the screen is blank ($colours)"; exit 1; }
+shot "$out"
 echo "PASS: Wireshark started with the plugin, frame $frame of $name shown"
+[ -n "$stats" ] || exit 0
+kill $wpid; wait $wpid 2>/dev/null || true
+want_title="pushwire pools" start -z pushwire,pools
+sleep 3
+xdotool windowsize "$win" 1100 400 windowmove "$win" 40 120 2>/dev/null || true
+sleep 1
+shot "$stats"
+echo "PASS: Statistics > pushwire pools opens"
