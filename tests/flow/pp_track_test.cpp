@@ -131,6 +131,22 @@ TEST_CASE("pp_tracker: a pool's books and counts through writes, indications, re
   CHECK(rows == 1);
 }
 
+TEST_CASE("pp_tracker: a pool advertised again after its flush is active again, under the same row", "[flow][pp]") {
+  flow::pp_tracker t;
+  REQUIRE(t.message(o, u, advertise(0, 2)));  // slot 0
+  REQUIRE(t.message(o, u, advertise(1, 2)));  // slot 1
+  const std::array<std::uint32_t, 1> refs{0};
+  REQUIRE(t.message(u, o, enc(msg::buffer_pool_flush_request{.header = {.transaction_context = 4}, .pool_refs = refs})));
+  REQUIRE(t.view(o, u, 0)->state == flow::pool_state::flushed);
+  REQUIRE(t.message(o, u, advertise(0, 3)));
+  const auto v = t.view(o, u, 0);
+  CHECK(v->state == flow::pool_state::active);
+  CHECK(v->elements == 3);
+  CHECK(v->free == 3);
+  CHECK(v->flushes == 1);
+  CHECK(t.view(o, u, 1)->state == flow::pool_state::active);
+}
+
 TEST_CASE("pp_tracker: a user's FlushRequest flushes the owner's pool at once", "[flow][pp]") {
   flow::pp_tracker t;
   REQUIRE(t.message(o, u, advertise(5, 2)));

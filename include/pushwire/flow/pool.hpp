@@ -411,8 +411,11 @@ constexpr step_result pool_owner<P, E>::advertise(const msg::pool_descriptor& d,
   if (out.room() < min_room) return {-1, errc::actions_full};
   if (d.element_count == 0 || d.element_size == 0) return {-1, errc::invalid_argument};
   if (d.element_count > E) return {-1, errc::table_full};
-  if (const auto i = find(d.pool_ref); i && slots_[*i].state != pool_state::flushed) return {-1, errc::pool_exists};
   std::optional<std::size_t> free;
+  if (const auto i = find(d.pool_ref)) {
+    if (slots_[*i].state != pool_state::flushed) return {-1, errc::pool_exists};
+    free = *i;  // the reference again after its flush: the same slot, so that find() sees the new pool
+  }
   for (std::size_t i = 0; i < P && !free; ++i)
     if (slots_[i].state == pool_state::unused) free = i;
   for (std::size_t i = 0; i < P && !free; ++i)  // a flushed slot is reused
