@@ -271,6 +271,7 @@ class conformance {
     last_ns_ = time_ns;
     frame_ = frame;
     t_ = time_ns;
+    pp_.begin_frame(frame);
     const auto l2 = wire::locate_payload(f);
     if (wire_len > f.size()) {
       // Cut by the capture's snaplen: its headers still say what the transport did; its
