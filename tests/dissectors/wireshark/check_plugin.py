@@ -7,7 +7,7 @@
   check_plugin.py agree   PLUGIN_SO PUSHWIRE_DUMP FILE.pcap FILE.want
   check_plugin.py tap     PLUGIN_SO PUSHWIRE_RNIC
   check_plugin.py conform PLUGIN_SO PUSHWIRE_CONFORM DIR (DIR/conform.want, DIR/gen-*.pcap)
-  check_plugin.py claims  PLUGIN_SO ICRC_CHECK FILE.pcap [FILE.pcap ...]
+  check_plugin.py claims  PLUGIN_SO ICRC_CHECK PUSHWIRE_DUMP FILE.pcap [FILE.pcap ...]
   check_plugin.py pools   PLUGIN_SO CAPTURES_TOOL FILE.pcap [FILE.pcap ...]
 
 tshark ignores personal plugin directories when run as root (CI runs as root), so the plugin is
@@ -261,11 +261,12 @@ def conform(plugin, tool, directory):
 WRITE_IMM = (0x09, 0x0B)  # RDMA WRITE LAST/ONLY with immediate (low 5 opcode bits; RC, UC, RD, XRC)
 
 
-def claims(plugin, icrc_check, pcaps):
+def claims(plugin, icrc_check, dump, pcaps):
     """Push-push beside other RDMA traffic (spec/wireshark.md section 3, "Claiming"). FILE.want,
     when present, lists the frames the plugin may claim ("FRAME message|idata|write ..."); no other
     frame is claimed. Every ICRC is good (scapy says so first: icrc_check.py) and the plugin shows
-    it as stock Wireshark's Invariant CRC does. idata_mode always and never, and Decode As."""
+    it as stock Wireshark's Invariant CRC does. idata_mode always and never, and Decode As.
+    pushwire-dump --json prints "pushwire.idata" on the same frames as the plugin."""
     home = stage(plugin)
     for pcap in pcaps:
         name = os.path.basename(pcap)
@@ -316,11 +317,18 @@ def claims(plugin, icrc_check, pcaps):
             got = {int(r["frame.number"]) for r in rows(args) if r["pushwire.idata.pool"]}
             if got != expect:
                 failures.append(f"{mode}: idata on frames {sorted(got)}, want {sorted(expect)}")
+        p = subprocess.run([dump, "--json", pcap], capture_output=True, text=True)
+        if p.returncode != 0:
+            failures.append(f"pushwire-dump --json: exit {p.returncode}: {p.stderr.strip()}")
+        dumped = {o["frame"] for o in map(json.loads, p.stdout.splitlines()) if "pushwire.idata" in o}
+        shown = {int(r["frame.number"]) for r in auto if r["pushwire.idata.pool"]}
+        if dumped != shown:
+            failures.append(f"pushwire-dump prints idata on frames {sorted(dumped)}, the plugin on {sorted(shown)}")
         if failures:
             sys.exit(f"FAIL: {name}\n" + "\n".join(failures[:40]))
         claimed = sum(1 for k in want.values() if k)
         print(f"{name}: {len(auto)} frames, {claimed} claimed as listed, the rest foreign; {len(write_imm)} RDMA WRITE with "
-              f"immediate; every ICRC good and shown as stock Wireshark shows it")
+              f"immediate; every ICRC good and shown as stock Wireshark shows it; pushwire-dump agrees")
 
 
 def pools(plugin, tool, pcaps):
@@ -363,7 +371,7 @@ def main():
     elif mode == "conform":
         conform(plugin, sys.argv[3], sys.argv[4])
     elif mode == "claims":
-        claims(plugin, sys.argv[3], sys.argv[4:])
+        claims(plugin, sys.argv[3], sys.argv[4], sys.argv[5:])
     elif mode == "pools":
         pools(plugin, sys.argv[3], sys.argv[4:])
     elif mode == "robust":
