@@ -318,7 +318,12 @@ void pw_observer_free(pw_observer* o) { delete o; }
 void pw_observer_feed(pw_observer* o, std::uint32_t frame, std::uint64_t time_ns, const std::uint8_t* p, std::size_t n,
                       pw_note* out) {
   *out = pw_note{};
-  const flow::frame_note f = o->o.observe(frame, time_ns, bytes(p, n));
+  flow::frame_note f;
+  try {
+    f = o->o.observe(frame, time_ns, bytes(p, n));
+  } catch (...) {  // out of memory: nothing known of this frame (C frames cannot unwind)
+    return;
+  }
   if (f.write) {
     out->has_write = 1;
     out->pool_ref = f.write->pool.ref;

@@ -757,7 +757,8 @@ class conformance {
     // The same hosts and QP numbers again in a new connection (a program run again): its PSNs
     // start anywhere. A request further than new_connection_distance PSNs from the stream's
     // newest starts the stream afresh.
-    if (s.started && std::abs(ib::psn_diff(p.psn, ib::psn_add(s.sent_max, 1))) > new_connection_distance) renew(s);
+    if (s.svc != service::dc && s.started && std::abs(ib::psn_diff(p.psn, ib::psn_add(s.sent_max, 1))) > new_connection_distance)
+      renew(s);
     (void)track_psn(s, p);
     // A capture may start inside a message (or lose its first packets): the replica starts at
     // the first packet that starts a message, whatever came before it.
@@ -1168,7 +1169,9 @@ class conformance {
   void received(stream& s, const packet& p, const qp_action::receive& rc) {
     const ib::opcode_info& o = p.info();
     if (o.is(ib::op_class::write)) {  // RDMA WRITE with immediate: idata, when pp_tracker claims it
-      if (rc.with_imm && pp_.claims_idata(s.responder, s.requester, rc.imm)) {
+      // A cell's idata is always push-push (the framing is its own), on a pair with books.
+      const bool cell = s.requester.kind == 1;
+      if (rc.with_imm && (cell || pp_.claims_idata(s.responder, s.requester, rc.imm))) {
         const msg::indication i = msg::to_indication(msg::from_imm(rc.imm));
         if (const auto r = pp_.indicate(s.responder, s.requester, i)) indication(s, i, *r);
       }

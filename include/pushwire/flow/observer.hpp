@@ -169,7 +169,7 @@ class observer {
   static constexpr std::size_t no_pool = ~std::size_t{0};
 
   struct pool_rec {
-    endpoint target{};
+    endpoint target{}, user{};  // the advertiser, and the host it advertised to
     std::uint32_t rkey = 0;
     observed_pool pool{};
   };
@@ -198,29 +198,31 @@ class observer {
 
   // ---------------------------------------------------------------- pools
 
-  void advertise(frame_note& n, const endpoint& target, std::span<const std::byte> m, std::uint64_t frame) {
+  void advertise(frame_note& n, const endpoint& target, const endpoint& user, std::span<const std::byte> m,
+                 std::uint64_t frame) {
     (void)msg::dispatch(m, [&]<class M>(const M& x) {
       if constexpr (std::is_same_v<M, msg::buffer_recv_pool>) {
         for (const msg::pool_descriptor& d : x.pools) {
           if (pools_.size() == lim_.max_pools) return full(n, "pools");
-          pools_.push_back({target, d.memory_handle, {d.pool_ref, d.element_count, d.element_size, d.address, frame}});
+          pools_.push_back({target, user, d.memory_handle, {d.pool_ref, d.element_count, d.element_size, d.address, frame}});
         }
       }
     });
   }
-  // The latest advertised pool of target under rkey holding va.
-  std::size_t find_pool(const endpoint& target, std::uint32_t rkey, std::uint64_t va) const {
+  // The latest pool target advertised to user, under rkey, holding va (a write from anyone else
+  // is not push-push: spec/wireshark.md §3).
+  std::size_t find_pool(const endpoint& target, const endpoint& user, std::uint32_t rkey, std::uint64_t va) const {
     for (std::size_t i = pools_.size(); i-- > 0;) {
       const pool_rec& p = pools_[i];
-      if (p.rkey == rkey && p.target == target && va >= p.pool.address &&
+      if (p.rkey == rkey && p.target == target && p.user == user && va >= p.pool.address &&
           va - p.pool.address < std::uint64_t{p.pool.elements} * p.pool.element_size)
         return i;
     }
     return no_pool;
   }
-  bool names_pool(const endpoint& target, std::uint32_t rkey, std::uint32_t ref) const {
+  bool names_pool(const endpoint& target, const endpoint& user, std::uint32_t rkey, std::uint32_t ref) const {
     for (const pool_rec& p : pools_)
-      if (p.rkey == rkey && p.target == target && p.pool.ref == ref) return true;
+      if (p.rkey == rkey && p.target == target && p.user == user && p.pool.ref == ref) return true;
     return false;
   }
   static void full(frame_note& n, std::string_view bound) {
@@ -259,7 +261,7 @@ class observer {
     const ib::opcode_info& op = *v.op;
     if (op.is(ib::op_class::send)) {
       if (op.pos == ib::position::only) {
-        advertise(n, src, v.payload, frame);
+        advertise(n, src, dst, v.payload, frame);
         (void)pp_.message(src, dst, v.payload);
       } else {
         join_send(n, frame, src, dst, b, op.pos, v.payload);
@@ -301,7 +303,7 @@ class observer {
     if (msg::dispatch(m->data, [](const auto&) {}).code != wire::errc{}) return;
     n.message = m->data;
     n.message_first_frame = m->first_frame;
-    advertise(n, src, m->data, frame);
+    advertise(n, src, dst, m->data, frame);
     (void)pp_.message(src, dst, m->data);
   }
 
@@ -318,7 +320,7 @@ class observer {
         full(n, "write_cursors");
       } else {
         if (!c) c = &cursors_.emplace_back(cursor_rec{dst, src, b.destqp});
-        c->pool = find_pool(dst, reth->r_key, reth->va);
+        c->pool = find_pool(dst, src, reth->r_key, reth->va);
         c->start = c->va = reth->va;
         if (c->pool != no_pool && reth->dmalen) {
           const observed_pool& p = pools_[c->pool].pool;
@@ -339,7 +341,7 @@ class observer {
       if (n.write)
         n.idata_mismatch = d.pool_ref != n.write->pool.ref || d.element_index != n.write->start_element();
       else if (reth)  // the RETH lands in no pool: wrong if idata names one of the target's pools
-        n.idata_mismatch = names_pool(dst, reth->r_key, d.pool_ref);
+        n.idata_mismatch = names_pool(dst, src, reth->r_key, d.pool_ref);
     }
   }
 
@@ -357,7 +359,7 @@ class observer {
     const bool write = h.type == cell::cell_type::rdma_write;
     // Writes: the pool of the first cell's VA/MH (the target is the destination MAC).
     if (write && h.first && c.rdma) {
-      const std::size_t pool = find_pool(dst, c.rdma->mh, c.rdma->va);
+      const std::size_t pool = find_pool(dst, src, c.rdma->mh, c.rdma->va);
       if (pool != no_pool) n.write = write_place{pools_[pool].pool, c.rdma->va, c.rdma->va};
       remember_write({true, src, dst, h.src_wqp, h.dst_wqp, h.psn, frame, pool, c.rdma->va});
     }
@@ -393,7 +395,7 @@ class observer {
     }
     n.payload = r.packet->payload;
     if (h.type == cell::cell_type::send) {
-      advertise(n, src, n.payload, frame);  // the advertiser: source MAC
+      advertise(n, src, dst, n.payload, frame);  // the advertiser: source MAC
       (void)pp_.message(src, dst, n.payload);
     } else if (write) {
       const write_rec* w = find_write(src, dst, h.src_wqp, h.dst_wqp, h.psn);

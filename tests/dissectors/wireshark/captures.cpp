@@ -596,7 +596,8 @@ int write_expected(const std::string& pcap) {
 
 // The pools statistics as the library counts them (flow::pp_tracker through the observer, over
 // the whole capture): one line per pool, "owner|user|pool|elements|element size|writes|bytes|
-// returns|flushes|lowest free|state", in the order tshark -z pushwire,pools lists them.
+// returns|flushes|lowest free|state" (by owner, user and reference; tshark lists them as they
+// first appear).
 int write_pools(const std::string& pcap) {
   const bytes file = slurp(pcap);
   auto r = wire::pcap::reader::open(file);
@@ -747,6 +748,9 @@ void write_foreign(const std::string& dir) {
   v6.ip6.tclass = 0x6a;
   v6.ip6.flow = 0x5eed1;
   c.add(v6);
+  // 15: N1 writes into P's pool 0 (its address and R_Key) with an immediate naming it: P
+  // advertised the pool to Q, not to N1.
+  c.add(write_imm(n1, p, 104, va + 3 * 4096, 0x1234, msg::to_imm(*msg::make_idata({0, 3, 256}))));
   save(dir + "/foreign.pcap", c.file);
 }
 

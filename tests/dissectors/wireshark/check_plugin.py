@@ -345,6 +345,7 @@ def pools(plugin, tool, pcaps):
             sys.exit(f"FAIL: {name}: no pushwire pools table\n" + "\n".join(out))
         got = ["|".join(c.strip() for c in line.split("|")[:-1]) for line in out if line.count("|") == 11 and
                not line.startswith("Owner")]
+        got, lib = sorted(got), sorted(lib)  # rows: tshark in order of appearance, the library by key
         if got != lib:
             sys.exit(f"FAIL: {name}: tshark -z pushwire,pools\n" + "\n".join(got) + "\nlibrary\n" + "\n".join(lib))
         none = tshark(home, ["-r", local, "-q", "-z", "pushwire,pools,frame.number==0"]).stdout.splitlines()
