@@ -291,7 +291,7 @@ struct rnic_bench {
       rnic::device_config c;
       c.ports[0].mac = {2, 0, 0, 0, 0, n};
       c.ports[0].gid = rnic::gid_v4(198, 18, 0, n);
-      c.ports[0].frame = f;
+      c.ports[0].framing = f;
       c.tx_queue = 1u << 16;
       return c;
     };

@@ -17,7 +17,7 @@ int main() {
   const std::uint32_t rkey = 7;
   flow::time_ns now = 0;
   bool resident = false;  // the responder's page faults in 2 ms after the first touch
-  flow::memory_port mem{&resident, [](void* ctx, std::uint32_t, std::uint64_t, std::uint32_t, flow::access_kind) {
+  flow::memory_port mem{&resident, [](void* ctx, std::uint32_t, std::uint64_t, std::uint32_t, flow::access_kind, bool) {
                           return *static_cast<bool*>(ctx) ? flow::access_result{}
                                                           : flow::access_result{flow::access_result::page_fault, 2000};
                         }, nullptr};

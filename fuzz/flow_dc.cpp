@@ -45,7 +45,7 @@ void hostile(fuzz::provider& in) {
     p.se = in.flag();
     p.dc_key = in.pick(8) == 0 ? in.take<std::uint64_t>() : key;
     p.dct = in.pick(8) == 0 ? in.take<std::uint32_t>() & 0xFFFFFF : 0x100;
-    p.dci = in.pick(3);
+    p.dci = p.eecnxt = in.pick(3);  // the DCI: DCCETH on a connect, RDETH on data
     p.psn = in.take<std::uint8_t>();
     p.ack_req = in.flag();
     p.length = in.flag() ? 256 : in.pick(255);
@@ -56,7 +56,7 @@ void hostile(fuzz::provider& in) {
     t.on_packet(p, out);
     for (const auto& a : out)
       if (std::holds_alternative<flow::qp_action::place>(a)) {
-        PUSHWIRE_FUZZ_CHECK(was_connected && p.dci == dci && p.dc_key == key);
+        PUSHWIRE_FUZZ_CHECK(was_connected && p.dc_initiator() == dci && p.dc_key == key);
         PUSHWIRE_FUZZ_CHECK(p.opcode != ib::opcode::dc_connect);
       }
   }

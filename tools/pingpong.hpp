@@ -15,6 +15,8 @@
 
 #include <pushwire/wire/json.hpp>
 
+#include <pushwire/net/loop.hpp>
+
 #include "split_module.hpp"
 
 namespace pushwire::tools {
@@ -90,7 +92,12 @@ inline int pingpong_main(int argc, char** argv) {
   };
   std::array<rnic::work_completion, 8> wc;
   rnic::time_ns next_cm = 0;
-  // One turn of the loop: CM, sockets, device; returns (sends done, receives done) this turn.
+  // The device's I/O loop (net/loop.hpp), busy-polled: what the caller posted since the last
+  // turn leaves first, with the ACKs that turn made (an answer and the ACK of the request it
+  // answers go out in one sendmmsg), then what arrived goes in.
+  net::device_loop loop(dev);
+  loop.attach(0, udp);
+  // One turn: CM, then the loop; returns (sends done, receives done) this turn.
   auto turn = [&](rnic::time_ns now) {
     // The CM's socket once a millisecond: hellos come every 100 ms, and a syscall less per
     // turn is latency saved.
@@ -100,13 +107,8 @@ inline int pingpong_main(int argc, char** argv) {
       apply(conn.tick(now));
       next_cm = now + 1'000'000;
     }
-    // What the caller posted since the last turn leaves first, with the ACKs that turn made:
-    // an answer and the ACK of the request it answers go out in one sendmmsg.
-    dev.progress(now);
-    udp.send_from(dev, 0, now);
-    udp.receive_into(dev, 0, now);
-    dev.progress(now);
     std::pair<int, int> done{0, 0};
+    (void)loop.turn(now);
     auto count = [&](rnic::cq_memory& q, int& n) {
       for (std::size_t k = q.poll(wc), i = 0; i < k; ++i) {
         if (wc[i].status == rnic::wc_status::success) {
@@ -141,11 +143,14 @@ inline int pingpong_main(int argc, char** argv) {
     if (server) return wait_for(0, round_no) && post_recv() && post_send();
     return post_send() && wait_for(round_no, round_no) && post_recv();
   };
+  // Until connected, the loop sleeps between turns: on the sockets, at most until the CM's next
+  // datagram check.
+  loop.watch(cm, [](rnic::time_ns) {});
   while (!connected) {
     const rnic::time_ns now = net::monotonic_ns();
     if (now > give_up) return std::fprintf(stderr, "pushwire-rnic pingpong: no peer\n"), 1;
     (void)turn(now);
-    ::usleep(100);
+    (void)loop.wait(loop.timeout(net::monotonic_ns(), next_cm > now ? next_cm - now : 0));
   }
   // The client lets the server's connect land (a datagram's time; RC would retransmit anyway).
   if (!server) {

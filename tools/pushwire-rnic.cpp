@@ -87,7 +87,7 @@ struct node {
     port_config p;
     p.mac = {2, 0, 0, 0, 0, n};
     p.gid = gid_v4(198, 18, 0, n);
-    p.frame = f;
+    p.framing = f;
     c.ports = {p};
     c.window = window;
     c.retry_forever = true;  // the soak asks whether data arrives intact, not whether a QP gives up (spec/rnic.md §10)

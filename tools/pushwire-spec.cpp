@@ -32,6 +32,7 @@
 #include <pushwire/wire/pcap.hpp>
 
 #include "specgen.hpp"
+#include "verb_errors.hpp"
 #include "model.hpp"
 
 namespace {
@@ -534,6 +535,26 @@ std::optional<std::string> render(std::string_view key) {
           " | a cell packet beyond them is not judged (the oldest incomplete ones make room first) |\n";
   } else if (kind == "rnic_errors") {
     out = error_table(rnic::errc_table);
+  } else if (kind == "rnic_verb_errors") {
+    // The verbs of rnic::device (device.hpp and the data path it inherits, engine.hpp) and the
+    // codes their comments document.
+    std::vector<std::string_view> codes;
+    for (const auto& e : rnic::errc_table) codes.push_back(e.name);
+    std::string s = "| Verb | Error | When |\n|---|---|---|\n";
+    for (const char* h : {"/pushwire/rnic/device.hpp", "/pushwire/rnic/engine.hpp"}) {
+      std::ifstream in(std::string{PUSHWIRE_INCLUDE_DIR} + h, std::ios::binary);
+      std::stringstream text;
+      text << in.rdbuf();
+      std::string bad;
+      const auto rows = specgen::verb_errors(text.str(), codes, bad);
+      if (!in || rows.empty()) return std::nullopt;
+      std::string last;
+      for (const auto& r : rows) {
+        s += "| " + (r.verb == last ? std::string{} : "`" + r.verb + "`") + " | `" + r.code + "` | " + r.when + " |\n";
+        last = r.verb;
+      }
+    }
+    out = s;
   } else if (kind == "pp_errors") {
     out = error_table(pp::errc_table);
   } else if (kind == "lan_errors") {

@@ -26,6 +26,7 @@
 #include <fstream>
 #include <sstream>
 
+#include <pushwire/net/loop.hpp>
 #include <pushwire/net/packet.hpp>
 #include <pushwire/net/tap.hpp>
 #include <pushwire/net/udp.hpp>
@@ -126,7 +127,7 @@ inline rnic::device_config fabric_device(const std::array<std::uint8_t, 4>& loca
   rnic::port_config p;
   p.mac = {0x02, 0x50, 0x57, 0x00, 0x00, mac_low};
   p.gid = rnic::gid_v4(local[0], local[1], local[2], local[3]);
-  p.udp_sport = 4791;
+  p.udp_sport = ib::roce_port;
   p.mtu = port_mtu;
   rnic::device_config c;
   c.ports = {p};
@@ -226,15 +227,18 @@ class fabric_link {
   rnic::device_config device(const module_options& o, std::uint8_t mac_low) const {
     rnic::device_config c = fabric_device(o.local, mac_low);
     if (pkt_) {
-      c.ports[0].frame = rnic::framing::cell;
+      c.ports[0].framing = rnic::framing::cell;
       c.ports[0].mac = pkt_->mac();
       // Ethernet 14 + cell header 18 + VA/MH 12 + ACK 8 + idata 4 + CRCs 8 = 64 around a cell's data.
       c.ports[0].cell_payload = std::min<std::uint32_t>(8192, o.fabric_mtu - 64);
     }
     return c;
   }
-  std::size_t receive_into(rnic::device& d, rnic::time_ns now) { return udp_ ? udp_->receive_into(d, 0, now) : pkt_->receive_into(d, 0, now); }
-  std::size_t send_from(rnic::device& d, rnic::time_ns now) { return udp_ ? udp_->send_from(d, 0, now) : pkt_->send_from(d, 0, now); }
+  /// Attaches the link to the loop as the device's port 0.
+  void attach(net::device_loop& loop) {
+    if (udp_) loop.attach(0, *udp_);
+    else loop.attach(0, *pkt_);
+  }
   std::uint64_t sent() const { return udp_ ? udp_->stats().sent : pkt_->stats().sent; }
   std::uint64_t received() const { return udp_ ? udp_->stats().received : pkt_->stats().received; }
   std::uint64_t lost() const { return udp_ ? udp_->stats().lost : pkt_->stats().lost; }
@@ -267,52 +271,68 @@ class module {
     std::fflush(stdout);
     std::vector<std::byte> frame(65536 + 64);
     rnic::time_ns closing_since = 0;
-    while (true) {
-      pollfd fds[3] = {{link_.fd(), POLLIN, 0}, {cm_fd_, POLLIN, 0}, {tap_.fd(), static_cast<short>(held_ ? 0 : POLLIN), 0}};
-      (void)::poll(fds, 3, 1);
-      const rnic::time_ns now = net::monotonic_ns();
-      cm_step(now);
-      link_.receive_into(dev_, now);
-      dev_.progress(now);
+    bool tap_ready = true;
+    // One loop over the fabric link, the CM's socket and the TAP (net/loop.hpp): it sleeps until
+    // one of them is readable or a deadline comes (the device's, the CM's hellos, a frame held
+    // for credit, the host's statistics request, the close).
+    net::device_loop loop(dev_);
+    link_.attach(loop);
+    loop.watch(cm_fd_, [&](rnic::time_ns now) { cm_read(now); });
+    loop.watch(tap_.fd(), [&](rnic::time_ns) { tap_ready = true; }, [&] { return held_ == 0; });
+    loop.deadline([&] { return cm_.next_deadline(); });
+    loop.deadline([&]() -> std::optional<rnic::time_ns> {
+      if (held_) return held_since_ + hold_for;
+      if (o_.role == pp::role::host && ep_->current() == pp::state::connected) return next_stats_;
+      return std::nullopt;
+    });
+    loop.deadline([&]() -> std::optional<rnic::time_ns> {
+      return closing_since ? std::optional<rnic::time_ns>{closing_since + close_for} : std::nullopt;
+    });
+    auto work = [&](rnic::time_ns now) {
+      apply(cm_.tick(now), now);
       ep_->poll();
       // Frames from the stack (host) or the LAN (I/O unit) go to the peer while it is there.
       // Without credit the frame is held and the TAP not read (its queue backs up into the
       // stack's qdisc) until credit returns, for at most hold_for; then it is dropped.
-      for (int k = 0; k < 64; ++k) {
-        if (!held_) {
-          if ((held_ = tap_.read(frame)) == 0) break;
-          held_since_ = now;
-        }
-        if (ep_->current() != pp::state::connected) {  // no carrier: dropped, as a NIC would
+      if (tap_ready || held_) {
+        int k = 0;
+        for (; k < 64; ++k) {
+          if (!held_) {
+            if ((held_ = tap_.read(frame)) == 0) break;
+            held_since_ = now;
+          }
+          if (ep_->current() != pp::state::connected) {  // no carrier: dropped, as a NIC would
+            held_ = 0;
+            continue;
+          }
+          const pp::errc e = ep_->send_packet(std::span(frame).first(held_));
+          if (e == pp::errc::would_block && now - held_since_ < hold_for) break;
+          if (e != pp::errc{}) ++dropped_;
           held_ = 0;
-          continue;
         }
-        const pp::errc e = ep_->send_packet(std::span(frame).first(held_));
-        if (e == pp::errc::would_block && now - held_since_ < hold_for) break;
-        if (e != pp::errc{}) ++dropped_;
-        held_ = 0;
+        tap_ready = k == 64;  // more may wait: read again next turn
       }
       // The host asks for the LAN NIC's statistics every second.
       if (o_.role == pp::role::host && ep_->current() == pp::state::connected && now >= next_stats_) {
         (void)ep_->cfg_request(msg::cfg::request_code::get_statistics);
         next_stats_ = now + 1'000'000'000;
       }
-      dev_.progress(now);
-      link_.send_from(dev_, now);
+    };
+    while (true) {
+      (void)loop.wait(loop.timeout(net::monotonic_ns(), 1'000'000'000));
+      const rnic::time_ns now = net::monotonic_ns();
+      loop.turn(now, work);
       if (stop_requested && !closing_since) {
         closing_since = now;
         if (ep_->close() != pp::errc{}) break;
       }
-      if (closing_since && (ep_->current() == pp::state::closed || now - closing_since > 1'000'000'000)) break;
+      if (closing_since && (ep_->current() == pp::state::closed || now - closing_since > close_for)) break;
     }
     // Let the last control messages leave.
-    for (int k = 0; k < 50; ++k) {
-      const rnic::time_ns now = net::monotonic_ns();
-      link_.receive_into(dev_, now);
-      dev_.progress(now);
-      ep_->poll();
-      link_.send_from(dev_, now);
-      ::usleep(1000);
+    const rnic::time_ns until = net::monotonic_ns() + 50'000'000;
+    for (rnic::time_ns now = net::monotonic_ns(); now < until; now = net::monotonic_ns()) {
+      (void)loop.wait(loop.timeout(now, until - now));
+      loop.turn(net::monotonic_ns(), [&](rnic::time_ns) { ep_->poll(); });
     }
     std::printf("%s: %s; packets out %lu in %lu, dropped %lu; datagrams out %lu in %lu, injected losses %lu", who,
                 std::string(wire::enum_name(ep_->current())).c_str(), ep_->stats().packets_out, ep_->stats().packets_in, dropped_,
@@ -437,14 +457,14 @@ class module {
     }
     (void)now;
   }
-  void cm_step(rnic::time_ns now) {
+  /// The CM's datagrams waiting on its socket.
+  void cm_read(rnic::time_ns now) {
     std::array<std::byte, 256> b;
     for (int k = 0; k < 16; ++k) {
       const ssize_t n = ::recv(cm_fd_, b.data(), b.size(), MSG_DONTWAIT);
       if (n < 0) break;
       apply(cm_.on_datagram(std::span(b).first(static_cast<std::size_t>(n)), now), now);
     }
-    apply(cm_.tick(now), now);
   }
   void log(const char* what) {
     if (o_.verbose) std::printf("%s: %s\n", o_.role == pp::role::host ? "pushwire-host" : "pushwire-iou", what), std::fflush(stdout);
@@ -463,6 +483,7 @@ class module {
   rnic::time_ns next_stats_ = 0;
   rnic::time_ns held_since_ = 0;
   static constexpr rnic::time_ns hold_for = 10'000'000;  ///< 10 ms: then the frame is dropped
+  static constexpr rnic::time_ns close_for = 1'000'000'000;  ///< the close's Flush may take this long
 };
 
 // ---- LAN emulation (spec/split-model.md §LAN emulation) ------------------------------------
@@ -551,32 +572,37 @@ class lan_module {
     std::array<std::byte, pp::lan_hello_size> hello;
     (void)wire::encode(lan_.hello(), hello);
     rnic::time_ns next_hello = 0;
-    bool carrier = false;
-    while (!stop_requested) {
-      pollfd fds[3] = {{udp_.fd(), POLLIN, 0}, {cm_fd_, POLLIN, 0}, {tap_.fd(), POLLIN, 0}};
-      (void)::poll(fds, 3, 1);
-      const rnic::time_ns now = net::monotonic_ns();
+    bool carrier = false, tap_ready = true;
+    net::device_loop loop(dev_);
+    loop.attach(0, udp_);
+    loop.watch(cm_fd_, [&](rnic::time_ns now) { hear(now); });
+    loop.watch(tap_.fd(), [&](rnic::time_ns) { tap_ready = true; });
+    loop.deadline([&] { return std::optional<rnic::time_ns>{next_hello}; });
+    loop.deadline([&] { return lan_.next_deadline(); });
+    auto work = [&](rnic::time_ns now) {
       if (now >= next_hello) {
         for (const auto& p : o_.members) send_cm(cm_fd_, p, hello);
-        next_hello = now + 100'000'000;
+        next_hello = now + lan_.config().hello_interval;
       }
-      hear(now);
       if (lan_.tick(now)) log("a member went silent");
       if (carrier != !lan_.members().empty()) {
         carrier = !carrier;
         (void)tap_.set_carrier(carrier);
         log(carrier ? "carrier up" : "carrier down: no member");
       }
-      udp_.receive_into(dev_, 0, now);
-      dev_.progress(now);
       lan_.poll();
-      for (int k = 0; k < 64; ++k) {
+      if (!tap_ready) return;
+      int k = 0;
+      for (; k < 64; ++k) {
         const std::size_t n = tap_.read(frame);
         if (n == 0) break;
         (void)lan_.send_frame(std::span(frame).first(n));  // refusals are counted by reason
       }
-      dev_.progress(now);
-      udp_.send_from(dev_, 0, now);
+      tap_ready = k == 64;  // more may wait: read again next turn
+    };
+    while (!stop_requested) {
+      (void)loop.wait(loop.timeout(net::monotonic_ns(), 1'000'000'000));
+      loop.turn(net::monotonic_ns(), work);
     }
     const auto& st = lan_.stats();
     auto refused = [&](pp::lan_errc e) { return static_cast<unsigned long>(st.refused[static_cast<std::size_t>(e)]); };

@@ -42,6 +42,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <pushwire/net/loop.hpp>
 #include <pushwire/net/udp.hpp>
 #include <pushwire/rnic/device.hpp>
 #include <pushwire/version.hpp>
@@ -56,6 +57,54 @@ namespace rnic = pushwire::rnic;
 namespace net = pushwire::net;
 namespace cfg = pushwire::verbs;
 
+// ---- the casts between rnic's enums and libibverbs' rely on equal values ----------------------
+template <class R, class V>
+constexpr bool same(R r, V v) { return static_cast<long long>(r) == static_cast<long long>(v); }
+// ibv_wc_status (fill_wc, cqx start_poll)
+static_assert(same(rnic::wc_status::success, IBV_WC_SUCCESS) && same(rnic::wc_status::local_length_error, IBV_WC_LOC_LEN_ERR) &&
+              same(rnic::wc_status::local_qp_operation_error, IBV_WC_LOC_QP_OP_ERR) &&
+              same(rnic::wc_status::local_protection_error, IBV_WC_LOC_PROT_ERR) && same(rnic::wc_status::flushed, IBV_WC_WR_FLUSH_ERR) &&
+              same(rnic::wc_status::bad_response, IBV_WC_BAD_RESP_ERR) && same(rnic::wc_status::local_access_error, IBV_WC_LOC_ACCESS_ERR) &&
+              same(rnic::wc_status::remote_invalid_request, IBV_WC_REM_INV_REQ_ERR) &&
+              same(rnic::wc_status::remote_access_error, IBV_WC_REM_ACCESS_ERR) &&
+              same(rnic::wc_status::remote_operational_error, IBV_WC_REM_OP_ERR) &&
+              same(rnic::wc_status::retry_exceeded, IBV_WC_RETRY_EXC_ERR) && same(rnic::wc_status::rnr_retry_exceeded, IBV_WC_RNR_RETRY_EXC_ERR) &&
+              same(rnic::wc_status::fatal, IBV_WC_FATAL_ERR));
+// ibv_wc_opcode (wc_opcode_of)
+static_assert(same(rnic::wc_opcode::send, IBV_WC_SEND) && same(rnic::wc_opcode::rdma_write, IBV_WC_RDMA_WRITE) &&
+              same(rnic::wc_opcode::rdma_read, IBV_WC_RDMA_READ) && same(rnic::wc_opcode::compare_swap, IBV_WC_COMP_SWAP) &&
+              same(rnic::wc_opcode::fetch_add, IBV_WC_FETCH_ADD) && same(rnic::wc_opcode::recv, IBV_WC_RECV) &&
+              same(rnic::wc_opcode::recv_rdma_with_imm, IBV_WC_RECV_RDMA_WITH_IMM));
+// ibv_qp_state (modify_qp, query_qp)
+static_assert(same(rnic::qp_state::reset, IBV_QPS_RESET) && same(rnic::qp_state::init, IBV_QPS_INIT) && same(rnic::qp_state::rtr, IBV_QPS_RTR) &&
+              same(rnic::qp_state::rts, IBV_QPS_RTS) && same(rnic::qp_state::sqd, IBV_QPS_SQD) && same(rnic::qp_state::sqe, IBV_QPS_SQE) &&
+              same(rnic::qp_state::err, IBV_QPS_ERR));
+// ibv_access_flags (rights_of, modify_qp's access flags)
+static_assert(same(rnic::access::local_write, IBV_ACCESS_LOCAL_WRITE) && same(rnic::access::remote_write, IBV_ACCESS_REMOTE_WRITE) &&
+              same(rnic::access::remote_read, IBV_ACCESS_REMOTE_READ) && same(rnic::access::remote_atomic, IBV_ACCESS_REMOTE_ATOMIC));
+// ibv_qp_attr_mask (modify_qp passes the mask through)
+static_assert(same(rnic::qp_attr_mask::state, IBV_QP_STATE) && same(rnic::qp_attr_mask::cur_state, IBV_QP_CUR_STATE) &&
+              same(rnic::qp_attr_mask::en_sqd_async_notify, IBV_QP_EN_SQD_ASYNC_NOTIFY) &&
+              same(rnic::qp_attr_mask::access_flags, IBV_QP_ACCESS_FLAGS) && same(rnic::qp_attr_mask::pkey_index, IBV_QP_PKEY_INDEX) &&
+              same(rnic::qp_attr_mask::port, IBV_QP_PORT) && same(rnic::qp_attr_mask::qkey, IBV_QP_QKEY) && same(rnic::qp_attr_mask::av, IBV_QP_AV) &&
+              same(rnic::qp_attr_mask::path_mtu, IBV_QP_PATH_MTU) && same(rnic::qp_attr_mask::timeout, IBV_QP_TIMEOUT) &&
+              same(rnic::qp_attr_mask::retry_cnt, IBV_QP_RETRY_CNT) && same(rnic::qp_attr_mask::rnr_retry, IBV_QP_RNR_RETRY) &&
+              same(rnic::qp_attr_mask::rq_psn, IBV_QP_RQ_PSN) && same(rnic::qp_attr_mask::max_qp_rd_atomic, IBV_QP_MAX_QP_RD_ATOMIC) &&
+              same(rnic::qp_attr_mask::alt_path, IBV_QP_ALT_PATH) && same(rnic::qp_attr_mask::min_rnr_timer, IBV_QP_MIN_RNR_TIMER) &&
+              same(rnic::qp_attr_mask::sq_psn, IBV_QP_SQ_PSN) && same(rnic::qp_attr_mask::max_dest_rd_atomic, IBV_QP_MAX_DEST_RD_ATOMIC) &&
+              same(rnic::qp_attr_mask::path_mig_state, IBV_QP_PATH_MIG_STATE) && same(rnic::qp_attr_mask::cap, IBV_QP_CAP) &&
+              same(rnic::qp_attr_mask::dest_qpn, IBV_QP_DEST_QPN));
+// ibv_send_flags (the descriptor's flags are verbs' own bits)
+static_assert(same(rnic::send_fence, IBV_SEND_FENCE) && same(rnic::send_signaled, IBV_SEND_SIGNALED) &&
+              same(rnic::send_solicited, IBV_SEND_SOLICITED) && same(rnic::send_inline, IBV_SEND_INLINE));
+// ibv_wr_opcode (the verbs' opcodes map to wr_opcode case by case; the values agree as well)
+static_assert(same(rnic::wr_opcode::rdma_write, IBV_WR_RDMA_WRITE) && same(rnic::wr_opcode::rdma_write_with_imm, IBV_WR_RDMA_WRITE_WITH_IMM) &&
+              same(rnic::wr_opcode::send, IBV_WR_SEND) && same(rnic::wr_opcode::send_with_imm, IBV_WR_SEND_WITH_IMM) &&
+              same(rnic::wr_opcode::rdma_read, IBV_WR_RDMA_READ) && same(rnic::wr_opcode::atomic_cmp_and_swp, IBV_WR_ATOMIC_CMP_AND_SWP) &&
+              same(rnic::wr_opcode::atomic_fetch_and_add, IBV_WR_ATOMIC_FETCH_AND_ADD));
+// ibv_qp_type
+static_assert(same(rnic::qp_type::rc, IBV_QPT_RC) && same(rnic::qp_type::uc, IBV_QPT_UC) && same(rnic::qp_type::ud, IBV_QPT_UD));
+
 // ---- limits the device reports (spec/verbs.md §3) -------------------------------------------
 constexpr std::uint32_t max_qp_wr = 16384;      // send / receive queue depth (rings up to 2^16)
 constexpr std::uint32_t max_cqe = 1u << 20;     // entries of one CQ
@@ -63,7 +112,6 @@ constexpr std::uint32_t max_inline_data = 256;  // inline bytes of one send (rxe
 constexpr std::uint32_t max_srq_wr = 16384;
 constexpr std::uint32_t max_ah = 65536;
 constexpr std::uint32_t max_msg_sz = 1u << 31;
-constexpr std::uint16_t roce_port = 4791;
 /// A destroyed RC QP answers its peer's retransmissions for up to this long (device_config::
 /// linger), and closing the device waits for that: a program's last ACK may have been lost.
 constexpr rnic::time_ns linger_max = 1'000'000'000;
@@ -342,6 +390,9 @@ struct engine {
   std::mutex mu;
   std::unique_ptr<net::udp_port> udp;
   std::unique_ptr<rnic::device> dev;
+  /// The device's I/O loop over the socket (net/loop.hpp); the progress thread also waits on
+  /// wake_fd through it.
+  std::unique_ptr<net::device_loop> loop;
   std::array<std::uint8_t, 4> ip{};
   wire_mac mac{};
   std::uint32_t mtu = 4096;
@@ -404,12 +455,8 @@ void push_async(context_impl* c, const ibv_async_event& e) {
 
 void engine::step() {
   const rnic::time_ns now = net::monotonic_ns();
-  for (int round = 0; round < 16; ++round) {
-    const std::size_t got = udp->receive_into(*dev, 0, now);
-    dev->progress(now);
-    const std::size_t sent = udp->send_from(*dev, 0, now);
-    if (got == 0 && sent == 0 && !dev->busy()) break;
-  }
+  for (int round = 0; round < 16; ++round)
+    if (loop->turn(now) == 0 && !dev->busy()) break;
   for (const rnic::async_event& e : dev->take_events()) {
     ibv_async_event a{};
     switch (e.type) {
@@ -448,7 +495,6 @@ timespec timespec_of(rnic::time_ns ns) {
 
 void engine::run() {
   (void)::prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);  // timeouts of microseconds, not the default 50
-  std::vector<pollfd> fds;
   const pollfd wake_only{wake_fd, POLLIN, 0};
   while (!stop) {
     // While the program itself runs the device (it polls an empty CQ), stay out of its way.
@@ -461,23 +507,16 @@ void engine::run() {
       if (::ppoll(&w, 1, &ts, nullptr) > 0) drain_wake();
       continue;
     }
-    rnic::time_ns timeout = 100'000'000;
+    rnic::time_ns timeout;
     {
       std::lock_guard g(mu, std::adopt_lock);
-      fds.clear();
-      for (int fd : udp->fds()) fds.push_back({fd, POLLIN, 0});
-      fds.push_back(wake_only);
-      std::optional<rnic::time_ns> due = dev->next_deadline();
-      if (auto u = udp->next_due(); u && (!due || *u < *due)) due = u;
-      now = net::monotonic_ns();
-      if (dev->busy()) timeout = 0;
-      else if (due) timeout = *due <= now ? 0 : std::min(*due - now, timeout);
+      timeout = loop->timeout(net::monotonic_ns(), 100'000'000);
+      loop->prepare_wait();
     }
-    const timespec ts = timespec_of(timeout);
-    (void)::ppoll(fds.data(), fds.size(), &ts, nullptr);
-    if (fds.back().revents & POLLIN) drain_wake();
+    (void)loop->block(timeout);  // the socket, wake_fd, or the earliest deadline
     if (stop) break;
     if (!mu.try_lock()) continue;  // the program is running it
+    loop->mark();
     step();
     mu.unlock();
   }
@@ -494,7 +533,7 @@ engine* open_engine(std::uint32_t index) {
   const cfg::device_spec& s = r.specs[index];
   auto e = std::make_unique<engine>();
   net::udp_config uc;
-  uc.port = roce_port;
+  uc.port = pushwire::ib::roce_port;
   uc.faults = r.faults.faults;
   uc.seed = r.faults.seed + index;
   uc.address6 = s.address6;
@@ -510,7 +549,7 @@ engine* open_engine(std::uint32_t index) {
   }
   if (!e->udp->ok()) {
     const int err = e->udp->error();
-    warn("%s: cannot bind %u.%u.%u.%u:%u%s: %s", s.name.c_str(), uc.address[0], uc.address[1], uc.address[2], uc.address[3], roce_port,
+    warn("%s: cannot bind %u.%u.%u.%u:%u%s: %s", s.name.c_str(), uc.address[0], uc.address[1], uc.address[2], uc.address[3], pushwire::ib::roce_port,
          s.address6 ? " and its IPv6 address" : "", std::strerror(err));
     errno = err == EADDRNOTAVAIL || err == EADDRINUSE ? ENODEV : err;
     return nullptr;
@@ -525,12 +564,16 @@ engine* open_engine(std::uint32_t index) {
   e->ip6 = s.address6;
   if (s.address6) dc.ports[0].extra_gids = {*s.address6};
   dc.ports[0].mtu = s.mtu;
-  dc.ports[0].udp_sport = roce_port;
+  dc.ports[0].udp_sport = pushwire::ib::roce_port;
   dc.linger = linger_max;
   dc.ack_delay = ack_delay;
   e->dev = std::make_unique<rnic::device>(dc);
   e->wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (e->wake_fd < 0) return nullptr;
+  e->loop = std::make_unique<net::device_loop>(*e->dev);
+  e->loop->attach(0, *e->udp);
+  engine* self = e.get();
+  e->loop->watch(e->wake_fd, [self](rnic::time_ns) { self->drain_wake(); });
   e->refs = 1;
   engine* raw = e.release();
   raw->th = std::thread([raw] { raw->run(); });
@@ -1951,23 +1994,27 @@ PW_EXPORT int ibv_init_ah_from_wc(ibv_context* c, std::uint8_t port, ibv_wc* wc,
     errno = EINVAL;  // RoCE: the sender is known from the GRH only
     return -1;
   }
-  // The GRH space of a RoCEv2 UD receive: an IPv6 packet's header, or 20 bytes and an IPv4
-  // header. The reply goes from the GID the packet came to.
-  const auto* h = reinterpret_cast<const std::uint8_t*>(grh);
+  // The GRH space of a RoCEv2 UD receive (ib/gid.hpp). The reply goes from the GID the packet
+  // came to, to the one it came from.
+  const auto g = pushwire::ib::read_grh(std::span<const std::byte, pushwire::ib::grh_size>(reinterpret_cast<const std::byte*>(grh), pushwire::ib::grh_size));
+  if (!g) {
+    errno = EINVAL;
+    return -1;
+  }
+  const engine& e = eng_of(c);
+  int index = -1;
+  for (int i = 0; i < e.gid_count(); ++i)
+    if (e.gid_at(static_cast<std::uint32_t>(i)) == g->dgid) index = i;
+  if (index < 0) {
+    errno = EINVAL;  // not sent to this device
+    return -1;
+  }
   ah->is_global = 1;
   ah->grh.hop_limit = 64;
-  if ((h[0] >> 4) == 6) {
-    std::memcpy(ah->grh.dgid.raw, h + 8, 16);
-    ah->grh.sgid_index = 1;
-    ah->grh.traffic_class = static_cast<std::uint8_t>((h[0] << 4) | (h[1] >> 4));
-  } else {
-    const std::uint8_t* ip = h + 20;
-    const std::array<std::uint8_t, 16> src = rnic::gid_v4(ip[12], ip[13], ip[14], ip[15]);
-    std::memcpy(ah->grh.dgid.raw, src.data(), 16);
-    ah->grh.sgid_index = 0;
-    ah->grh.traffic_class = static_cast<std::uint8_t>(ip[1]);
-  }
-  (void)c;
+  ah->grh.sgid_index = static_cast<std::uint8_t>(index);
+  ah->grh.traffic_class = g->traffic_class;
+  ah->grh.flow_label = g->flow_label;
+  std::memcpy(ah->grh.dgid.raw, g->sgid.data(), 16);
   return 0;
 }
 PW_EXPORT ibv_ah* ibv_create_ah_from_wc(ibv_pd* pd, ibv_wc* wc, ibv_grh* grh, std::uint8_t port) {

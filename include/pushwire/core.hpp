@@ -34,6 +34,7 @@
 #include <pushwire/ib/aeth.hpp>
 #include <pushwire/ib/encap.hpp>
 #include <pushwire/ib/entropy.hpp>
+#include <pushwire/ib/gid.hpp>
 #include <pushwire/ib/headers.hpp>
 #include <pushwire/ib/lan.hpp>
 #include <pushwire/ib/opcode.hpp>

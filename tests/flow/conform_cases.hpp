@@ -354,13 +354,13 @@ inline std::vector<rule_case> rule_cases() {
   // DC: A's DCI 0x71 talks to B's DCT 0x72 with access key 0x5eed.
   const auto dc = [](opcode op, std::uint32_t psn, std::span<const std::byte> d, bool se = false) {
     packet p = req(op, psn, d, 0x72);
-    p.dc_key = 0x5eed, p.dci = 0x71, p.dct = 0x72, p.q_key = 0, p.src_qp = 0x71, p.se = se;
+    p.dc_key = 0x5eed, p.dci = 0x71, p.eecnxt = 0x71, p.dct = 0x72, p.q_key = 0, p.src_qp = 0x71, p.se = se;
     p.ack_req = true;
     return p;
   };
   const auto dc_ack = [](std::uint32_t psn, std::uint32_t msn) {
     packet p = resp(opcode::dc_acknowledge, psn, ib::syndrome::ack(31), msn, {}, 0x71);
-    p.dc_key = 0x5eed, p.dci = 0x71;
+    p.dc_key = 0x5eed, p.eecnxt = 0x71;
     return p;
   };
   {

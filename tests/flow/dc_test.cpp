@@ -134,7 +134,7 @@ TEST_CASE("DC target: wrong key and wrong DCT number get NAKs, strangers are dro
   CHECK(r.error == errc::unknown_dct);
   CHECK(ib::syndrome{only<qp_action::transmit>(a)[0].pkt.aeth.syndrome}.nak_reason() == ib::nak_code::invalid_request);
 
-  packet data{.opcode = ib::opcode::dc_rdma_write_only, .psn = 11, .ack_req = true, .dest_qp = A.dct, .wr_id = 9, .length = 8, .va = 0, .rkey = 1, .dmalen = 8, .dc_key = A.access_key, .dci = 5};
+  packet data{.opcode = ib::opcode::dc_rdma_write_only, .psn = 11, .ack_req = true, .dest_qp = A.dct, .wr_id = 9, .length = 8, .va = 0, .rkey = 1, .dmalen = 8, .dc_key = A.access_key, .eecnxt = 5};
   a = collect<qp_action_t>([&](qp_sink& o) { return t.on_packet(data, o); }, &r);
   CHECK(r.error == errc::not_connected);
   CHECK(only<qp_action::place>(a).empty());
@@ -151,11 +151,11 @@ TEST_CASE("DC target: wrong key and wrong DCT number get NAKs, strangers are dro
   CHECK(r.error == errc::wrong_access_key);
   CHECK(only<qp_action::place>(a).empty());
   data.dc_key = A.access_key;
-  data.dci = 6;
+  data.eecnxt = 6;
   a = collect<qp_action_t>([&](qp_sink& o) { return t.on_packet(data, o); }, &r);
   CHECK(r.error == errc::not_connected);
   CHECK(only<qp_action::place>(a).empty());
-  data.dci = 5;
+  data.eecnxt = 5;
   a = collect<qp_action_t>([&](qp_sink& o) { return t.on_packet(data, o); }, &r);
   CHECK(only<qp_action::place>(a).size() == 1);
   CHECK(t.stats().bad_key == 2);

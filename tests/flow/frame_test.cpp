@@ -27,7 +27,7 @@ packet full_packet(opcode op, std::span<const std::byte> payload) {
   if (o.payload) p.payload = payload, p.length = static_cast<std::uint32_t>(payload.size());
   for (ib::ext e : o.headers()) {
     switch (e) {
-      case ib::ext::rdeth: p.dci = 0x0DC1; break;
+      case ib::ext::rdeth: p.eecnxt = 0x0DC1; break;
       case ib::ext::deth: p.q_key = 0x80010000, p.src_qp = 0x654321; break;
       case ib::ext::dceth: p.dc_key = 0x0123456789ABCDEF; break;
       case ib::ext::feth: p.feth = {.sel = 1, .plt = 2}; break;
@@ -35,8 +35,8 @@ packet full_packet(opcode op, std::span<const std::byte> payload) {
       case ib::ext::atomiceth: p.va = 0x2000, p.rkey = 0x55, p.swap = 10, p.compare = 11; break;
       case ib::ext::aeth: p.aeth = {.syndrome = 0x1F, .msn = 0x42}; break;
       case ib::ext::atomicacketh: p.orig = 0xDEAD; break;
-      case ib::ext::immdt:
-      case ib::ext::ieth: p.imm = 0x07050100; break;
+      case ib::ext::immdt: p.imm = 0x07050100; break;
+      case ib::ext::ieth: p.ieth = 0x0A0B0C0D; break;
       case ib::ext::dcceth: p.dct = 0xABC, p.dci = 0xDEF; break;
       case ib::ext::cnp_pad: break;
       case ib::ext::sinketh: p.sink_va = 0x5000, p.sink_rkey = 0x77; break;

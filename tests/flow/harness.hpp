@@ -89,7 +89,7 @@ struct rc_sim {
   std::uint64_t seq = 0;
   time_ns link_free[2] = {0, 0};
 
-  static access_result check_memory(void* ctx, std::uint32_t, std::uint64_t va, std::uint32_t len, access_kind) {
+  static access_result check_memory(void* ctx, std::uint32_t, std::uint64_t va, std::uint32_t len, access_kind, bool) {
     auto* s = static_cast<rc_sim*>(ctx);
     fault& f = s->pf;
     if (!f.active || va + len <= f.va_lo || va >= f.va_hi) return {};

@@ -1,6 +1,7 @@
 // Requester and responder: single transitions from a known state, then scenarios over a link.
 #include <catch2/catch.hpp>
 
+#include <tuple>
 #include <vector>
 
 #include <pushwire/flow/testing.hpp>
@@ -349,7 +350,7 @@ TEST_CASE("requester: READ responses are placed into their own request, size-che
   CHECK(only<qp_action::complete>(a)[0].wr_id == 2);
 }
 
-TEST_CASE("read as write: one 0xC0 request, served by a write, its ACK and those behind it wait for served()") {
+TEST_CASE("read as write: one 0xC0 request, served by a write, its ACK and those behind it wait for write_back_done()") {
   requester<8> rq({.mtu = mtu, .dest_qp = 0x11, .start_psn = 0});
   auto a = collect<qp_action_t>([&](qp_sink& o) {
     return rq.post({.id = 7, .op = wr_op::read_as_write, .length = 3000, .remote_va = 0x1000, .rkey = 0x33, .sink_va = 0x9000, .sink_rkey = 0x44}, 0, o);
@@ -364,23 +365,23 @@ TEST_CASE("read as write: one 0xC0 request, served by a write, its ACK and those
   CHECK(!supports(service::uc, wr_op::read_as_write));
   CHECK(!supports(service::dc, wr_op::read_as_write));
   // Responder: the request asks to be served; a SEND behind it is placed, but no ACK goes out
-  // until the write is served.
+  // until the write back is done.
   responder<4> rs({.mtu = mtu, .peer_qp = 9});
   rs.post_receive(1);
   a = collect<qp_action_t>([&](qp_sink& o) { return rs.on_packet(p[0], o); });
-  const auto serves = only<qp_action::serve>(a);
+  const auto serves = only<qp_action::write_back>(a);
   REQUIRE(serves.size() == 1);
-  CHECK(serves[0] == qp_action::serve{0, 0x1000, 0x33, 3000, 0x9000, 0x44});
+  CHECK(serves[0] == qp_action::write_back{0, 0x1000, 0x33, 3000, 0x9000, 0x44});
   CHECK(sent<void>(a).empty());
   a = collect<qp_action_t>([&](qp_sink& o) { return rs.on_packet({.opcode = ib::opcode::rc_send_only, .psn = 1, .ack_req = true, .length = 8}, o); });
   CHECK(only<qp_action::place>(a).size() == 1);
   CHECK(sent<void>(a).empty());
   // The request again (the requester timed out): nothing more is served or sent.
   a = collect<qp_action_t>([&](qp_sink& o) { return rs.on_packet(p[0], o); });
-  CHECK(only<qp_action::serve>(a).empty());
+  CHECK(only<qp_action::write_back>(a).empty());
   CHECK(sent<void>(a).empty());
   CHECK(!rs.wants_to_send());
-  rs.served(0, true);
+  rs.write_back_done(0, true);
   REQUIRE(rs.wants_to_send());
   a = collect<qp_action_t>([&](qp_sink& o) { rs.pump(o); return step_result{}; });
   const auto acks = sent<void>(a);
@@ -396,7 +397,7 @@ TEST_CASE("read as write: one 0xC0 request, served by a write, its ACK and those
   // A write that failed: the ACK becomes a NAK remote access error, and the responder fails.
   responder<4> r2({.mtu = mtu, .peer_qp = 9});
   (void)collect<qp_action_t>([&](qp_sink& o) { return r2.on_packet(p[0], o); });
-  r2.served(0, false);
+  r2.write_back_done(0, false);
   a = collect<qp_action_t>([&](qp_sink& o) { r2.pump(o); return step_result{}; });
   REQUIRE(sent<void>(a).size() == 1);
   CHECK(ib::syndrome{sent<void>(a)[0].aeth.syndrome}.nak_reason() == ib::nak_code::remote_access_error);
@@ -404,7 +405,7 @@ TEST_CASE("read as write: one 0xC0 request, served by a write, its ACK and those
   // Once served, a repeat of it (its ACK lost) is re-acknowledged at its own PSN.
   responder<4> r4({.mtu = mtu, .peer_qp = 9});
   (void)collect<qp_action_t>([&](qp_sink& o) { return r4.on_packet(p[0], o); });
-  r4.served(0, true);
+  r4.write_back_done(0, true);
   (void)collect<qp_action_t>([&](qp_sink& o) { r4.pump(o); return step_result{}; });
   a = collect<qp_action_t>([&](qp_sink& o) { return r4.on_packet(p[0], o); });
   REQUIRE(sent<void>(a).size() == 1);
@@ -414,7 +415,7 @@ TEST_CASE("read as write: one 0xC0 request, served by a write, its ACK and those
   responder<4> r3({.svc = service::uc, .mtu = mtu});
   packet uc = p[0];
   a = collect<qp_action_t>([&](qp_sink& o) { return r3.on_packet(uc, o); });
-  CHECK(only<qp_action::serve>(a).empty());
+  CHECK(only<qp_action::write_back>(a).empty());
 }
 
 TEST_CASE("requester: the send queue is bounded and refuses with queue_full, UD and UC rules") {
@@ -577,12 +578,16 @@ TEST_CASE("responder: no posted receive gives an RNR NAK, bad access NAKs and en
   CHECK(ib::page_fault_delay_us(sent<void>(a)[0].aeth) == 1280u);  // 1 ms rounds up to the table's 1.28 ms
   CHECK(rs.expected_psn() == 0);
 
-  memory_port deny{nullptr, [](void*, std::uint32_t, std::uint64_t, std::uint32_t, access_kind) { return access_result{access_result::access_error}; }, nullptr};
+  memory_port deny{nullptr, [](void*, std::uint32_t, std::uint64_t, std::uint32_t, access_kind, bool) { return access_result{access_result::access_error}; }, nullptr};
   responder<4> r2({.mtu = mtu}, deny);
   a = collect<qp_action_t>([&](qp_sink& o) { return r2.on_packet({.opcode = ib::opcode::rc_rdma_write_only, .psn = 0, .length = 8, .rkey = 1, .dmalen = 8}, o); });
   CHECK(ib::syndrome{sent<void>(a)[0].aeth.syndrome}.nak_reason() == ib::nak_code::remote_access_error);
   CHECK(only<qp_action::place>(a).empty());
   CHECK(r2.state() == resp_state::error);
+  // The failure is an action, after the NAK: the caller moves the QP to ERR from it.
+  REQUIRE(only<qp_action::request_error>(a).size() == 1);
+  CHECK(only<qp_action::request_error>(a)[0] == qp_action::request_error{0, ib::nak_code::remote_access_error, invalid_reason::none});
+  CHECK(std::holds_alternative<qp_action::request_error>(a.back()));
   step_result r;
   (void)collect<qp_action_t>([&](qp_sink& o) { return r2.on_packet({.opcode = ib::opcode::rc_rdma_write_only, .psn = 1, .length = 8}, o); }, &r);
   CHECK(r.row >= 0);
@@ -591,6 +596,43 @@ TEST_CASE("responder: no posted receive gives an RNR NAK, bad access NAKs and en
   responder<4> r3({.mtu = mtu});
   a = collect<qp_action_t>([&](qp_sink& o) { return r3.on_packet({.opcode = ib::opcode::rc_rdma_write_middle, .psn = 0, .length = mtu}, o); });  // MIDDLE first
   CHECK(ib::syndrome{sent<void>(a)[0].aeth.syndrome}.nak_reason() == ib::nak_code::invalid_request);
+  CHECK(only<qp_action::request_error>(a) ==
+        std::vector<qp_action::request_error>{{0, ib::nak_code::invalid_request, invalid_reason::sequence}});
+}
+
+TEST_CASE("responder: a SEND its receive cannot take is a request_error action saying why") {
+  // The memory port's verdict on the receive buffer, set per case.
+  static receive_fit verdict = receive_fit::fits;
+  const memory_port port{nullptr, nullptr, nullptr, [](void*, std::uint32_t, std::uint32_t) { return verdict; }};
+  const packet send{.opcode = ib::opcode::rc_send_only, .psn = 0, .ack_req = true, .length = 8};
+  for (const auto& [fit, nak, why] : {std::tuple{receive_fit::too_long, ib::nak_code::invalid_request, invalid_reason::receive_length},
+                                      std::tuple{receive_fit::unusable, ib::nak_code::remote_operational_error, invalid_reason::none}}) {
+    verdict = fit;
+    responder<4> rs({.mtu = mtu}, port);
+    rs.post_receive(1);
+    const auto a = collect<qp_action_t>([&](qp_sink& o) { return rs.on_packet(send, o); });
+    CHECK(ib::syndrome{sent<void>(a)[0].aeth.syndrome}.nak_reason() == nak);
+    CHECK(only<qp_action::request_error>(a) == std::vector<qp_action::request_error>{{0, nak, why}});
+    CHECK(only<qp_action::place>(a).empty());
+    CHECK(only<qp_action::receive>(a).empty());
+    CHECK(rs.state() == resp_state::error);
+  }
+  // One that fits: executed, no error action.
+  verdict = receive_fit::fits;
+  responder<4> ok({.mtu = mtu}, port);
+  ok.post_receive(1);
+  const auto a = collect<qp_action_t>([&](qp_sink& o) { return ok.on_packet(send, o); });
+  CHECK(only<qp_action::request_error>(a).empty());
+  CHECK(only<qp_action::receive>(a).size() == 1);
+  // UC has no fatal NAKs: a SEND too long for its receive is dropped without the action.
+  verdict = receive_fit::too_long;
+  responder<4> uc({.svc = service::uc, .mtu = mtu}, port);
+  uc.post_receive(1);
+  const auto u = collect<qp_action_t>([&](qp_sink& o) {
+    return uc.on_packet({.opcode = ib::opcode::uc_send_only, .psn = 0, .length = 8}, o);
+  });
+  CHECK(only<qp_action::request_error>(u).empty());
+  CHECK(sent<void>(u).empty());
 }
 
 TEST_CASE("responder: UC resynchronises on the next FIRST or ONLY after a gap") {

@@ -328,7 +328,7 @@ struct rc_world {
     trace.clear();
   }
   void bind() {
-    rs.set_memory(memory_port{this, [](void* c, std::uint32_t, std::uint64_t, std::uint32_t, access_kind kind) {
+    rs.set_memory(memory_port{this, [](void* c, std::uint32_t, std::uint64_t, std::uint32_t, access_kind kind, bool) {
                                 auto* w = static_cast<rc_world*>(c);
                                 return w->faulted && kind != access_kind::read ? access_result{access_result::page_fault, 5} : access_result{};
                               },

@@ -1,9 +1,11 @@
 // Each IB header against bytes spelled by hand, at compile time and at run time; the opcode
 // table's invariants; AETH syndromes and the RNR timer table; PSN arithmetic.
+#include <algorithm>
 #include <set>
 #include <string>
 
 #include <pushwire/ib/aeth.hpp>
+#include <pushwire/ib/gid.hpp>
 #include <pushwire/ib/headers.hpp>
 #include <pushwire/ib/opcode.hpp>
 #include <pushwire/ib/psn.hpp>
@@ -219,6 +221,52 @@ TEST_CASE("AETH syndromes and the RNR timer table", "[ib][aeth]") {
   // The page-fault ACK carries its delay.
   CHECK(page_fault_delay_us(page_fault_ack(7, 2000)) == 2560u);
   CHECK_FALSE(page_fault_delay_us(aeth{.syndrome = 0x1F}).has_value());
+}
+
+TEST_CASE("the local ACK timeout: 4.096 us * 2^code, code 0 none", "[ib][aeth]") {
+  CHECK_FALSE(local_ack_timeout_ns(0).has_value());
+  CHECK(local_ack_timeout_ns(1) == 8192u);
+  CHECK(local_ack_timeout_ns(8) == 1'048'576u);  // about 1 ms
+  CHECK(local_ack_timeout_ns(14) == 67'108'864u);
+  CHECK(local_ack_timeout_ns(31) == 4096ull << 31);  // about 2.4 hours
+  static_assert(local_ack_timeout_ns(8) == 1'048'576u);
+}
+
+TEST_CASE("GIDs: IPv4-mapped and IPv6, and the GRH space of a UD receive both ways", "[ib][gid]") {
+  static_assert(gid_v4(198, 18, 0, 1) == gid{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 198, 18, 0, 1});
+  static_assert(is_v4(gid_v4(10, 0, 0, 1)) && !is_v4(gid{0xfd}));
+  static_assert(v4_of(gid_v4(std::array<std::uint8_t, 4>{1, 2, 3, 4})) == std::array<std::uint8_t, 4>{1, 2, 3, 4});
+  CHECK(gid_v4(198, 18, 0, 1) == gid{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 198, 18, 0, 1});
+  CHECK_FALSE(is_v4(gid{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xfe, 1, 2, 3, 4}));
+  // IPv4: TOS 0xb8, TTL 63, 198.18.0.1 -> 198.18.0.2 (a header as a frame carries it; options
+  // after it are left out).
+  const auto v4 = test::hex<"45b8003c00004000" "3f11" "0000" "c6120001" "c6120002" "01010101">();
+  std::array<std::byte, grh_size> space{};
+  space.fill(std::byte{0xee});
+  write_grh(space, v4, false);
+  CHECK(std::all_of(space.begin(), space.begin() + 20, [](std::byte b) { return b == std::byte{0}; }));
+  CHECK(std::equal(space.begin() + 20, space.end(), v4.begin()));
+  const auto g4 = read_grh(space);
+  REQUIRE(g4.has_value());
+  CHECK(*g4 == grh_info{.v6 = false, .sgid = gid_v4(198, 18, 0, 1), .dgid = gid_v4(198, 18, 0, 2), .traffic_class = 0xb8, .hop_limit = 63});
+  // IPv6: traffic class 0x2a, flow label 0x12345, hop limit 64, fd00::1 -> fd00::2.
+  const auto v6 = test::hex<"62a12345" "00281140" "fd000000000000000000000000000001" "fd000000000000000000000000000002">();
+  write_grh(space, v6, true);
+  CHECK(std::equal(space.begin(), space.end(), v6.begin()));
+  const auto g6 = read_grh(space);
+  REQUIRE(g6.has_value());
+  CHECK(g6->v6);
+  CHECK(g6->traffic_class == 0x2a);
+  CHECK(g6->flow_label == 0x12345);
+  CHECK(g6->hop_limit == 64);
+  CHECK(g6->sgid == gid{0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1});
+  CHECK(g6->dgid == gid{0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2});
+  // Neither shape: nothing.
+  space.fill(std::byte{0});
+  CHECK_FALSE(read_grh(space).has_value());
+  space[3] = std::byte{1};
+  space[20] = std::byte{0x45};
+  CHECK_FALSE(read_grh(space).has_value());  // a nonzero byte before the IPv4 header
 }
 
 TEST_CASE("PSN serial arithmetic", "[ib][psn]") {

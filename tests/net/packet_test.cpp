@@ -28,7 +28,7 @@ struct node {
     rnic::port_config p;
     p.mac = l.mac();
     p.gid = rnic::gid_v4(198, 18, 5, n);
-    p.frame = rnic::framing::cell;
+    p.framing = rnic::framing::cell;
     p.cell_payload = 1400;
     rnic::device_config c;
     c.ports = {p};

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <pushwire/ib/roce.hpp>
+#include <pushwire/net/loop.hpp>
 #include <pushwire/net/udp.hpp>
 #include <pushwire/pp/endpoint.hpp>
 #include <pushwire/rnic/connect.hpp>
@@ -29,23 +30,21 @@ rnic::port_config port_at(std::uint8_t host) {
   rnic::port_config p;
   p.mac = {0x02, 0, 0, 0, 0x79, host};
   p.gid = rnic::gid_v4(127, 0, 79, host);
-  p.udp_sport = 4791;  // the socket's own port
+  p.udp_sport = ib::roce_port;  // the socket's own port
   return p;
 }
 
-/// One device and its UDP socket.
+/// One device, its UDP socket, and the loop between them (busy-polled here).
 struct node {
   rnic::device dev;
   net::udp_port udp;
+  net::device_loop loop{dev};
   node(std::uint8_t host, const rnic::direction_faults& f = {}, std::uint64_t seed = 1, bool gso = false, bool gro = true)
       : dev({.ports = {port_at(host)}, .retry_forever = true}),
-        udp({.address = {127, 0, 79, host}, .faults = f, .seed = seed, .gso = gso, .gro = gro}) {}
-  void step() {
-    const auto now = net::monotonic_ns();
-    udp.receive_into(dev, 0, now);
-    dev.progress(now);
-    udp.send_from(dev, 0, now);
+        udp({.address = {127, 0, 79, host}, .faults = f, .seed = seed, .gso = gso, .gro = gro}) {
+    loop.attach(0, udp);
   }
+  void step() { (void)loop.turn(net::monotonic_ns()); }
 };
 
 /// Steps both nodes (and `also`) until done() or `seconds` of real time pass.
@@ -124,7 +123,7 @@ TEST_CASE("udp: a device's frame and its datagram rebuilt by wrap() have the sam
   REQUIRE(ib::build(p, f).has_value());
   std::vector<std::byte> g(f.size());
   std::copy(f.begin() + net::udp_port::headers, f.end(), g.begin() + net::udp_port::headers);
-  net::udp_port::wrap(g, {2, 0, 0, 0, 0, 2}, {198, 18, 0, 1}, 0xC123, {198, 18, 0, 2}, 4791);
+  net::udp_port::wrap(g, {2, 0, 0, 0, 0, 2}, {198, 18, 0, 1}, 0xC123, {198, 18, 0, 2}, ib::roce_port);
   ib::roce_view v;
   REQUIRE(ib::inspect(g, v, {.crc = wire::crc_check::require}).code == wire::errc{});
   // ... and a flipped identification would not verify
@@ -169,7 +168,7 @@ TEST_CASE("udp: garbage on the port (random bytes, truncated and corrupted RoCE)
   REQUIRE(s >= 0);
   sockaddr_in to{};
   to.sin_family = AF_INET;
-  to.sin_port = htons(4791);
+  to.sin_port = htons(ib::roce_port);
   to.sin_addr.s_addr = htonl(0x7F004F05);  // 127.0.79.5
   std::mt19937 rng(11);
   for (int i = 0; i < 2000; ++i) {
@@ -292,4 +291,70 @@ TEST_CASE("udp: sessions are distinct source ports: a session QP's messages leav
   CHECK(a.udp.stats().source_ports == 4);  // one socket per session's source port
   CHECK(a.udp.stats().not_sendable == 0);
   CHECK(b.dev.counters().session_unknown_tuple == 0);  // every datagram came from a bound tuple
+}
+
+TEST_CASE("loop: it sleeps until a frame, a watched descriptor or a deadline, never on a tick", "[net][loop]") {
+  node a(7), b(8);
+  REQUIRE(a.udp.ok());
+  REQUIRE(b.udp.ok());
+  // Idle, nothing scheduled: the limit is all the loop would sleep.
+  CHECK(a.loop.timeout(net::monotonic_ns(), 5'000'000'000) == 5'000'000'000u);
+  rnic::cq_memory acq(16), bcq(16);
+  rnic::sq_memory asq(16), bsq(16);
+  rnic::rq_memory arq(16), brq(16);
+  const auto apd = *a.dev.alloc_pd(), bpd = *b.dev.alloc_pd();
+  std::vector<std::byte> src(4000, std::byte{7}), dst(4000);
+  const auto smr = *a.dev.reg_mr(apd, src.data(), src.size(), rnic::access::local_write);
+  const auto dmr = *b.dev.reg_mr(bpd, dst.data(), dst.size(), rnic::access::local_write | rnic::access::remote_write);
+  const auto ac = *a.dev.create_cq(acq), bc = *b.dev.create_cq(bcq);
+  const auto qa = *a.dev.create_qp({.pd = apd, .send_cq = ac, .recv_cq = ac, .sq = &asq, .rq = &arq});
+  const auto qb = *b.dev.create_qp({.pd = bpd, .send_cq = bc, .recv_cq = bc, .sq = &bsq, .rq = &brq});
+  REQUIRE(rnic::bring_up(a.dev, qa, {.peer_qpn = qb, .av = rnic::address_of(b.dev), .mtu = 1024, .timeout = 14}) == rnic::errc{});
+  REQUIRE(rnic::bring_up(b.dev, qb, {.peer_qpn = qa, .av = rnic::address_of(a.dev), .mtu = 1024}) == rnic::errc{});
+  const rnic::sge s{smr.addr, 4000, smr.lkey};
+  REQUIRE(a.dev.post_send(qa, {.wr_id = 1, .opcode = rnic::wr_opcode::rdma_write, .sg_list = {&s, 1}, .remote_addr = dmr.addr,
+                               .rkey = dmr.rkey}) == rnic::errc{});
+  // Posted: the device has work now, so the loop does not sleep.
+  CHECK(a.loop.timeout(net::monotonic_ns(), 5'000'000'000) == 0u);
+  (void)a.loop.turn(net::monotonic_ns());
+  // Sent, not yet acknowledged: it sleeps until the local ACK timeout at most (code 14: 67 ms).
+  const auto t = a.loop.timeout(net::monotonic_ns(), 5'000'000'000);
+  CHECK(t > 0u);
+  CHECK(t <= *ib::local_ack_timeout_ns(14));
+  // B's frames wake it: b's wait returns at once with its socket readable, and its turn takes them.
+  const auto t0 = net::monotonic_ns();
+  CHECK(b.loop.wait(1'000'000'000) >= 1);
+  CHECK(net::monotonic_ns() - t0 < 500'000'000);
+  (void)b.loop.turn(net::monotonic_ns());
+  CHECK(a.loop.wait(1'000'000'000) >= 1);  // the ACK
+  (void)a.loop.turn(net::monotonic_ns());
+  rnic::work_completion wc[2];
+  REQUIRE(acq.poll(wc) == 1);
+  CHECK(wc[0].status == rnic::wc_status::success);
+  CHECK(dst == src);
+  // Idle again: a wait of 30 ms sleeps the whole time (no tick wakes it), then times out.
+  REQUIRE(a.loop.timeout(net::monotonic_ns(), 30'000'000) == 30'000'000u);
+  const auto t1 = net::monotonic_ns();
+  CHECK(a.loop.wait(30'000'000) == 0);
+  CHECK(net::monotonic_ns() - t1 >= 30'000'000u);
+  CHECK(a.loop.stats().wakeups == 1);
+  // A watched descriptor wakes it and runs its handler at the next turn; a program deadline
+  // bounds the sleep.
+  int fds[2];
+  REQUIRE(::pipe(fds) == 0);
+  int handled = 0;
+  a.loop.watch(fds[0], [&](rnic::time_ns) {
+    char c;
+    handled += static_cast<int>(::read(fds[0], &c, 1));
+  });
+  const auto soon = net::monotonic_ns() + 20'000'000;
+  a.loop.deadline([&] { return std::optional<rnic::time_ns>{soon}; });
+  CHECK(a.loop.timeout(net::monotonic_ns(), 5'000'000'000) <= 20'000'000u);
+  REQUIRE(::write(fds[1], "x", 1) == 1);
+  CHECK(a.loop.wait(1'000'000'000) == 1);
+  CHECK(handled == 0);
+  (void)a.loop.turn(net::monotonic_ns());
+  CHECK(handled == 1);
+  ::close(fds[0]);
+  ::close(fds[1]);
 }

@@ -18,7 +18,7 @@ inline port_config port_n(int n, framing f = framing::roce) {
   port_config p;
   p.mac = {0x02, 0, 0, 0, 0, static_cast<std::uint8_t>(n)};
   p.gid = gid_v4(198, 18, 0, static_cast<std::uint8_t>(n));
-  p.frame = f;
+  p.framing = f;
   return p;
 }
 

@@ -279,3 +279,93 @@ TEST_CASE("faults: over 200 seeds every message arrives exactly once, in order p
     }
   }
 }
+
+namespace {
+
+/// A device of one port, a PD, CQs and 4 KiB of memory, with QPs made on request.
+struct node {
+  std::unique_ptr<device> dev;
+  std::uint32_t pd = 0, cq = 0;
+  cq_memory cqm{64};
+  std::vector<std::byte> buf = std::vector<std::byte>(4096, std::byte{0x5A});
+  memory_region mr{};
+  std::vector<std::unique_ptr<sq_memory>> sqs;
+  std::vector<std::unique_ptr<rq_memory>> rqs;
+  explicit node(const port_config& p) {
+    device_config c;
+    c.ports = {p};
+    dev = std::make_unique<device>(c);
+    pd = *dev->alloc_pd();
+    cq = *dev->create_cq(cqm);
+    mr = *dev->reg_mr(pd, buf.data(), buf.size(), all_access);
+  }
+  std::uint32_t qp(qp_type t) {
+    sqs.push_back(std::make_unique<sq_memory>(16));
+    rqs.push_back(std::make_unique<rq_memory>(16));
+    return *dev->create_qp({.type = t, .pd = pd, .send_cq = cq, .recv_cq = cq, .sq = sqs.back().get(), .rq = rqs.back().get()});
+  }
+  /// The frames its port sent, after progress.
+  std::vector<frame_bytes> frames() {
+    dev->progress(1);
+    std::vector<frame_bytes> out;
+    while (auto f = dev->take_frame(0)) out.push_back(std::move(*f));
+    return out;
+  }
+};
+
+port_config port_of(std::uint8_t n, framing f, bool v6) {
+  port_config p = port_n(n, f);
+  if (v6) p.gid = {0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, n};
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("security: an RC or UC QP takes packets from its peer only (source address, and on cells its MAC and QP)", "[rnic][security]") {
+  for (const framing f : {framing::roce, framing::cell})
+    for (const bool v6 : {false, true}) {
+      if (f == framing::cell && v6) continue;  // cells have no IP addresses
+      for (const qp_type t : {qp_type::rc, qp_type::uc}) {
+        INFO(wire::enum_name(f) << (v6 ? " IPv6 " : " ") << wire::enum_name(t));
+        // B's QP is connected to A (port 1); C (port 3) and a second device using A's own
+        // address send it a WRITE with B's QPN, PSN and R_Key.
+        node a(port_of(1, f, v6)), b(port_of(2, f, v6)), c(port_of(3, f, v6)), twin(port_of(1, f, v6));
+        const std::uint32_t qa = a.qp(t), qb = b.qp(t);
+        REQUIRE(pushwire::rnic::bring_up(*b.dev, qb, {.type = t, .peer_qpn = qa, .av = address_of(*a.dev)}) == errc{});
+        auto write_from = [&](node& n, std::uint32_t len, std::uint8_t fill) {
+          const std::uint32_t q = n.qp(t);
+          REQUIRE(pushwire::rnic::bring_up(*n.dev, q, {.type = t, .peer_qpn = qb, .av = address_of(*b.dev)}) == errc{});
+          std::fill(n.buf.begin(), n.buf.begin() + len, std::byte{fill});
+          const sge s{reinterpret_cast<std::uintptr_t>(n.buf.data()), len, n.mr.lkey};
+          REQUIRE(n.dev->post_send(q, {.wr_id = 1, .opcode = wr_opcode::rdma_write, .sg_list = std::span(&s, 1),
+                                       .remote_addr = b.mr.addr + 128, .rkey = b.mr.rkey}) == errc{});
+          std::size_t delivered = 0;
+          for (const auto& fr : n.frames()) b.dev->receive(0, fr, 2), ++delivered;
+          b.dev->progress(3);
+          return delivered;
+        };
+        const auto before = b.buf;
+        // Another address (RoCE) or another MAC (cells): dropped, counted, nothing written.
+        REQUIRE(write_from(c, 64, 0xC3) > 0);
+        CHECK(b.dev->counters().dropped_wrong_source > 0);
+        CHECK(b.buf == before);
+        // A WRITE of three packets: none of them placed.
+        const auto dropped = b.dev->counters().dropped_wrong_source;
+        REQUIRE(write_from(c, 3000, 0xC4) >= 3);
+        CHECK(b.dev->counters().dropped_wrong_source >= dropped + 3);
+        CHECK(b.buf == before);
+        if (f == framing::cell) {
+          // A's MAC from a QP that is not A's: dropped too (cells name the sending QP).
+          node imposter(port_of(1, f, v6));
+          (void)imposter.qp(t);  // so its next QP number is not qa's
+          REQUIRE(write_from(imposter, 64, 0xD5) > 0);
+          CHECK(b.buf == before);
+        }
+        // From the peer's address (and on cells its QP number): written.
+        REQUIRE(write_from(twin, 64, 0xA1) > 0);
+        CHECK(std::all_of(b.buf.begin() + 128, b.buf.begin() + 192, [](std::byte x) { return x == std::byte{0xA1}; }));
+        CHECK(std::equal(b.buf.begin(), b.buf.begin() + 128, before.begin()));
+        CHECK(std::equal(b.buf.begin() + 192, b.buf.end(), before.begin() + 192));
+      }
+    }
+}

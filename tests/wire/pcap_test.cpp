@@ -1,6 +1,7 @@
 #include <pushwire/wire/pcap.hpp>
 
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <set>
 #include <vector>
@@ -35,6 +36,35 @@ TEST_CASE("pcap: write, read back, both resolutions", "[wire][pcap]") {
     REQUIRE(end.has_value());
     CHECK_FALSE(end->has_value());
   }
+}
+
+TEST_CASE("pcap: a file header and records written one at a time make the writer's file, byte for byte", "[wire][pcap]") {
+  const auto a = test::copy(test::hex<"0102030405">()), b = test::copy(test::hex<"ff">());
+  std::vector<std::byte> whole;
+  pcap::writer w{whole, pcap::resolution::nano};
+  w.add(7'000'000'001ull, a);
+  w.add(9'000'000'000ull, b);
+  // The same file from its parts: the header once, then each record on its own (as a tap
+  // appends them to a file it opened).
+  std::vector<std::byte> parts;
+  auto append = [&](std::span<const std::byte> x) {
+    parts.resize(parts.size() + x.size());
+    std::memcpy(parts.data() + parts.size() - x.size(), x.data(), x.size());
+  };
+  append(pcap::file_header(pcap::resolution::nano));
+  for (const auto& [ts, f] : {std::pair{7'000'000'001ull, a}, std::pair{9'000'000'000ull, b}}) {
+    const auto r = pcap::record_header(ts, f.size(), pcap::resolution::nano);
+    CHECK(r.size() == pcap::record_header_size);
+    append(r);
+    append(f);
+  }
+  CHECK(parts == whole);
+  // The record header, spelled out: seconds, nanoseconds, captured and original lengths (LE).
+  CHECK(std::ranges::equal(pcap::record_header(7'000'000'001ull, 5, pcap::resolution::nano),
+                           test::hex<"07000000" "01000000" "05000000" "05000000">()));
+  CHECK(std::ranges::equal(pcap::record_header(7'000'001'999ull, 5, pcap::resolution::micro),
+                           test::hex<"07000000" "01000000" "05000000" "05000000">()));
+  CHECK(std::ranges::equal(pcap::file_header(), test::hex<"d4c3b2a1" "0200" "0400" "00000000" "00000000" "00000400" "01000000">()));
 }
 
 TEST_CASE("pcap: big-endian files, and malformed ones", "[wire][pcap]") {

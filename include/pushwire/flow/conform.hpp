@@ -635,7 +635,7 @@ class conformance {
                                                                                            : service::rc;
     if (o.tp == ib::transport::rd) return nullptr;  // IBTA RD: not judged
     // A DC stream is its DCI's (one PSN space whichever target it talks to); others a QP pair's.
-    const stream_key k = svc == service::dc ? stream_key{src, host{}, p.dci, svc} : stream_key{src, dst, p.dest_qp, svc};
+    const stream_key k = svc == service::dc ? stream_key{src, host{}, p.dc_initiator(), svc} : stream_key{src, dst, p.dest_qp, svc};
     if (const auto it = streams_.find(k); it != streams_.end()) return it->second.get();
     if (streams_.size() >= opt_.limits.max_streams) {
       ++sum_.dropped_conversations;
@@ -650,7 +650,7 @@ class conformance {
     s->hist.resize(hist_mask_ + 1);
     s->reads.resize(opt_.limits.reads);
     s->mtu = mtu_of(src, dst, p.dest_qp);
-    if (svc == service::dc) s->requester_qp = p.dci;
+    if (svc == service::dc) s->requester_qp = p.dc_initiator();
     else s->rs.emplace();  // made at the first message start (on_request)
     stream* raw = s.get();
     streams_.emplace(k, std::move(s));
@@ -734,7 +734,7 @@ class conformance {
       const auto ev = s.dct->judge(p);
       if (!ev) return;
       if (*ev == dct_event::stranger) {
-        if (!s.dct->closed_before(p.dci, p.psn) && s.strangers.size() < 64)
+        if (!s.dct->closed_before(p.dc_initiator(), p.psn) && s.strangers.size() < 64)
           s.strangers.push_back({dst, p.dest_qp, p.psn, frame_, s.any_disconnect, std::string{ib::info(p.opcode).name} + " PSN " + psn_text(p.psn)});
         track_psn(s, p);
         return;

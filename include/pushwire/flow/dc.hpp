@@ -312,11 +312,11 @@ class dc_target {
     if (p.dc_key != cfg_.access_key) return dct_event::bad_key;
     if (control && p.dct != cfg_.dct) return dct_event::wrong_dct;
     if (control && !p.se)
-      return st_ == dct_state::connected && p.dci == dci_ && ib::psn_before(p.psn, rs_.expected_psn()) ? dct_event::connect_duplicate
-             : closed_before(p.dci, p.psn)                                                             ? dct_event::stale_connect
+      return st_ == dct_state::connected && p.dc_initiator() == dci_ && ib::psn_before(p.psn, rs_.expected_psn()) ? dct_event::connect_duplicate
+             : closed_before(p.dc_initiator(), p.psn)                                                             ? dct_event::stale_connect
                                                                                                        : dct_event::connect;
     if (control) return dct_event::disconnect;
-    if (st_ != dct_state::connected || p.dci != dci_) return dct_event::stranger;
+    if (st_ != dct_state::connected || p.dc_initiator() != dci_) return dct_event::stranger;
     return dct_event::data;
   }
   /// A packet from `dci` with this PSN is older than the end of its last closed stream (a
@@ -350,14 +350,14 @@ class dc_target {
   }
 
   static constexpr bool g_in_sequence(const dc_target& m, const dct_input& in) {
-    return in.pkt.dci == m.dci_ && in.pkt.psn == m.rs_.expected_psn();
+    return in.pkt.dc_initiator() == m.dci_ && in.pkt.psn == m.rs_.expected_psn();
   }
   static constexpr bool g_old(const dc_target& m, const dct_input& in) {
-    return in.pkt.dci != m.dci_ || ib::psn_before(in.pkt.psn, m.rs_.expected_psn());
+    return in.pkt.dc_initiator() != m.dci_ || ib::psn_before(in.pkt.psn, m.rs_.expected_psn());
   }
   static constexpr errc a_accept(dc_target& m, const dct_input& in, qp_sink& out) {
     ++m.stats_.connects;
-    m.dci_ = in.pkt.dci;
+    m.dci_ = in.pkt.dc_initiator();
     m.rs_.restart(ib::psn_add(in.pkt.psn, 1));
     m.ack(in.pkt, ib::syndrome::ack(ib::syndrome::unlimited_credits), out);
     return {};
@@ -367,7 +367,7 @@ class dc_target {
   }
   static constexpr errc a_close(dc_target& m, const dct_input& in, qp_sink& out) {
     ++m.stats_.disconnects;
-    m.remember_close(in.pkt.dci, ib::psn_add(in.pkt.psn, 1));
+    m.remember_close(in.pkt.dc_initiator(), ib::psn_add(in.pkt.psn, 1));
     m.rs_.restart(ib::psn_add(in.pkt.psn, 1));
     m.ack(in.pkt, ib::syndrome::ack(ib::syndrome::unlimited_credits), out);
     return {};

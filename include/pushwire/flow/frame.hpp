@@ -48,7 +48,7 @@ constexpr packet from_headers(const ib::opcode_info& op, const ib::bth& b, const
   p.payload = payload;
   p.length = static_cast<std::uint32_t>(payload.size());
   using ib::ext;
-  if (const auto h = get.template operator()<ext::rdeth>()) p.dci = h->eecnxt;
+  if (const auto h = get.template operator()<ext::rdeth>()) p.eecnxt = h->eecnxt;
   if (const auto h = get.template operator()<ext::deth>()) p.q_key = h->q_key, p.src_qp = h->srcqp;
   if (const auto h = get.template operator()<ext::dceth>()) p.dc_key = h->access_key;
   if (const auto h = get.template operator()<ext::feth>()) p.feth = *h;
@@ -58,7 +58,7 @@ constexpr packet from_headers(const ib::opcode_info& op, const ib::bth& b, const
   if (const auto h = get.template operator()<ext::aeth>()) p.aeth = *h;
   if (const auto h = get.template operator()<ext::atomicacketh>()) p.orig = h->origremdt;
   if (const auto h = get.template operator()<ext::immdt>()) p.imm = h->value;
-  if (const auto h = get.template operator()<ext::ieth>()) p.imm = h->value;
+  if (const auto h = get.template operator()<ext::ieth>()) p.ieth = h->value;
   if (const auto h = get.template operator()<ext::dcceth>()) p.dct = h->dct, p.dci = h->dci;
   if (const auto h = get.template operator()<ext::sinketh>()) p.sink_va = h->va, p.sink_rkey = h->r_key;
   return p;
@@ -102,7 +102,7 @@ constexpr ib::roce_packet to_roce(const packet& p, ib::roce_packet base = {}) {
   base.payload = p.payload;
   for (ib::ext e : op.headers()) {
     switch (e) {
-      case ib::ext::rdeth: base.ext.set<ib::ext::rdeth>({.eecnxt = p.dci}); break;
+      case ib::ext::rdeth: base.ext.set<ib::ext::rdeth>({.eecnxt = p.eecnxt}); break;
       case ib::ext::deth: base.ext.set<ib::ext::deth>({.q_key = p.q_key, .srcqp = p.src_qp}); break;
       case ib::ext::dceth: base.ext.set<ib::ext::dceth>({.access_key = p.dc_key}); break;
       case ib::ext::feth: base.ext.set<ib::ext::feth>(p.feth); break;
@@ -113,7 +113,7 @@ constexpr ib::roce_packet to_roce(const packet& p, ib::roce_packet base = {}) {
       case ib::ext::aeth: base.ext.set<ib::ext::aeth>(p.aeth); break;
       case ib::ext::atomicacketh: base.ext.set<ib::ext::atomicacketh>({.origremdt = p.orig}); break;
       case ib::ext::immdt: base.ext.set<ib::ext::immdt>({.value = p.imm}); break;
-      case ib::ext::ieth: base.ext.set<ib::ext::ieth>({.value = p.imm}); break;
+      case ib::ext::ieth: base.ext.set<ib::ext::ieth>({.value = p.ieth}); break;
       case ib::ext::dcceth: base.ext.set<ib::ext::dcceth>({.dct = p.dct, .dci = p.dci}); break;
       case ib::ext::cnp_pad: base.ext.set<ib::ext::cnp_pad>({}); break;
       case ib::ext::sinketh: base.ext.set<ib::ext::sinketh>({.va = p.sink_va, .r_key = p.sink_rkey}); break;

@@ -49,7 +49,8 @@ struct packet {
   std::uint32_t offset = 0, length = 0;
   std::uint64_t va = 0;  ///< RETH / AtomicETH virtual address
   std::uint32_t rkey = 0, dmalen = 0;
-  std::uint32_t imm = 0;  ///< ImmDt, or IETH's R_Key
+  std::uint32_t imm = 0;   ///< ImmDt: the immediate data
+  std::uint32_t ieth = 0;  ///< IETH: the R_Key a SEND with invalidate names
   std::uint64_t swap = 0, compare = 0;  ///< AtomicETH (FETCH_ADD adds `swap`)
   std::uint64_t sink_va = 0;    ///< SinkETH (READ_AS_WRITE): where the responder writes the data
   std::uint32_t sink_rkey = 0;
@@ -62,7 +63,9 @@ struct packet {
   std::uint32_t fault_delay_us = 0;
   // Dynamically Connected transport.
   std::uint64_t dc_key = 0;  ///< DCETH access key
-  std::uint32_t dct = 0, dci = 0;  ///< DCCETH (connect / disconnect); dci also RDETH's EE context
+  std::uint32_t dct = 0, dci = 0;  ///< DCCETH (connect / disconnect): the target's and the initiator's numbers
+  /// RDETH: the EE context, 24 bits. On DC data packets (spec/roce.md §5) it names the DCI.
+  std::uint32_t eecnxt = 0;
   // UD.
   std::uint32_t q_key = 0, src_qp = 0;  ///< DETH
   /// The payload bytes, when the packet came from a frame or the caller attached them (see the
@@ -74,12 +77,14 @@ struct packet {
   /// Its table entry (known() must hold).
   constexpr const ib::opcode_info& info() const { return ib::info(opcode); }
   constexpr bool is_response() const { return !info().request; }
+  /// DC: the initiator this packet names: DCCETH's on a connect or disconnect, else RDETH's.
+  constexpr std::uint32_t dc_initiator() const { return info().has(ib::ext::dcceth) ? dci : eecnxt; }
   /// Field by field, the payload by content.
   friend constexpr bool operator==(const packet& a, const packet& b) {
     auto fields = [](const packet& p) {
       return std::tie(p.opcode, p.psn, p.ack_req, p.se, p.dest_qp, p.p_key, p.fecn, p.becn, p.wr_id, p.offset, p.length, p.va,
-                      p.rkey, p.dmalen, p.imm, p.swap, p.compare, p.sink_va, p.sink_rkey, p.feth, p.aeth, p.orig, p.fault_delay_us, p.dc_key,
-                      p.dct, p.dci, p.q_key, p.src_qp);
+                      p.rkey, p.dmalen, p.imm, p.ieth, p.swap, p.compare, p.sink_va, p.sink_rkey, p.feth, p.aeth, p.orig, p.fault_delay_us, p.dc_key,
+                      p.dct, p.dci, p.eecnxt, p.q_key, p.src_qp);
     };
     return fields(a) == fields(b) && std::ranges::equal(a.payload, b.payload);
   }

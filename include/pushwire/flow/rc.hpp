@@ -35,7 +35,6 @@
 
 namespace pushwire::flow {
 
-/// Work request operations. dc_connect / dc_disconnect are DC only (opcode 0x55).
 /// Work request operations. dc_connect / dc_disconnect are DC only (opcode 0x55); read_as_write
 /// is RC only (pushwire's opcode 0xC0: the responder writes the data into the sink).
 enum class wr_op : std::uint8_t { send, send_imm, write, write_imm, read, compare_swap, fetch_add, dc_connect, dc_disconnect, read_as_write };
@@ -96,6 +95,28 @@ enum class timer_kind : std::uint8_t {
   wait,        ///< RNR timer or page-fault delay
 };
 
+/// Why an in-sequence request is invalid (resp_event::invalid), in the order the responder
+/// checks (IBTA 9.7.5.1.2-9.7.5.1.4; rxe's check_op_seq, check_op_valid, check_length).
+enum class invalid_reason : std::uint8_t {
+  none,
+  operation,       ///< an operation this responder does not execute on its transport
+  sequence,        ///< FIRST / ONLY inside a message, or MIDDLE / LAST outside one (or of another kind)
+  mtu,             ///< a payload above the path MTU, or a FIRST / MIDDLE payload not exactly the MTU
+  read_length,     ///< a READ's DMA length above 2^31 or taking half the PSN space
+  dma_length,      ///< a WRITE's payloads exceed its DMA length, or its last ends short of it
+  receive_length,  ///< a SEND longer than its receive buffer
+};
+inline constexpr std::array<wire::named_value, 7> invalid_reason_names{{
+    {invalid_reason::none, "none"},
+    {invalid_reason::operation, "operation"},
+    {invalid_reason::sequence, "sequence"},
+    {invalid_reason::mtu, "mtu"},
+    {invalid_reason::read_length, "read_length"},
+    {invalid_reason::dma_length, "dma_length"},
+    {invalid_reason::receive_length, "receive_length"},
+}};
+constexpr std::span<const wire::named_value> wire_enum_names(invalid_reason) { return invalid_reason_names; }
+
 namespace qp_action {
 struct transmit { packet pkt; friend constexpr bool operator==(const transmit&, const transmit&) = default; };
 /// A send-queue completion (requester).
@@ -129,16 +150,27 @@ struct receive {
 };
 /// Responder: a packet was dropped (why: errc).
 struct dropped { std::uint32_t psn; errc why; friend constexpr bool operator==(const dropped&, const dropped&) = default; };
-/// Responder: serve a READ_AS_WRITE by an RDMA WRITE of dmalen bytes at (rkey, va) into
-/// (sink_rkey, sink_va), sent from this QP's own send queue; then call served(psn, ok). Its ACK
-/// (and every response after it) waits until then.
-struct serve {
+/// Responder (RC, DC): request `psn` was refused with a NAK that ends the responder (it is in
+/// error now; nothing of the request was placed): remote access error, invalid request (`why`
+/// says which check failed; receive_length: a SEND longer than its receive buffer), or remote
+/// operational error (a SEND whose receive buffer cannot be written). The caller moves the QP
+/// to ERR; a SEND's receive completes with the local error.
+struct request_error {
+  std::uint32_t psn;
+  ib::nak_code nak;
+  invalid_reason why;
+  friend constexpr bool operator==(const request_error&, const request_error&) = default;
+};
+/// Responder: carry out a READ_AS_WRITE: an RDMA WRITE of dmalen bytes at (rkey, va) back into
+/// (sink_rkey, sink_va), sent from this QP's own send queue; then call write_back_done(psn, ok).
+/// Its ACK (and every response after it) waits until then.
+struct write_back {
   std::uint32_t psn;
   std::uint64_t va;
   std::uint32_t rkey, dmalen;
   std::uint64_t sink_va;
   std::uint32_t sink_rkey;
-  friend constexpr bool operator==(const serve&, const serve&) = default;
+  friend constexpr bool operator==(const write_back&, const write_back&) = default;
 };
 /// Requester: an accepted READ response's payload (its packet's) goes to bytes
 /// [offset, offset + length) of work request wr_id's local buffer.
@@ -151,7 +183,7 @@ struct read_data {
 
 using qp_action_t = std::variant<qp_action::transmit, qp_action::complete, qp_action::set_timer, qp_action::cancel_timer,
                                  qp_action::place, qp_action::receive, qp_action::dropped, qp_action::read_data,
-                                 qp_action::serve>;
+                                 qp_action::write_back, qp_action::request_error>;
 using qp_sink = sink<qp_action_t>;
 
 /// Packets for message `wr` at path MTU `mtu` (READ: its responses).
@@ -638,7 +670,8 @@ class requester {
     const ib::opcode_info& oi = p.info();
     if (oi.has(ib::ext::dceth)) p.dc_key = wr.dc_key;
     if (oi.has(ib::ext::dcceth)) p.dct = wr.dest_qp;
-    if (oi.has(ib::ext::rdeth) || oi.has(ib::ext::dcceth)) p.dci = wr.dci;
+    if (oi.has(ib::ext::rdeth)) p.eecnxt = wr.dci;
+    if (oi.has(ib::ext::dcceth)) p.dci = wr.dci;
     if (oi.has(ib::ext::deth)) p.q_key = wr.q_key;
     return p;
   }
@@ -821,13 +854,15 @@ struct access_result {
   enum kind_t : std::uint8_t { ok, access_error, page_fault } kind = ok;
   std::uint32_t delay_us = 0;  ///< page_fault: expected time until the page is resident
 };
-/// What a responder's memory says of a SEND packet's receive buffer (responder_memory::receive_fits).
+/// What a responder's memory says of a SEND packet's receive buffer (memory_port::receive_fits).
 enum class receive_fit : std::uint8_t { fits, too_long, unusable };
 
 struct memory_port {
   void* ctx = nullptr;
-  /// May (rkey, va, len) be accessed so? nullptr: everything is allowed and resident.
-  access_result (*check)(void* ctx, std::uint32_t rkey, std::uint64_t va, std::uint32_t len, access_kind kind) = nullptr;
+  /// May (rkey, va, len) be accessed so? nullptr: everything is allowed and resident. `probe`:
+  /// the responder only asks (placement(), judge()); a page that is not resident is reported and
+  /// no fault is raised for it.
+  access_result (*check)(void* ctx, std::uint32_t rkey, std::uint64_t va, std::uint32_t len, access_kind kind, bool probe) = nullptr;
   /// Performs an atomic and returns the value before (nullptr: memory reads as 0).
   std::uint64_t (*atomic)(void* ctx, std::uint32_t rkey, std::uint64_t va, bool cmp_swap, std::uint64_t swap,
                           std::uint64_t compare) = nullptr;
@@ -885,31 +920,11 @@ inline constexpr std::array<wire::named_value, 9> resp_event_names{{
     {resp_event::operational_error, "in-sequence SEND, its receive buffer unusable"},
 }};
 constexpr std::span<const wire::named_value> wire_enum_names(resp_event) { return resp_event_names; }
-/// Why an in-sequence request is invalid (resp_event::invalid), in the order the responder
-/// checks (IBTA 9.7.5.1.2-9.7.5.1.4; rxe's check_op_seq, check_op_valid, check_length).
-enum class invalid_reason : std::uint8_t {
-  none,
-  operation,       ///< an operation this responder does not execute on its transport
-  sequence,        ///< FIRST / ONLY inside a message, or MIDDLE / LAST outside one (or of another kind)
-  mtu,             ///< a payload above the path MTU, or a FIRST / MIDDLE payload not exactly the MTU
-  read_length,     ///< a READ's DMA length above 2^31 or taking half the PSN space
-  dma_length,      ///< a WRITE's payloads exceed its DMA length, or its last ends short of it
-  receive_length,  ///< a SEND longer than its receive buffer
-};
-inline constexpr std::array<wire::named_value, 7> invalid_reason_names{{
-    {invalid_reason::none, "none"},
-    {invalid_reason::operation, "operation"},
-    {invalid_reason::sequence, "sequence"},
-    {invalid_reason::mtu, "mtu"},
-    {invalid_reason::read_length, "read_length"},
-    {invalid_reason::dma_length, "dma_length"},
-    {invalid_reason::receive_length, "receive_length"},
-}};
-constexpr std::span<const wire::named_value> wire_enum_names(invalid_reason) { return invalid_reason_names; }
 
 struct resp_input {
   packet pkt{};
   std::uint32_t delay_us = 0;
+  invalid_reason why = invalid_reason::none;  ///< resp_event::invalid: the check that failed
 };
 
 /// The responder of one queue pair, remembering RD READ / atomic requests for replay.
@@ -957,7 +972,7 @@ class responder {
     if (cfg_.svc == service::ud && (p.dest_qp != cfg_.qp || (cfg_.check_q_key && p.q_key != cfg_.q_key))) return std::nullopt;
     if (!p.info().is(ib::op_class::send) && !p.info().is(ib::op_class::write)) return std::nullopt;
     std::uint32_t delay = 0;
-    if (classify(p, delay) != resp_event::execute) return std::nullopt;
+    if (classify(p, delay, nullptr, true) != resp_event::execute) return std::nullopt;
     return place_of(p);
   }
   /// What on_packet(p) would make of request p now (resp_event::execute for a responder in
@@ -966,7 +981,7 @@ class responder {
   constexpr resp_event judge(const packet& p, invalid_reason* why = nullptr) const {
     if (why) *why = invalid_reason::none;
     std::uint32_t delay = 0;
-    return st_ == resp_state::error ? resp_event::execute : classify(p, delay, why);
+    return st_ == resp_state::error ? resp_event::execute : classify(p, delay, why, true);
   }
   /// For an observer that follows a sender past a request judge() calls invalid: executes p as
   /// if it were valid (p must be in sequence), so the sender's message goes on.
@@ -984,10 +999,10 @@ class responder {
   /// response streams before it (responses go out in PSN order). For a layer that answers on
   /// the responder's behalf (the DC target's connects); refusal() must be errc{}.
   constexpr void acknowledge(const packet& req, ib::syndrome s, qp_sink& out) { respond(req, s, out); }
-  /// The READ_AS_WRITE of PSN psn was served (its write completed: ok), or failed (its ACK becomes
-  /// a NAK remote access error and the responder enters error). Then pump() sends it and what
+  /// The write back of the READ_AS_WRITE of PSN psn completed (ok), or failed (its ACK becomes a
+  /// NAK remote access error and the responder enters error). Then pump() sends it and what
   /// waited behind it. An unknown PSN changes nothing.
-  constexpr void served(std::uint32_t psn, bool ok) {
+  constexpr void write_back_done(std::uint32_t psn, bool ok) {
     for (pending& t : tx_)
       if (!t.stream && !t.ready && t.single.psn == psn) {
         t.ready = true;
@@ -1061,15 +1076,15 @@ class responder {
     return {};
   }
   static constexpr errc a_nak_access(responder& m, const resp_input& in, qp_sink& out) {
-    m.respond(in.pkt, ib::syndrome::nak(ib::nak_code::remote_access_error), out);
+    m.refuse(in, ib::nak_code::remote_access_error, out);
     return {};
   }
   static constexpr errc a_nak_operational(responder& m, const resp_input& in, qp_sink& out) {
-    m.respond(in.pkt, ib::syndrome::nak(ib::nak_code::remote_operational_error), out);
+    m.refuse(in, ib::nak_code::remote_operational_error, out);
     return {};
   }
   static constexpr errc a_nak_invalid(responder& m, const resp_input& in, qp_sink& out) {
-    m.respond(in.pkt, ib::syndrome::nak(ib::nak_code::invalid_request), out);
+    m.refuse(in, ib::nak_code::invalid_request, out);
     return {};
   }
   static constexpr errc a_nak_seq(responder& m, const resp_input& in, qp_sink& out) {
@@ -1111,20 +1126,26 @@ class responder {
     std::uint8_t syndrome = 0;
     std::uint32_t msn = 0;
     packet single{};
-    bool ready = true;  ///< false: a READ_AS_WRITE's ACK waiting for served()
+    bool ready = true;  ///< false: a READ_AS_WRITE's ACK waiting for write_back_done()
   };
   constexpr bool reliable() const { return cfg_.svc == service::rc || cfg_.svc == service::dc; }
-  constexpr resp_event classify(const packet& p, std::uint32_t& delay, invalid_reason* why = nullptr) const;
+  /// The event request p is (probe: for placement() and judge(); raises no page fault).
+  constexpr resp_event classify(const packet& p, std::uint32_t& delay, invalid_reason* why, bool probe) const;
+  /// A NAK that ends the responder, and the request_error action saying so (RC, DC).
+  constexpr void refuse(const resp_input& in, ib::nak_code code, qp_sink& out) {
+    respond(in.pkt, ib::syndrome::nak(code), out);
+    if (reliable()) out.push(qp_action::request_error{in.pkt.psn, code, in.why});
+  }
   /// An ACK, NAK or RNR NAK for req: sent now, or queued behind response streams (PSN order).
   constexpr void respond(const packet& req, ib::syndrome s, qp_sink& out, std::uint32_t fault_delay_us = 0) {
     if (!reliable()) return;
     packet a{};
     a.opcode = opcode_on(cfg_.svc, ib::operation::acknowledge);
     a.psn = req.psn;
-    a.dest_qp = cfg_.svc == service::dc ? req.dci : cfg_.peer_qp;
+    a.dest_qp = cfg_.svc == service::dc ? req.dc_initiator() : cfg_.peer_qp;
     a.aeth = {.syndrome = s.raw, .msn = msn_};
     a.dc_key = req.dc_key;
-    if (cfg_.svc == service::dc) a.dci = req.dci;
+    if (cfg_.svc == service::dc) a.eecnxt = req.dc_initiator();
     a.fault_delay_us = fault_delay_us;
     if (tx_.empty()) {
       out.push(qp_action::transmit{a});
@@ -1224,7 +1245,7 @@ constexpr std::span<const typename responder<RD>::row> responder<RD>::table() {
 }
 
 template <std::size_t RD>
-constexpr resp_event responder<RD>::classify(const packet& p, std::uint32_t& delay, invalid_reason* why) const {
+constexpr resp_event responder<RD>::classify(const packet& p, std::uint32_t& delay, invalid_reason* why, bool probe) const {
   const auto invalid = [&](invalid_reason r) {
     if (why) *why = r;
     return resp_event::invalid;
@@ -1267,7 +1288,8 @@ constexpr resp_event responder<RD>::classify(const packet& p, std::uint32_t& del
     // run out of its key places nothing; later packets check their own bytes again.
     const std::uint32_t len = is_read || is_raw ? p.dmalen : is_atomic ? ib::atomic_operand_size : is_write && first_like ? p.dmalen : p.length;
     if (mem_.check) {
-      const access_result a = mem_.check(mem_.ctx, rkey, va, len, is_read || is_raw ? access_kind::read : is_atomic ? access_kind::atomic : access_kind::write);
+      const access_result a =
+          mem_.check(mem_.ctx, rkey, va, len, is_read || is_raw ? access_kind::read : is_atomic ? access_kind::atomic : access_kind::write, probe);
       if (a.kind == access_result::access_error) return resp_event::access_error;
       if (a.kind == access_result::page_fault) {
         delay = a.delay_us;
@@ -1294,7 +1316,7 @@ constexpr void responder<RD>::execute(const packet& p, qp_sink& out) {
     queue_responses(r, out);
     return;
   }
-  if (o.is(op_class::read_as_write)) {  // its ACK waits for the write (served())
+  if (o.is(op_class::read_as_write)) {  // its ACK waits for the write back (write_back_done())
     epsn_ = ib::psn_add(epsn_, 1);
     ++msn_;
     ++stats_.messages;
@@ -1304,7 +1326,7 @@ constexpr void responder<RD>::execute(const packet& p, qp_sink& out) {
     a.dest_qp = cfg_.peer_qp;
     a.aeth = {.syndrome = credit_ack().raw, .msn = msn_};
     tx_.push_back({.stream = false, .single = a, .ready = false});
-    out.push(qp_action::serve{p.psn, p.va, p.rkey, p.dmalen, p.sink_va, p.sink_rkey});
+    out.push(qp_action::write_back{p.psn, p.va, p.rkey, p.dmalen, p.sink_va, p.sink_rkey});
     return;
   }
   if (o.is(op_class::atomic)) {
@@ -1378,7 +1400,8 @@ constexpr packet responder<RD>::response(const pending& t, std::uint32_t i) cons
   const rd_resource& r = t.r;
   packet a{};
   a.psn = ib::psn_add(r.first_psn, i);
-  a.dest_qp = cfg_.svc == service::dc ? r.req.dci : cfg_.peer_qp;
+  a.dest_qp = cfg_.svc == service::dc ? r.req.dc_initiator() : cfg_.peer_qp;
+  if (cfg_.svc == service::dc) a.eecnxt = r.req.dc_initiator();
   a.wr_id = r.req.wr_id;
   a.dc_key = r.req.dc_key;
   if (r.atomic) {
@@ -1424,7 +1447,7 @@ constexpr step_result responder<RD>::on_packet(const packet& p, qp_sink& out) {
     return {-1, errc::wrong_access_key};
   }
   resp_input in{.pkt = p};
-  const resp_event e = st_ == resp_state::error ? resp_event::execute : classify(p, in.delay_us);
+  const resp_event e = st_ == resp_state::error ? resp_event::execute : classify(p, in.delay_us, &in.why, false);
   return step<row>(table(), st_, *this, e, in, out);
 }
 

@@ -19,13 +19,14 @@
 #include <variant>
 
 #include <pushwire/flow/core.hpp>
+#include <pushwire/ib/encap.hpp>
 
 namespace pushwire::flow {
 
 /// A UDP 5-tuple (addresses as 16 bytes: IPv6, or IPv4-mapped ::ffff:a.b.c.d).
 struct five_tuple {
   std::array<std::uint8_t, 16> src{}, dst{};
-  std::uint16_t sport = 0, dport = 4791;
+  std::uint16_t sport = 0, dport = ib::roce_port;
   std::uint8_t proto = 17;
   friend constexpr bool operator==(const five_tuple&, const five_tuple&) = default;
 };

@@ -1,5 +1,6 @@
-// The AETH syndrome as a typed view (IBTA 9.7.5.1), the RNR NAK timer table, and the page-fault
-// ACK (page-fault explicit flow control) on RoCE: an RNR NAK whose timer code carries the expected fault delay.
+// The AETH syndrome as a typed view (IBTA 9.7.5.1), the RNR NAK timer table, the local ACK
+// timeout, and the page-fault ACK (page-fault explicit flow control) on RoCE: an RNR NAK whose
+// timer code carries the expected fault delay.
 #pragma once
 
 #include <array>
@@ -38,6 +39,14 @@ constexpr std::uint8_t rnr_from_us(std::uint32_t us) {
   for (std::uint8_t c = 1; c < 32; ++c)
     if (rnr_timer_us[c] >= us && rnr_timer_us[c] < rnr_timer_us[best]) best = c;
   return best;
+}
+
+/// The local ACK timeout of QP attribute code `code` (IBTA 11.2.4.2: 4.096 us * 2^code),
+/// nanoseconds; code 0 means no timeout (nullopt). Codes 1..31 (the low 5 bits are used).
+constexpr std::optional<std::uint64_t> local_ack_timeout_ns(std::uint8_t code) {
+  code &= 0x1F;
+  if (code == 0) return std::nullopt;
+  return std::uint64_t{4096} << code;
 }
 
 /// AETH credit count encoding (IBTA table 46): code -> receive WQEs available; code 31 means

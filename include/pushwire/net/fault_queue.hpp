@@ -1,10 +1,13 @@
 // The send path's seeded faults for real transports (spec/net.md §2): a frame queued for the
-// wire is lost, corrupted in one bit, held back, or duplicated as rnic::decide says, with the
-// same draws as the loopback fabric. Shared by net::udp_port and net::packet_port.
+// wire is lost, corrupted in one bit, held back, or duplicated as rnic::decide says and
+// rnic::apply applies, with the same draws as the loopback fabric. Shared by net::udp_port and
+// net::packet_port.
 #pragma once
 
 #include <list>
+#include <optional>
 #include <random>
+#include <span>
 #include <utility>
 
 #include <pushwire/rnic/faults.hpp>
@@ -15,24 +18,23 @@ namespace pushwire::net {
 /// lost, corrupted, held and duplicated). A held frame's `at` moves later; a duplicate follows.
 template <class Pending, class Counters>
 void queue_with_faults(std::list<Pending>& out, Pending p, const rnic::direction_faults& f, std::mt19937_64& rng, Counters& c) {
-  const rnic::fault_verdict v = rnic::decide(f, p.bytes.size(), rng);
-  if (v.lost) {
-    ++c.lost;
-    return;
-  }
-  if (v.flip_bit) {
-    ++c.corrupted;
-    p.bytes[*v.flip_bit / 8] ^= static_cast<std::byte>(1u << (*v.flip_bit % 8));
-  }
-  p.at += v.extra;
-  c.held += v.extra > 0;
-  if (v.duplicate_extra) {
-    ++c.duplicated;
+  const rnic::fault_outcome o = rnic::apply(rnic::decide(f, p.bytes.size(), rng), std::span<std::byte>(p.bytes.data(), p.bytes.size()), p.at, c);
+  if (o.lost) return;
+  p.at = o.at;
+  if (o.copy_at) {
     Pending d = p;
-    d.at += *v.duplicate_extra;
+    d.at = *o.copy_at;
     out.push_back(std::move(d));
   }
   out.push_back(std::move(p));
+}
+
+/// When the earliest frame of `out` is due, or nullopt.
+template <class Pending>
+std::optional<rnic::time_ns> next_due(const std::list<Pending>& out) {
+  std::optional<rnic::time_ns> t;
+  for (const Pending& o : out) t = t ? std::min(*t, o.at) : o.at;
+  return t;
 }
 
 }  // namespace pushwire::net

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <cstring>
 #include <list>
+#include <optional>
 #include <random>
 #include <span>
 #include <string>
@@ -138,6 +139,11 @@ class packet_port {
     }
     return total;
   }
+
+  /// Frames waiting (held back, or refused by a full socket).
+  std::size_t waiting() const { return out_.size(); }
+  /// When the next held-back frame is due (for a caller's poll timeout), if any.
+  std::optional<rnic::time_ns> next_due() const { return net::next_due(out_); }
 
   /// Sends the frames whose time has come; returns how many the kernel took.
   std::size_t flush(rnic::time_ns now) {

@@ -45,16 +45,11 @@
 
 #include <pushwire/ib/encap.hpp>
 #include <pushwire/rnic/device.hpp>
+#include <pushwire/net/clock.hpp>
 #include <pushwire/net/fault_queue.hpp>
 #include <pushwire/rnic/faults.hpp>
 
 namespace pushwire::net {
-
-/// Nanoseconds on CLOCK_MONOTONIC: the time a real transport gives device.progress().
-inline rnic::time_ns monotonic_ns() {
-  return static_cast<rnic::time_ns>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
-}
 
 struct udp_config {
   /// Local address the socket binds (the port's GID, as 4 bytes), and its UDP port.
@@ -63,7 +58,7 @@ struct udp_config {
   /// port); frames to IPv6 destinations leave from it and what arrives there is taken too.
   /// IPv6 frames leave from the bound port only (no session source ports).
   std::optional<std::array<std::uint8_t, 16>> address6{};
-  std::uint16_t port = 4791;
+  std::uint16_t port = ib::roce_port;
   /// Datagrams per sendmmsg / recvmmsg call: 1..1024.
   std::uint32_t batch = 64;
   /// Faults applied to what this side sends, and their seed.
@@ -265,11 +260,7 @@ class udp_port {
   /// Frames waiting (held back, or refused by a full socket).
   std::size_t waiting() const { return out_.size(); }
   /// When the next held-back frame is due (for a caller's poll timeout), if any.
-  std::optional<rnic::time_ns> next_due() const {
-    std::optional<rnic::time_ns> t;
-    for (const auto& o : out_) t = t ? std::min(*t, o.at) : o.at;
-    return t;
-  }
+  std::optional<rnic::time_ns> next_due() const { return net::next_due(out_); }
 
   /// Bytes the Ethernet, IPv4 and UDP headers take in a frame.
   static constexpr std::size_t headers = wire::eth_header_size + 20 + 8;

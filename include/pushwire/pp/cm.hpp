@@ -6,6 +6,7 @@
 // what to do comes back as actions.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -98,6 +99,15 @@ class connector {
       sent_once_ = true;
     }
     return a;
+  }
+
+  /// When tick() next has work: the next hello, and the time a connected peer's silence reaches
+  /// dead_after. nullopt before set_local().
+  std::optional<rnic::time_ns> next_deadline() const {
+    if (!have_local_) return std::nullopt;
+    rnic::time_ns t = sent_once_ ? last_sent_ + cfg_.hello_interval : 0;
+    if (state_ == cm_state::connected) t = std::min(t, heard_ + cfg_.dead_after + 1);
+    return t;
   }
 
   /// A datagram from the CM port. Garbage, our own role, or incarnation 0 is counted and changes

@@ -127,6 +127,7 @@ class lan {
   }
 
   bool ok() const { return ok_; }
+  const lan_config& config() const { return cfg_; }
   std::uint32_t qpn() const { return qpn_; }
   /// This member's MAC: the interface takes it.
   wire::mac_address mac() const { return mac_; }
@@ -164,6 +165,14 @@ class lan {
     std::erase_if(members_, [&](const lan_member& m) { return now - m.last_heard > cfg_.dead_after; });
     stats_.left += before - members_.size();
     return before - members_.size();
+  }
+
+  /// When tick() next has work: the earliest time a member would be silent for dead_after.
+  std::optional<rnic::time_ns> next_deadline() const {
+    std::optional<rnic::time_ns> t;
+    for (const lan_member& m : members_)
+      if (!t || m.last_heard + cfg_.dead_after + 1 < *t) t = m.last_heard + cfg_.dead_after + 1;
+    return t;
   }
 
   /// Sends one Ethernet frame (destination MAC first): unicast to the member its MAC names,

@@ -87,8 +87,7 @@ class loopback_fabric {
   errc tap(const std::string& path) {
     tap_.open(path, std::ios::binary | std::ios::trunc);
     if (!tap_) return errc::invalid_argument;
-    std::vector<std::byte> h;
-    wire::pcap::writer w{h, wire::pcap::resolution::nano};
+    const auto h = wire::pcap::file_header(wire::pcap::resolution::nano);
     tap_.write(reinterpret_cast<const char*>(h.data()), static_cast<std::streamsize>(h.size()));
     return {};
   }
@@ -252,34 +251,19 @@ class loopback_fabric {
     }
     const time_ns wire_time = k.cfg.rate > 0 ? static_cast<time_ns>(static_cast<double>(f.size()) * 1e9 / k.cfg.rate) : 0;
     k.busy_until[dir] = start + wire_time;
-    time_ns at = k.busy_until[dir] + k.cfg.latency;
-    const fault_verdict v = decide(fx, f.size(), r);
-    if (v.lost) {
-      ++stats_.lost;
-      return;
-    }
-    if (v.flip_bit) {
-      ++stats_.corrupted;
-      f[*v.flip_bit / 8] ^= static_cast<std::byte>(1u << (*v.flip_bit % 8));
-    }
-    stats_.reordered += v.reordered;
-    stats_.delayed += v.delayed;
-    at += v.extra;
-    if (v.duplicate_extra) {
-      ++stats_.duplicated;
-      events_.push({at + *v.duplicate_extra, seq_++, l, 1 - from, f, sender});
-    }
-    events_.push({at, seq_++, l, 1 - from, std::move(f), sender});
+    const time_ns at = k.busy_until[dir] + k.cfg.latency;
+    const fault_outcome o = apply(decide(fx, f.size(), r), std::span<std::byte>(f.data(), f.size()), at, stats_);
+    if (o.lost) return;
+    if (o.copy_at) events_.push({*o.copy_at, seq_++, l, 1 - from, f, sender});
+    events_.push({o.at, seq_++, l, 1 - from, std::move(f), sender});
   }
   void deliver(event& e) {
     const end& to = links_[e.link].ends[static_cast<std::size_t>(e.to)];
     ++stats_.delivered;
     if (tap_) {
-      std::vector<std::byte> rec;
-      wire::pcap::writer w{rec, wire::pcap::resolution::nano};
-      rec.clear();
-      w.add(e.at, e.frame);
-      tap_.write(reinterpret_cast<const char*>(rec.data()), static_cast<std::streamsize>(rec.size()));
+      const auto h = wire::pcap::record_header(e.at, e.frame.size(), wire::pcap::resolution::nano);
+      tap_.write(reinterpret_cast<const char*>(h.data()), static_cast<std::streamsize>(h.size()));
+      tap_.write(reinterpret_cast<const char*>(e.frame.data()), static_cast<std::streamsize>(e.frame.size()));
     }
     if (to.raw >= 0) {
       raws_[static_cast<std::size_t>(to.raw)].push_back(std::move(e.frame));

@@ -1,12 +1,13 @@
 // Seeded faults of one direction of a link (spec/rnic.md §8): what happens to one frame, drawn
-// from the caller's random engine. Sans-IO: the loopback fabric applies a verdict in virtual
-// time, net/ in real time; both take it from here.
+// from the caller's random engine, and applied to it. Sans-IO: the loopback fabric applies a
+// verdict in virtual time, net/ in real time; both take it, and apply it, from here.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <random>
+#include <span>
 
 #include <pushwire/rnic/core.hpp>
 
@@ -53,6 +54,42 @@ fault_verdict decide(const direction_faults& fx, std::size_t size, Rng& r) {
   }
   if (chance(fx.duplicate)) v.duplicate_extra = std::uniform_int_distribution<time_ns>(0, std::max<time_ns>(fx.max_reorder, 1))(r);
   return v;
+}
+
+/// What a verdict leaves of a frame: whether it goes at all, when it arrives (or leaves), and
+/// when its copy does, if it was duplicated.
+struct fault_outcome {
+  bool lost = false;
+  time_ns at = 0;
+  std::optional<time_ns> copy_at{};
+};
+
+/// Applies verdict v to a frame due at `at`: flips its bit (corruption), holds it back
+/// (reordering, delay) and times its copy (duplication). Counts into c what it applies: lost,
+/// corrupted and duplicated, and either held (a frame held back) or reordered and delayed,
+/// whichever c has. The loopback fabric and net/'s send queues both apply verdicts here.
+template <class Counters>
+fault_outcome apply(const fault_verdict& v, std::span<std::byte> frame, time_ns at, Counters& c) {
+  if (v.lost) {
+    ++c.lost;
+    return {.lost = true};
+  }
+  if (v.flip_bit && *v.flip_bit / 8 < frame.size()) {
+    ++c.corrupted;
+    frame[*v.flip_bit / 8] ^= static_cast<std::byte>(1u << (*v.flip_bit % 8));
+  }
+  if constexpr (requires { c.held; }) {
+    c.held += v.extra > 0;
+  } else {
+    c.reordered += v.reordered;
+    c.delayed += v.delayed;
+  }
+  fault_outcome o{.at = at + v.extra};
+  if (v.duplicate_extra) {
+    ++c.duplicated;
+    o.copy_at = o.at + *v.duplicate_extra;
+  }
+  return o;
 }
 
 }  // namespace pushwire::rnic

@@ -11,7 +11,9 @@
 #include <optional>
 #include <span>
 
+#include <pushwire/ib/gid.hpp>
 #include <pushwire/rnic/core.hpp>
+#include <pushwire/rnic/queue.hpp>
 #include <pushwire/wire/ethernet.hpp>
 
 namespace pushwire::rnic {
@@ -84,15 +86,9 @@ struct address_vector {
   std::uint32_t flow_label = 0;  ///< 20 bits; 0: derived from the QP numbers (ib/entropy.hpp)
   friend constexpr bool operator==(const address_vector&, const address_vector&) = default;
 };
-/// The IPv4-mapped GID of a.b.c.d.
-constexpr std::array<std::uint8_t, 16> gid_v4(std::uint8_t a, std::uint8_t b, std::uint8_t c, std::uint8_t d) {
-  return {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, a, b, c, d};
-}
-constexpr bool is_v4(const std::array<std::uint8_t, 16>& g) {
-  for (int i = 0; i < 10; ++i)
-    if (g[static_cast<std::size_t>(i)] != 0) return false;
-  return g[10] == 0xFF && g[11] == 0xFF;
-}
+/// GIDs (ib/gid.hpp).
+using ib::gid_v4;
+using ib::is_v4;
 
 /// modify_qp's attributes; the mask says which are given.
 struct qp_attr {
@@ -112,6 +108,18 @@ struct qp_attr {
   std::uint8_t max_dest_rd_atomic = 16;  ///< ... as responder, 0..max_rd_atomic
   std::uint8_t min_rnr_timer = 12;     ///< IBTA RNR timer code, 0..31
   std::uint32_t dest_qp_num = 0;       ///< 24 bits
+};
+
+/// What create_qp needs.
+struct qp_init_attr {
+  qp_type type = qp_type::rc;
+  std::uint32_t pd = 0;
+  std::uint32_t send_cq = 0, recv_cq = 0;
+  sq_memory* sq = nullptr;   ///< the send queue ring (not for DCT)
+  rq_memory* rq = nullptr;   ///< the receive queue ring, unless srq is given (not for DCI)
+  std::optional<std::uint32_t> srq{};
+  bool sq_sig_all = false;   ///< every send completes on the CQ, signaled or not
+  std::uint64_t dct_access_key = 0;  ///< DCT: the key a DCI's packets must carry
 };
 
 /// Most READ / atomic requests a QP keeps as responder (responder resources).

@@ -7,10 +7,12 @@
 // count in the same record.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <new>
 #include <span>
 #include <vector>
@@ -106,6 +108,81 @@ struct recv_wqe {
   std::array<sge, max_sge> sg{};
 };
 static_assert(sizeof(recv_wqe) == 80);
+
+/// A send work request, as post_send writes it into a descriptor.
+struct send_wr {
+  std::uint64_t wr_id = 0;
+  wr_opcode opcode = wr_opcode::send;
+  std::uint8_t flags = send_signaled;
+  std::span<const sge> sg_list{};
+  std::span<const std::byte> inline_data{};  ///< with send_inline: up to max_inline bytes
+  std::uint32_t imm = 0;
+  std::uint64_t remote_addr = 0;
+  std::uint32_t rkey = 0;
+  std::uint64_t compare_add = 0, swap = 0;
+  std::uint32_t ah = 0, remote_qpn = 0, remote_qkey = 0;  ///< UD (DC: ah, remote_qpn = DCT number)
+  std::uint64_t dc_key = 0;                                ///< DC: the target's access key
+};
+/// A receive work request.
+struct recv_wr {
+  std::uint64_t wr_id = 0;
+  std::span<const sge> sg_list{};
+};
+
+/// The send descriptor of wr. Errors: invalid_argument (more than max_sge entries, or inline
+/// data over max_inline).
+inline result<send_wqe> descriptor(const send_wr& wr) {
+  send_wqe w;
+  w.wr_id = wr.wr_id;
+  w.opcode = static_cast<std::uint8_t>(wr.opcode);
+  w.flags = wr.flags;
+  w.imm = wr.imm;
+  w.remote_addr = wr.remote_addr;
+  w.rkey = wr.rkey;
+  w.compare_add = wr.compare_add;
+  w.swap = wr.swap;
+  w.ah = wr.ah;
+  w.remote_qpn = wr.remote_qpn;
+  w.remote_qkey = wr.remote_qkey;
+  w.dc_key = wr.dc_key;
+  if (wr.flags & send_inline) {
+    if (wr.inline_data.size() > max_inline) return errc::invalid_argument;
+    w.inline_len = static_cast<std::uint8_t>(wr.inline_data.size());
+    if (!wr.inline_data.empty()) std::memcpy(w.inline_data.data(), wr.inline_data.data(), wr.inline_data.size());
+  } else {
+    if (wr.sg_list.size() > max_sge) return errc::invalid_argument;
+    w.num_sge = static_cast<std::uint8_t>(wr.sg_list.size());
+    std::copy(wr.sg_list.begin(), wr.sg_list.end(), w.sg.begin());
+  }
+  return w;
+}
+/// The receive descriptor of wr. Errors: invalid_argument (more than max_sge entries).
+inline result<recv_wqe> descriptor(const recv_wr& wr) {
+  if (wr.sg_list.size() > max_sge) return errc::invalid_argument;
+  recv_wqe w;
+  w.wr_id = wr.wr_id;
+  w.num_sge = static_cast<std::uint8_t>(wr.sg_list.size());
+  std::copy(wr.sg_list.begin(), wr.sg_list.end(), w.sg.begin());
+  return w;
+}
+/// The scatter/gather entries of a descriptor (at most max_sge, whatever num_sge says).
+template <class Wqe>
+constexpr std::span<const sge> entries(const Wqe& w) {
+  return {w.sg.data(), std::min<std::size_t>(w.num_sge, max_sge)};
+}
+/// Bytes a receive descriptor's entries hold.
+constexpr std::uint64_t capacity(const recv_wqe& w) {
+  std::uint64_t n = 0;
+  for (const sge& s : entries(w)) n += s.length;
+  return n;
+}
+/// Bytes a send descriptor sends (inline data, or its entries'; at most 2^32 - 1).
+constexpr std::uint32_t send_length(const send_wqe& w) {
+  if (w.flags & send_inline) return w.inline_len;
+  std::uint64_t n = 0;
+  for (const sge& s : entries(w)) n += s.length;
+  return static_cast<std::uint32_t>(std::min<std::uint64_t>(n, 0xFFFFFFFFu));
+}
 
 /// A work queue's doorbell record: the poster's producer index and the device's retired count
 /// (both free-running, all passes).

@@ -498,38 +498,51 @@ inline std::vector<std::string> skipped_text(const reader& r) {
 }
 
 /// Appends a classic pcap file to a byte vector.
+/// A classic pcap file header (little-endian).
+inline std::array<std::byte, file_header_size> file_header(resolution res = resolution::micro, std::uint32_t linktype = linktype_ethernet,
+                                                           std::uint32_t snaplen = max_record) {
+  std::array<std::byte, file_header_size> h{};
+  store_le32(h.data(), res == resolution::nano ? magic_nano : magic_micro);
+  store_le16(h.data() + 4, 2);
+  store_le16(h.data() + 6, 4);
+  // thiszone and sigfigs: 0
+  store_le32(h.data() + 16, snaplen);
+  store_le32(h.data() + 20, linktype);
+  return h;
+}
+/// A record's header for a frame of `size` bytes captured at ts_ns (nanoseconds since the
+/// epoch), to write before the frame's bytes (a record without the file header: a stream of
+/// records appended to a file that has one).
+inline std::array<std::byte, record_header_size> record_header(std::uint64_t ts_ns, std::size_t size, resolution res = resolution::micro) {
+  std::array<std::byte, record_header_size> h{};
+  store_le32(h.data(), static_cast<std::uint32_t>(ts_ns / 1000000000u));
+  const std::uint64_t frac = ts_ns % 1000000000u;
+  store_le32(h.data() + 4, static_cast<std::uint32_t>(res == resolution::nano ? frac : frac / 1000u));
+  store_le32(h.data() + 8, static_cast<std::uint32_t>(size));
+  store_le32(h.data() + 12, static_cast<std::uint32_t>(size));
+  return h;
+}
+
+/// Writes a classic pcap into `out`: the file header, then one record per add().
 class writer {
  public:
   explicit writer(std::vector<std::byte>& out, resolution res = resolution::micro,
                   std::uint32_t linktype = linktype_ethernet, std::uint32_t snaplen = max_record)
       : out_(out), res_(res) {
-    put32(res == resolution::nano ? magic_nano : magic_micro);
-    put16(2);
-    put16(4);
-    put32(0);  // thiszone
-    put32(0);  // sigfigs
-    put32(snaplen);
-    put32(linktype);
+    append(file_header(res, linktype, snaplen));
   }
 
   /// Appends one frame captured at ts_ns (nanoseconds since the epoch).
   void add(std::uint64_t ts_ns, std::span<const std::byte> frame) {
-    put32(static_cast<std::uint32_t>(ts_ns / 1000000000u));
-    const std::uint64_t frac = ts_ns % 1000000000u;
-    put32(static_cast<std::uint32_t>(res_ == resolution::nano ? frac : frac / 1000u));
-    put32(static_cast<std::uint32_t>(frame.size()));
-    put32(static_cast<std::uint32_t>(frame.size()));
-    out_.insert(out_.end(), frame.begin(), frame.end());
+    append(record_header(ts_ns, frame.size(), res_));
+    append(frame);
   }
 
  private:
-  void put16(std::uint16_t v) {
-    out_.resize(out_.size() + 2);
-    store_le16(out_.data() + out_.size() - 2, v);
-  }
-  void put32(std::uint32_t v) {
-    out_.resize(out_.size() + 4);
-    store_le32(out_.data() + out_.size() - 4, v);
+  void append(std::span<const std::byte> b) {
+    const std::size_t at = out_.size();
+    out_.resize(at + b.size());
+    if (!b.empty()) std::memcpy(out_.data() + at, b.data(), b.size());
   }
   std::vector<std::byte>& out_;
   resolution res_;

@@ -1,0 +1,142 @@
+// What a reference RNIC is made with and what it reports (spec/rnic.md §2, §9): its ports'
+// and its own configuration, its asynchronous events and its counters.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include <pushwire/flow/rc.hpp>
+#include <pushwire/ib/gid.hpp>
+#include <pushwire/rnic/core.hpp>
+#include <pushwire/wire/ethernet.hpp>
+
+namespace pushwire::rnic {
+
+/// How a port puts packets on the wire: RoCEv2 (IBTA annex A17), or the split-model driver's
+/// cells (spec/cells.md).
+enum class framing : std::uint8_t { roce, cell };
+inline constexpr std::array<wire::named_value, 2> framing_names{{{framing::roce, "roce"}, {framing::cell, "cell"}}};
+constexpr std::span<const wire::named_value> wire_enum_names(framing) { return framing_names; }
+
+/// One port: its MAC, its GIDs, its MTU and framing.
+struct port_config {
+  wire::mac_address mac{};
+  /// GID 0: the port's IP address (IPv4 as ::ffff:a.b.c.d).
+  ib::gid gid{};
+  /// RoCE: GIDs 1.. of the port's table: more addresses the port answers to and sends from
+  /// (address_vector::sgid_index), e.g. an IPv6 one beside an IPv4-mapped `gid`.
+  std::vector<ib::gid> extra_gids{};
+  /// The largest path MTU (payload bytes per packet), 256..4096; in both framings the limit of
+  /// a UD message (UD has no path MTU attribute).
+  std::uint32_t mtu = 4096;
+  rnic::framing framing = rnic::framing::roce;
+  /// Cells: data bytes per cell (1..65535).
+  std::uint32_t cell_payload = 256;
+  /// RoCE: the UDP source port of every frame (the ICRC covers it). 0 derives it per QP pair
+  /// from the flow label (ib/entropy.hpp); a UDP socket transport sets its bound port
+  /// (net/udp.hpp), since the kernel sends from that. Sessions set their own.
+  std::uint16_t udp_sport = 0;
+
+  /// GID `index` of the port's table (0: gid, then extra_gids), or nullptr beyond it.
+  const ib::gid* gid_at(std::size_t index) const {
+    return index == 0 ? &gid : index <= extra_gids.size() ? &extra_gids[index - 1] : nullptr;
+  }
+  /// Whether g is one of the port's GIDs.
+  bool has_gid(const ib::gid& g) const {
+    if (g == gid) return true;
+    for (const ib::gid& e : extra_gids)
+      if (g == e) return true;
+    return false;
+  }
+};
+
+/// Limits and behaviour of one device (spec/rnic.md §2).
+struct device_config {
+  std::vector<port_config> ports = std::vector<port_config>(1);  // (not {port_config{}}: g++-12 -O3 warns falsely on the initializer list)
+  std::uint32_t max_keys = 1u << 16;
+  std::uint32_t max_qps = 1024;
+  std::uint32_t max_cqs = 1024;
+  std::uint32_t max_pds = 1024;
+  /// Virtual time to serve a page fault of an on-demand key (make its pages resident), ns.
+  time_ns page_fault_latency = 100'000;
+  /// What a responder does on an absent page: page-fault ACK (the default) or silent drop.
+  flow::fault_policy on_fault = flow::fault_policy::page_fault_ack;
+  /// Frames a port holds for the fabric; beyond it the device sends no new requests or
+  /// responses, and beyond twice it drops what it would still send (ACKs answering packets),
+  /// counted: a NIC's transmit buffer is finite.
+  std::size_t tx_queue = 4096;
+  /// Not IBTA: a QP never fails on retransmission timeouts (retry_cnt is ignored). For soaks and
+  /// fault tests, which ask whether data arrives intact under faults, not whether a QP gives up.
+  bool retry_forever = false;
+  /// Packets a requester keeps unacknowledged (rxe's 128). Go-back-N resends them all after a
+  /// loss, so a lossy fabric favours fewer.
+  std::uint32_t window = 128;
+  /// Cells: the largest transport packet a port reassembles (the largest path MTU plus headers).
+  std::uint32_t cell_max_packet = 4096 + 64;
+  /// Cells: nanoseconds a packet may stay incomplete at a receiving port.
+  time_ns cell_reassembly_timeout = 1'000'000;
+  /// TCP's TIME_WAIT for RC (spec/rnic.md §13): a QP destroyed in RTS or SQD keeps answering
+  /// duplicate requests (re-sending the ACK, READ response or atomic result a lost response
+  /// leaves its peer waiting for) until twice its own local ACK timeout, at most `linger` ns,
+  /// passes with no packet for it; so a peer whose last ACK was lost still completes. It takes
+  /// no new request, sends no request, writes no completion, and holds no CQ, PD or SRQ. Not
+  /// for a QP whose peer is on this device. 0: destroyed at once.
+  time_ns linger = 0;
+  /// ACK coalescing: a plain ACK (not a NAK, nor a READ or atomic response) alone in its port's
+  /// transmit queue waits there until a request leaves the port, another response joins it, or
+  /// `ack_delay` ns pass. In a request-response exchange the ACK then leaves with the answer
+  /// (behind it: take_frame), one datagram burst each way instead of two; a stream's ACKs,
+  /// several, are not held. 0: at once.
+  time_ns ack_delay = 0;
+};
+
+/// An asynchronous event (ibv_event_type's meaning): the device reports what no completion can.
+enum class event_type : std::uint8_t {
+  cq_error,          ///< a CQ overflowed (IBV_EVENT_CQ_ERR)
+  qp_fatal,          ///< a QP went to ERR for a reason of its own (its CQ overflowed; IBV_EVENT_QP_FATAL)
+  qp_request_error,  ///< a responder NAKed an invalid request and went to ERR (IBV_EVENT_QP_REQ_ERR)
+  qp_access_error,   ///< a responder NAKed an access or operational error and went to ERR (IBV_EVENT_QP_ACCESS_ERR)
+  sq_drained,        ///< a QP in SQD has nothing outstanding (IBV_EVENT_SQ_DRAINED)
+  srq_limit,         ///< an SRQ fell below its armed limit (IBV_EVENT_SRQ_LIMIT_REACHED)
+};
+inline constexpr std::array<wire::named_value, 6> event_type_names{{
+    {event_type::cq_error, "cq_error"}, {event_type::qp_fatal, "qp_fatal"},
+    {event_type::qp_request_error, "qp_request_error"}, {event_type::qp_access_error, "qp_access_error"},
+    {event_type::sq_drained, "sq_drained"}, {event_type::srq_limit, "srq_limit"},
+}};
+constexpr std::span<const wire::named_value> wire_enum_names(event_type) { return event_type_names; }
+struct async_event {
+  event_type type;
+  std::uint32_t object;  ///< the CQ, QP or SRQ number
+};
+
+/// Per-device counters (spec/rnic.md §7, §9).
+struct device_counters {
+  std::uint64_t frames_out = 0, frames_in = 0, bytes_out = 0, bytes_in = 0;
+  std::uint64_t dropped_bad_frame = 0;    ///< not RoCEv2 / not a cell, or a bad ICRC / cell CRC
+  std::uint64_t dropped_not_mine = 0;     ///< another MAC or GID, another partition
+  std::uint64_t dropped_no_qp = 0;        ///< no QP of that number, or not in a state to take it
+  std::uint64_t dropped_wrong_source = 0; ///< RC / UC: not from the QP's peer (address, or cells' MAC and WQP)
+  std::uint64_t dropped_by_qp = 0;        ///< dropped by a QP's rules (duplicates, sequence, keys)
+  std::uint64_t dropped_tx_full = 0;      ///< packets not sent: the port's transmit queue was full
+  std::uint64_t page_faults = 0;          ///< faults raised on on-demand keys
+  std::uint64_t faults_served = 0;
+  std::uint64_t pauses = 0;               ///< requesters paused by a page-fault ACK
+  std::uint64_t retransmits = 0;          ///< packets sent again by requesters
+  /// Retransmission timeouts the pauses spared: for each pause, how many local ACK timeouts its
+  /// delay spans (a sender without page-fault ACKs would have resent its window each time).
+  std::uint64_t retransmits_avoided = 0;
+  std::uint64_t cq_overflows = 0;
+  std::uint64_t completions = 0;
+  /// Session QPs (spec/rnic.md §12): messages dropped by the receiver's session rules.
+  std::uint64_t session_unknown_tuple = 0;  ///< from a 5-tuple the session table does not hold
+  std::uint64_t session_foreign = 0;        ///< from a session of another group or QP
+  std::uint64_t session_duplicate = 0;      ///< a sequence number already delivered or held
+  std::uint64_t session_window_full = 0;    ///< beyond the resequencing window
+  std::uint64_t session_not_sent = 0;       ///< a session QP's message with no session to go on
+};
+
+}  // namespace pushwire::rnic

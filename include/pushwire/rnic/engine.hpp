@@ -1,0 +1,832 @@
+// The reference RNIC's QP engine (spec/rnic.md §5-§7): between the doorbells, the ports and
+// the completion unit, it runs each queue pair's transport machines (flow/rc.hpp, flow/dc.hpp)
+// and carries out what they ask: it fetches posted descriptors into the machines, fires their
+// timers, turns their transmit actions into frames on a port, their placements into DMA, and
+// their completions into records; it hands each received packet to the QP it names, with the
+// packet's rx_context as an argument. The rules of the transport are the machines'; the engine
+// keeps none of its own.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <pushwire/rnic/completion.hpp>
+#include <pushwire/rnic/config.hpp>
+#include <pushwire/rnic/context.hpp>
+#include <pushwire/rnic/dma.hpp>
+#include <pushwire/rnic/memory.hpp>
+#include <pushwire/rnic/port.hpp>
+
+namespace pushwire::rnic {
+
+/// The data path of a device: device.hpp adds the verbs that make and change its objects.
+class qp_engine {
+ public:
+  explicit qp_engine(device_config cfg)
+      : cfg_(std::move(cfg)), mem_(cfg_.max_keys), dma_(mem_, stats_, now_, cfg_.page_fault_latency), cq_(cfg_.max_cqs, stats_) {
+    ports_.reserve(cfg_.ports.size());
+    for (std::size_t i = 0; i < cfg_.ports.size(); ++i) ports_.emplace_back(cfg_.ports[i], cfg_, static_cast<std::uint8_t>(i));
+  }
+  qp_engine(const qp_engine&) = delete;
+  qp_engine& operator=(const qp_engine&) = delete;
+
+  const device_config& config() const { return cfg_; }
+  std::size_t port_count() const { return ports_.size(); }
+  const device_counters& counters() const { return stats_; }
+  memory_table& memory() { return mem_; }
+
+  /// The doorbell register: QP qpn has new descriptors in its rings (post_send and post_recv
+  /// ring it; a caller that writes descriptors itself rings it after publishing them).
+  void doorbell(std::uint32_t qpn) { doorbells_.push_back(qpn); }
+  /// Asynchronous events since the last call.
+  std::vector<async_event> take_events() { return std::exchange(events_, {}); }
+
+  /// Does what is due at `now`: serves due page faults, fetches posted descriptors, fires due
+  /// timers, sends what the machines allow and writes completions.
+  void progress(time_ns now) {
+    now_ = std::max(now_, now);
+    dma_.serve_faults();
+    fetch();
+    for (auto& [n, q] : qps_) {
+      if (q->closed) {
+        pump(*q);  // its responder's answers to duplicates
+        continue;
+      }
+      fire_timers(*q);
+      pump(*q);
+      write_completions(*q);
+    }
+    if (lingering_)
+      lingering_ -= std::erase_if(qps_, [&](const auto& e) { return e.second->closed && now_ >= e.second->last_heard + e.second->linger; });
+    for (port& p : ports_) p.expire(now_);
+    check_srq_limits();
+  }
+  /// The earliest time progress() has timed work (a timer, a page fault served, held ACKs), or
+  /// nullopt.
+  std::optional<time_ns> next_deadline() const {
+    std::optional<time_ns> t;
+    auto take = [&](std::optional<time_ns> d) {
+      if (d && (!t || *d < *t)) t = d;
+    };
+    take(dma_.next_deadline());
+    for (const port& p : ports_) take(p.next_deadline(now_));
+    for (const auto& [n, q] : qps_) {
+      if (q->closed) take(q->last_heard + q->linger);
+      if (const requester_t* r = q->sender()) take(r->deadline(flow::timer_kind::retransmit)), take(r->deadline(flow::timer_kind::wait));
+    }
+    return t;
+  }
+  /// Whether progress() has work now (doorbells rung, packets or completions to send).
+  bool busy() const {
+    if (!doorbells_.empty() || !srq_doorbells_.empty()) return true;
+    for (const auto& [n, q] : qps_)
+      if (wants_work(*q)) return true;
+    return false;
+  }
+
+  /// The next frame port `port` transmits (moved out), or nullopt. Responses (ACKs, NAKs, READ
+  /// responses) go before requests, so a port busy with requests does not delay the
+  /// acknowledgements its peers wait for. Coalesced ACKs (device_config::ack_delay) leave
+  /// behind the short burst of requests that releases them: a peer that learns of its
+  /// completion from one then finds the requests already there.
+  std::optional<frame_bytes> take_frame(std::size_t port) {
+    if (port >= ports_.size() || !ports_[port].next(now_)) return std::nullopt;
+    return ports_[port].take(now_);
+  }
+  /// The same frame written into the caller's memory: its size, 0 when the port has none.
+  /// Errors: invalid_argument (no such port, or `out` is smaller than next_frame_size(port):
+  /// the frame stays queued).
+  result<std::size_t> take_frame(std::size_t port, std::span<std::byte> out) {
+    if (port >= ports_.size()) return errc::invalid_argument;
+    const frame_bytes* f = ports_[port].next(now_);
+    if (!f) return std::size_t{0};
+    if (f->size() > out.size()) return errc::invalid_argument;
+    frame_bytes b = ports_[port].take(now_);
+    std::copy(b.begin(), b.end(), out.begin());
+    const std::size_t n = b.size();
+    ports_[port].recycle(std::move(b));
+    return n;
+  }
+  /// Bytes of the frame take_frame(port) would hand out now (0: none).
+  std::size_t next_frame_size(std::size_t port) {
+    const frame_bytes* f = port < ports_.size() ? ports_[port].next(now_) : nullptr;
+    return f ? f->size() : 0;
+  }
+  /// Frames port `port` holds for the wire.
+  std::size_t pending_frames(std::size_t port) const { return port < ports_.size() ? ports_[port].pending() : 0; }
+  /// Returns a frame buffer to the device's pools (after the wire took it): the port's that
+  /// holds fewest.
+  void recycle(frame_bytes&& b) {
+    if (ports_.empty()) return;
+    std::min_element(ports_.begin(), ports_.end(), [](const port& a, const port& c) { return a.pooled() < c.pooled(); })->recycle(std::move(b));
+  }
+  /// A frame arrived on port `port` at `now`: it is validated and handed to its QP now.
+  void receive(std::size_t port, std::span<const std::byte> frame, time_ns now) {
+    now_ = std::max(now_, now);
+    ++stats_.frames_in;
+    stats_.bytes_in += frame.size();
+    if (port >= ports_.size()) return;
+    fetch_receives_rung();  // a NIC reads the receives posted so far when a message arrives
+    const rx_drop d = ports_[port].receive(
+        frame, now_, [&](const flow::packet& p, const rx_context& rx, auto&& copy) { return cut_through(p, rx, copy); },
+        [&](const flow::packet& p, const rx_context& rx) { arrive(p, rx); });
+    if (d == rx_drop::bad_frame) ++stats_.dropped_bad_frame;
+    if (d == rx_drop::not_mine) ++stats_.dropped_not_mine;
+  }
+
+  /// A QP's state, for tests and tools.
+  struct qp_view {
+    qp_state state;
+    std::uint64_t retransmits, page_faults, timeouts;
+  };
+  /// A QP's state and its requester's counters (a lingering QP's too). Errors: not_found (no
+  /// such QP).
+  result<qp_view> view(std::uint32_t qpn) const {
+    const auto it = qps_.find(qpn);
+    if (it == qps_.end()) return errc::not_found;
+    const qp_context& q = *it->second;
+    qp_view v{q.state, 0, 0, 0};
+    if (const requester_t* r = q.sender()) v.retransmits = r->stats().retransmitted, v.page_faults = r->stats().page_faults, v.timeouts = r->stats().timeouts;
+    return v;
+  }
+
+ protected:
+  static constexpr std::size_t sink_size = 64;
+  using actions_t = flow::action_list<flow::qp_action_t, sink_size>;
+  /// An action list for one machine call, reused (constructing one zeroes its whole storage):
+  /// nested calls (an action that leads to another machine call) take the next one.
+  class scratch {
+   public:
+    explicit scratch(qp_engine& e) : e_(e) {
+      if (e.lists_.size() == e.depth_) e.lists_.push_back(std::make_unique<actions_t>());
+      list_ = e.lists_[e.depth_++].get();
+      list_->out.clear();
+    }
+    ~scratch() { --e_.depth_; }
+    scratch(const scratch&) = delete;
+    scratch& operator=(const scratch&) = delete;
+    flow::qp_sink& out() { return list_->out; }
+
+   private:
+    qp_engine& e_;
+    actions_t* list_;
+  };
+  /// Address handles: a number names an address vector; freed numbers are reused.
+  struct ah_table {
+    std::vector<address_vector> avs;
+    std::vector<bool> live;
+    std::vector<std::uint32_t> free;
+  };
+
+  // -- lookups -----------------------------------------------------------------------------------
+  bool has_srq(std::uint32_t srq) const { return srq < srqs_.size() && srqs_[srq] != nullptr; }
+  bool has_gid(std::uint8_t port, std::uint8_t index) const { return port < ports_.size() && ports_[port].config().gid_at(index); }
+  /// The QP of that number; a lingering one only when `closed_too`.
+  qp_context* find_qp(std::uint32_t qpn, bool closed_too = false) {
+    const auto it = qps_.find(qpn);
+    return it == qps_.end() || (it->second->closed && !closed_too) ? nullptr : it->second.get();
+  }
+  const qp_context* find_qp(std::uint32_t qpn) const {
+    const auto it = qps_.find(qpn);
+    return it == qps_.end() || it->second->closed ? nullptr : it->second.get();
+  }
+  std::uint32_t port_mtu(std::size_t port) const { return ports_[port].config().mtu; }
+  /// The MTU a QP's machines work with: the path MTU, in both framings (a cell packet is one
+  /// transport packet, segmented into cells). UD has no path MTU attribute: its messages are
+  /// bounded by its port's MTU (IBTA 9.7.1: a UD message is one packet; mlx5 and rxe likewise).
+  std::uint32_t machine_mtu(const qp_context& q) const {
+    return q.is(qp_type::ud) && q.attr.port < ports_.size() ? port_mtu(q.attr.port) : q.attr.path_mtu;
+  }
+  bool cell_port(const qp_context& q) const { return q.port() < ports_.size() && ports_[q.port()].cells(); }
+  void check_srq_limits() {
+    for (std::size_t i = 0; i < srqs_.size(); ++i)
+      if (srqs_[i] && srqs_[i]->limit != 0 && srqs_[i]->outstanding() < srqs_[i]->limit) {
+        srqs_[i]->limit = 0;
+        events_.push_back({event_type::srq_limit, static_cast<std::uint32_t>(i)});
+      }
+  }
+  /// How long a QP being destroyed lingers (device_config::linger), 0: not at all.
+  time_ns linger_of(const qp_context& q) const {
+    if (cfg_.linger == 0 || !q.is(qp_type::rc) || !q.resp || (q.state != qp_state::rts && q.state != qp_state::sqd)) return 0;
+    if (q.attr.av.port < ports_.size() && ports_[q.attr.av.port].config().has_gid(q.attr.av.dgid)) return 0;  // its peer is here
+    return std::min(cfg_.linger, 2 * ib::local_ack_timeout_ns(q.attr.timeout).value_or(cfg_.linger));
+  }
+
+  // -- states ------------------------------------------------------------------------------------
+  /// Enters state `to`: makes the machines a state needs (RTR: the responder or DC target; RTS:
+  /// the requester or DC initiator), discards everything in RESET, flushes in ERR.
+  void enter(qp_context& q, qp_state to) {
+    const qp_state from = q.state;
+    q.state = to;
+    const flow::service svc = service_of(q.init.type);
+    if (to == qp_state::reset) {
+      q.req.reset(), q.resp.reset(), q.dci.reset(), q.dct.reset();
+      q.sends.clear(), q.recvs.clear();
+      q.halted = false;
+      return;
+    }
+    if (to == qp_state::err) {
+      to_error(q);
+      return;
+    }
+    if (to == qp_state::rtr && from == qp_state::init) {
+      const flow::responder_config rc{.svc = svc, .mtu = machine_mtu(q), .start_psn = q.attr.rq_psn, .on_fault = cfg_.on_fault,
+                                      .qp = q.qpn, .peer_qp = q.attr.dest_qp_num,
+                                      .min_rnr_timer_us = ib::rnr_to_us(q.attr.min_rnr_timer),
+                                      .exact_fault_delay = cell_port(q), .check_q_key = svc == flow::service::ud, .q_key = q.attr.qkey};
+      if (q.is(qp_type::dct)) {
+        q.dct.emplace(typename dct_t::config{.dct = q.qpn, .access_key = q.init.dct_access_key, .resp = rc}, dma_.port_of(q));
+        q.dct->post_receive(completion_unit::receives_ready(q));
+      } else if (!q.is(qp_type::dci)) {
+        q.resp.emplace(rc, dma_.port_of(q));
+        q.resp->post_receive(completion_unit::receives_ready(q));
+      }
+    }
+    if (to == qp_state::sqd) q.drained_told = false;
+    if (to == qp_state::rts && (from == qp_state::rtr || from == qp_state::sqe)) {
+      const flow::requester_config rc{.svc = svc, .mtu = machine_mtu(q), .dest_qp = q.attr.dest_qp_num,
+                                      .start_psn = q.attr.sq_psn, .window = cfg_.window,
+                                      .timeout = ib::local_ack_timeout_ns(q.attr.timeout).value_or(~time_ns{0} / 4),
+                                      .retry_cnt = q.attr.retry_cnt, .retry_forever = cfg_.retry_forever, .rnr_retry = q.attr.rnr_retry};
+      if (q.is(qp_type::dci)) q.dci.emplace(typename dci_t::config{.dci = q.qpn, .req = rc});
+      else q.req.emplace(rc);
+    }
+  }
+  static flow::service service_of(qp_type t) {
+    switch (t) {
+      case qp_type::rc: return flow::service::rc;
+      case qp_type::uc: return flow::service::uc;
+      case qp_type::ud: return flow::service::ud;
+      default: return flow::service::dc;
+    }
+  }
+  /// Moves a QP to ERR: the machines stop, and every outstanding work request and posted
+  /// receive completes flushed, in order (so does everything posted later).
+  void to_error(qp_context& q) {
+    q.state = qp_state::err;
+    q.req.reset(), q.resp.reset(), q.dci.reset(), q.dct.reset();
+    completion_unit::flush(q);
+    fetch_receives(q);  // the rest of the rings flush too
+    fetch_sends(q);
+    completion_unit::flush(q);
+    write_completions(q);
+  }
+  /// A send-queue error: RC and DC go to ERR; UC and UD to SQE (the receive side goes on).
+  void send_error(qp_context& q) {
+    if (!q.send_errors_alone()) return to_error(q);
+    q.state = qp_state::sqe;
+    if (q.req) q.attr.sq_psn = q.req->next_psn();
+    q.req.reset();
+    completion_unit::flush_sends(q);
+  }
+  /// Writes q's finished completions, failing its send queue or the QP where the unit says.
+  void write_completions(qp_context& q) {
+    for (;;) {
+      const written w = cq_.write(q, events_);
+      if (w == written::send_queue_failed) {
+        q.halted = false;
+        send_error(q);
+        continue;
+      }
+      if (w == written::cq_overflowed && q.state != qp_state::err) {
+        events_.push_back({event_type::qp_fatal, q.qpn});
+        to_error(q);
+      }
+      return;
+    }
+  }
+
+  // -- doorbells and fetch -------------------------------------------------------------------------
+  /// The receive side of fetch(): receives posted since the last fetch (their QPs' doorbells
+  /// stay rung for the send side, which progress() fetches).
+  void fetch_receives_rung() {
+    for (std::uint32_t s : std::exchange(srq_doorbells_, {})) fetch_srq(*srqs_[s]);
+    for (std::uint32_t n : doorbells_)
+      if (qp_context* q = find_qp(n)) post_fetched_receives(*q);
+  }
+  void fetch() {
+    for (std::uint32_t s : std::exchange(srq_doorbells_, {})) fetch_srq(*srqs_[s]);
+    std::vector<std::uint32_t> rung = std::exchange(doorbells_, {});
+    std::sort(rung.begin(), rung.end());
+    rung.erase(std::unique(rung.begin(), rung.end()), rung.end());
+    for (std::uint32_t n : rung)
+      if (qp_context* q = find_qp(n)) {
+        post_fetched_receives(*q);
+        fetch_sends(*q);
+      }
+    // QPs whose machines had no room at their doorbell fetch as room frees
+    for (auto& [n, q] : qps_)
+      if (q->init.sq && q->sq_fetched != q->init.sq->doorbell().producer.load(std::memory_order_acquire)) fetch_sends(*q);
+  }
+  void post_fetched_receives(qp_context& q) {
+    const std::uint32_t added = fetch_receives(q);
+    if (added && q.resp) q.resp->post_receive(added);
+    if (added && q.dct) q.dct->post_receive(added);
+  }
+  static void fetch_srq(srq_context& s) {
+    const std::uint32_t p = s.mem->doorbell().producer.load(std::memory_order_acquire);
+    for (; s.fetched != p; ++s.fetched) s.ready.push_back(s.mem->ring()[s.fetched & (s.mem->depth() - 1)]);
+  }
+  /// Fetches posted receive descriptors into the QP's list; returns how many are usable.
+  std::uint32_t fetch_receives(qp_context& q) {
+    if (!q.init.rq || q.srq) return 0;
+    const std::uint32_t p = q.init.rq->doorbell().producer.load(std::memory_order_acquire);
+    std::uint32_t n = 0;
+    while (q.rq_fetched != p) {
+      recv_record r;
+      r.wqe = q.init.rq->ring()[q.rq_fetched & (q.init.rq->depth() - 1)];
+      ++q.rq_fetched;
+      if (!receive_usable(mem_, q.init.pd, r.wqe)) r.done = true, r.status = wc_status::local_protection_error;
+      else ++n;
+      q.recvs.push_back(r);
+    }
+    return n;
+  }
+  /// Fetches send descriptors into the QP's machine while it has room.
+  void fetch_sends(qp_context& q) {
+    if (q.closed) return;
+    if (q.state != qp_state::rts && q.state != qp_state::err && q.state != qp_state::sqe) return;  // SQD: not now
+    sq_memory& ring = *q.init.sq;
+    const std::uint32_t p = ring.doorbell().producer.load(std::memory_order_acquire);
+    while (q.sq_fetched != p) {
+      if (q.state == qp_state::rts && (q.halted || !machine_room(q))) return;
+      const send_wqe& w = ring.ring()[q.sq_fetched & (ring.depth() - 1)];
+      ++q.sq_fetched;
+      accept_send(q, w);
+    }
+  }
+  static bool machine_room(const qp_context& q) {
+    if (q.req) return q.req->queue_room() > 0;
+    if (q.dci) return q.dci->transport().queue_room() > dci_t::connect_slots && q.dci->pending() < machine_pending;
+    return false;
+  }
+  /// Validates a fetched descriptor, records it, and gives it to the machine.
+  void accept_send(qp_context& q, const send_wqe& w) {
+    send_record r;
+    r.seq = q.next_seq++;
+    r.wr_id = w.wr_id;
+    r.wqe = w;
+    r.signaled = (w.flags & send_signaled) || q.init.sq_sig_all;
+    const auto op = static_cast<wr_opcode>(w.opcode);
+    r.op = is_known(op) ? wc_opcode_of(flow_op(op)) : wc_opcode::send;
+    q.sends.push_back(r);
+    send_record& rec = q.sends.back();
+    if (q.state == qp_state::err || q.state == qp_state::sqe) {  // a failed send queue flushes what is posted
+      rec.done = true, rec.status = wc_status::flushed;
+      return;
+    }
+    if (const errc local = check_send(q, w); local != errc{}) {
+      // The device stops at this descriptor; once what was before it completes, it completes
+      // with the error and the send queue fails (write_completions).
+      fail_send(q, rec, local == errc::invalid_argument ? wc_status::local_qp_operation_error
+                        : local == errc::out_of_range    ? wc_status::local_length_error
+                                                         : wc_status::local_protection_error,
+                static_cast<std::uint32_t>(local));
+      return;
+    }
+    flow::work_request wr{.id = rec.seq, .op = flow_op(op), .length = send_length(w), .remote_va = w.remote_addr,
+                          .rkey = w.rkey, .imm = w.imm, .swap = w.swap, .compare = w.compare_add,
+                          .dest_qp = w.remote_qpn, .dc_key = w.dc_key, .q_key = w.remote_qkey};
+    if (op == wr_opcode::atomic_fetch_and_add) wr.swap = w.compare_add;  // the machines carry the addend in swap
+    if (op == wr_opcode::read_as_write) wr.sink_va = w.sg[0].addr, wr.sink_rkey = w.sg[0].lkey;
+    if (op == wr_opcode::atomic_cmp_and_swp || op == wr_opcode::atomic_fetch_and_add) wr.length = 8;
+    flow::step_result s{};
+    const std::uint64_t seq = rec.seq;
+    run_sender(q, [&](flow::qp_sink& out) {
+      s = q.dci ? q.dci->post(wr, {.dct = w.remote_qpn, .access_key = w.dc_key}, now_, out) : q.req->post(wr, now_, out);
+    });
+    if (!s.ok() && s.error != flow::errc::qp_in_error)
+      if (send_record* r2 = q.send_of(seq); r2 && !r2->done)
+        fail_send(q, *r2, wc_status::local_qp_operation_error, static_cast<std::uint32_t>(s.error));
+  }
+  static void fail_send(qp_context& q, send_record& r, wc_status st, std::uint32_t vendor) {
+    r.done = true, r.fatal = true, r.status = st, r.vendor_err = vendor;
+    q.halted = true;
+  }
+  /// Local checks of a send descriptor: its opcode on this QP, its scatter/gather list.
+  errc check_send(const qp_context& q, const send_wqe& w) const {
+    const auto op = static_cast<wr_opcode>(w.opcode);
+    if (!is_known(op) || !flow::supports(service_of(q.init.type), flow_op(op))) return errc::invalid_argument;
+    const bool atomic = op == wr_opcode::atomic_cmp_and_swp || op == wr_opcode::atomic_fetch_and_add;
+    const bool inl = w.flags & send_inline;
+    if (inl && (w.inline_len > max_inline || op == wr_opcode::rdma_read || atomic)) return errc::invalid_argument;
+    if (!inl && w.num_sge > max_sge) return errc::invalid_argument;
+    if ((q.is(qp_type::ud) || q.is(qp_type::dci)) && w.ah >= ahs_.avs.size()) return errc::invalid_argument;
+    if (q.sessions && op != wr_opcode::send) return errc::invalid_argument;  // the immediate carries the sequence
+    if (atomic && (send_length(w) != 8 || w.num_sge != 1)) return errc::invalid_argument;
+    if (atomic && w.remote_addr % 8) return errc::misaligned;
+    // READ_AS_WRITE: one local entry, the sink the peer writes into (remote write).
+    if (op == wr_opcode::read_as_write && (inl || w.num_sge != 1)) return errc::invalid_argument;
+    const auto usable = [&](const sge& s, access need) {
+      const errc e = mem_.check(s.lkey, s.addr, s.length, {q.init.pd, need});
+      return e == errc::page_fault ? errc{} : e;
+    };
+    if (op == wr_opcode::read_as_write) return usable(w.sg[0], access::remote_write | access::local_write);
+    if (inl) return {};
+    // READ and atomics write their results locally: local write is needed
+    const access need = op == wr_opcode::rdma_read || atomic ? access::local_write : access::none;
+    for (const sge& s : entries(w))
+      if (const errc e = usable(s, need); e != errc{}) return e;
+    return {};
+  }
+
+  // -- timers, pumping ----------------------------------------------------------------------------
+  /// Runs f(sink) on q's send side, counts what it retransmitted and paused, then carries out
+  /// its actions (`in`: the packet they answer).
+  template <class F>
+  void run_sender(qp_context& q, F&& f, const flow::packet* in = nullptr) {
+    scratch a(*this);
+    const requester_t* r = q.sender();
+    const auto before = r ? r->stats() : typename requester_t::counters{};
+    f(a.out());
+    if (const requester_t* after = q.sender()) {
+      stats_.retransmits += after->stats().retransmitted - before.retransmitted;
+      if (after->stats().page_faults != before.page_faults) {
+        stats_.pauses += after->stats().page_faults - before.page_faults;
+        if (const auto until = after->deadline(flow::timer_kind::wait); until && *until > now_)
+          stats_.retransmits_avoided += (*until - now_) / std::max<time_ns>(after->config().timeout, 1);
+      }
+    }
+    handle(q, a.out(), in, nullptr);
+  }
+  void fire_timers(qp_context& q) {
+    for (const auto k : {flow::timer_kind::retransmit, flow::timer_kind::wait}) {
+      const requester_t* r = q.sender();
+      if (!r) return;
+      if (const auto d = r->deadline(k); !d || *d > now_) continue;
+      run_sender(q, [&](flow::qp_sink& out) { q.req ? q.req->on_timer(k, now_, out) : q.dci->on_timer(k, now_, out); });
+    }
+  }
+  static bool wants_work(const qp_context& q) {
+    if ((q.req && q.req->wants_to_send()) || (q.resp && q.resp->wants_to_send())) return true;
+    if ((q.dci && q.dci->wants_to_send()) || (q.dct && q.dct->wants_to_send())) return true;
+    return (!q.sends.empty() && q.sends.front().done) || (!q.recvs.empty() && q.recvs.front().done);
+  }
+  bool tx_room(const qp_context& q) const { return q.port() < ports_.size() && ports_[q.port()].room(); }
+  /// Lets q's machines send while its port has room; then fetches and reports a drained SQD.
+  void pump(qp_context& q) {
+    for (int guard = 0; guard < 1024 && tx_room(q); ++guard) {
+      if ((q.resp && q.resp->wants_to_send()) || (q.dct && q.dct->wants_to_send())) {
+        scratch a(*this);
+        q.resp ? q.resp->pump(a.out()) : q.dct->pump(a.out());
+        handle(q, a.out(), nullptr, nullptr);
+      } else if ((q.req && q.req->wants_to_send()) || (q.dci && q.dci->wants_to_send())) {
+        run_sender(q, [&](flow::qp_sink& out) { q.req ? q.req->pump(now_, out) : q.dci->pump(now_, out); });
+      } else {
+        break;
+      }
+    }
+    fetch_sends(q);
+    if (q.state == qp_state::sqd && !q.drained_told && (!q.sender() || q.sender()->quiescent())) {
+      q.drained_told = true;
+      events_.push_back({event_type::sq_drained, q.qpn});
+    }
+  }
+
+  // -- actions ------------------------------------------------------------------------------------
+  /// Carries out the machines' actions. `in` is the packet they answer and `rx` where it came
+  /// from (both null when a timer or a pump made them).
+  void handle(qp_context& q, const flow::qp_sink& out, const flow::packet* in, const rx_context* rx) {
+    const std::span<const std::byte> payload = in ? in->payload : std::span<const std::byte>{};
+    for (const auto& act : out) {
+      if (const auto* t = std::get_if<flow::qp_action::transmit>(&act)) transmit(q, t->pkt);
+      else if (const auto* c = std::get_if<flow::qp_action::complete>(&act)) complete_send(q, *c);
+      else if (const auto* p = std::get_if<flow::qp_action::place>(&act)) place(q, *p, payload, rx);
+      else if (const auto* r = std::get_if<flow::qp_action::receive>(&act)) complete_receive(q, *r, in, rx);
+      else if (const auto* d = std::get_if<flow::qp_action::read_data>(&act)) place_read(q, *d, payload);
+      else if (const auto* w = std::get_if<flow::qp_action::write_back>(&act)) start_write_back(q, *w);
+      else if (const auto* e = std::get_if<flow::qp_action::request_error>(&act)) request_failed(q, *e);
+    }
+  }
+  /// A peer's READ_AS_WRITE: the device's own RDMA WRITE of the data from this QP's send queue
+  /// (after what is queued there); its completion tells the responder (complete_send).
+  void start_write_back(qp_context& q, const flow::qp_action::write_back& wb) {
+    send_record r;
+    r.seq = q.next_seq++;
+    r.wqe.opcode = static_cast<std::uint8_t>(wr_opcode::rdma_write);
+    r.wqe.num_sge = 1;
+    r.wqe.sg[0] = {wb.va, wb.dmalen, wb.rkey};  // the responder checked (rkey, va, dmalen) for remote read
+    r.wqe.remote_addr = wb.sink_va;
+    r.wqe.rkey = wb.sink_rkey;
+    r.op = wc_opcode::rdma_write;
+    r.signaled = false;
+    r.write_back_psn = wb.psn;
+    q.sends.push_back(r);
+    const flow::work_request wr{.id = r.seq, .op = flow::wr_op::write, .length = wb.dmalen, .remote_va = wb.sink_va, .rkey = wb.sink_rkey};
+    flow::step_result s{-1, flow::errc::queue_full};
+    if (q.req && q.req->queue_room() > 0) run_sender(q, [&](flow::qp_sink& out) { s = q.req->post(wr, now_, out); });
+    if (!s.ok())  // no send queue to carry it (a QP not in RTS, or a full machine): refused
+      if (send_record* rec = q.send_of(r.seq); rec && !rec->done) {
+        rec->done = true;
+        rec->status = wc_status::local_qp_operation_error;
+        write_back_done(q, wb.psn, false);
+      }
+  }
+  /// Tells the responder its READ_AS_WRITE of psn was written back (or not) and sends what waited.
+  void write_back_done(qp_context& q, std::uint32_t psn, bool ok) {
+    if (!q.resp) return;
+    q.resp->write_back_done(psn, ok);
+    scratch a(*this);
+    q.resp->pump(a.out());
+    handle(q, a.out(), nullptr, nullptr);
+  }
+  void complete_send(qp_context& q, const flow::qp_action::complete& c) {
+    if (c.wr_id >= flow::dc_internal_id) {  // a DCI's own connect / disconnect
+      if (c.status != flow::wc_status::success && c.status != flow::wc_status::flushed) q.connect_error = status_of(c.status);
+      return;
+    }
+    send_record* r = q.send_of(c.wr_id);
+    if (!r || r->done) return;
+    r->done = true;
+    r->status = status_of(c.status);
+    if (r->write_back_psn) {  // the device's own WRITE for a peer's READ_AS_WRITE
+      write_back_done(q, *r->write_back_psn, r->status == wc_status::success);
+      if (r->status != wc_status::success && r->status != wc_status::flushed) to_error(q);
+      return;
+    }
+    // The request a failed connect was for reports the connect's error, not a flush.
+    if (r->status == wc_status::flushed && q.connect_error) r->status = *std::exchange(q.connect_error, std::nullopt);
+    if (r->status == wc_status::success && (c.op == flow::wr_op::compare_swap || c.op == flow::wr_op::fetch_add)) {
+      std::array<std::byte, 8> v;
+      wire::store_le64(v.data(), c.orig);
+      if (!dma_.gather_in(q.init.pd, r->wqe, 0, v)) r->status = wc_status::local_protection_error;
+    }
+    if (r->status != wc_status::success && r->status != wc_status::flushed) send_error(q);
+  }
+  void place_read(qp_context& q, const flow::qp_action::read_data& d, std::span<const std::byte> payload) {
+    send_record* r = q.send_of(d.wr_id);
+    if (!r || payload.size() < d.length) return;
+    if (!dma_.gather_in(q.init.pd, r->wqe, d.offset, payload.first(d.length)))
+      r->vendor_err = static_cast<std::uint32_t>(errc::no_access_right), r->status = wc_status::local_protection_error;
+  }
+  void place(qp_context& q, const flow::qp_action::place& p, std::span<const std::byte> payload, const rx_context* rx) {
+    if (payload.size() < p.length) return;
+    const auto data = payload.first(p.length);
+    if (!p.to_receive) {
+      if (rx && rx->preplaced == p) return;  // placed while its ICRC was computed
+      mem_.write(p.rkey, p.va, data);
+      return;
+    }
+    recv_record* r = completion_unit::bind(q, p.msn, mem_);
+    if (!r || r->status != wc_status::success) return;
+    if (!dma_.scatter(q.init.pd, r->wqe, p.offset + q.grh_room(), data)) r->status = wc_status::local_protection_error;
+  }
+  void complete_receive(qp_context& q, const flow::qp_action::receive& rc, const flow::packet* in, const rx_context* rx) {
+    recv_record* r = completion_unit::bind(q, rc.msn, mem_);
+    if (!r) return;
+    r->done = true;
+    r->byte_len = rc.bytes + q.grh_room();
+    r->with_imm = rc.with_imm;
+    r->imm = rc.imm;
+    r->op = rc.with_imm && in && in->info().is(ib::op_class::write) ? wc_opcode::recv_rdma_with_imm : wc_opcode::recv;
+    r->src_qp = in ? in->src_qp : 0;
+    // UD over RoCE: the GRH space holds the packet's network header (ib/gid.hpp).
+    if (q.is(qp_type::ud) && rx && !rx->cells()) {
+      std::array<std::byte, ib::grh_size> grh;
+      ib::write_grh(grh, rx->ip, rx->v6);
+      r->grh = r->status == wc_status::success && dma_.scatter(q.init.pd, r->wqe, 0, grh);
+    }
+  }
+  /// A responder NAKed request e with a fatal error (RC, DCT): the QP goes to ERR, with the
+  /// event verbs reports it by; a SEND's receive completes with the local error.
+  void request_failed(qp_context& q, const flow::qp_action::request_error& e) {
+    if (q.state == qp_state::err || !(q.is(qp_type::rc) || q.is(qp_type::dct))) return;
+    const bool too_long = e.why == flow::invalid_reason::receive_length, unusable = e.nak == ib::nak_code::remote_operational_error;
+    events_.push_back({e.nak == ib::nak_code::invalid_request ? event_type::qp_request_error : event_type::qp_access_error, q.qpn});
+    if (too_long || unusable) {
+      // the receive the SEND was for completes with the error (an SRQ's is taken from it)
+      if (q.srq && std::none_of(q.recvs.begin(), q.recvs.end(), [](const recv_record& r) { return !r.done; }))
+        (void)completion_unit::bind(q, 0, mem_);
+      for (recv_record& r : q.recvs)
+        if (!r.done) {
+          r.done = true, r.status = too_long ? wc_status::local_length_error : wc_status::local_protection_error;
+          break;
+        }
+    }
+    to_error(q);
+  }
+
+  // -- transmit -----------------------------------------------------------------------------------
+  /// The address vector a packet of q goes to (UD / DCI requests: the work request's AH;
+  /// responses: back to where the request came from).
+  const address_vector* destination(qp_context& q, const flow::packet& p) {
+    if (q.is(qp_type::rc) || q.is(qp_type::uc)) return &q.attr.av;
+    if (p.info().request) {
+      if (const send_record* r = q.send_of(p.wr_id)) {
+        q.dc_ah = r->wqe.ah;
+        return ah(r->wqe.ah);  // (a destroyed handle keeps its address)
+      }
+      // A DCI's disconnect goes to the target it served; its connect, where the request queued
+      // with it goes (the initiator queues a connect together with its target's first request).
+      const requester_t* rq = q.sender();
+      if (!rq) return nullptr;
+      if (!p.se)
+        for (std::size_t i = 0; i < rq->queued(); ++i)
+          if (rq->at(i).wr.id == p.wr_id) {
+            for (std::size_t j = i + 1; j < rq->queued(); ++j)
+              if (const send_record* d = q.send_of(rq->at(j).wr.id); d && rq->at(j).wr.id < flow::dc_internal_id) {
+                q.dc_ah = d->wqe.ah;
+                break;
+              }
+            break;
+          }
+      return ah(q.dc_ah);
+    }
+    const auto it = reply_to_.find(reply_key(q.qpn, p.dest_qp));
+    return it == reply_to_.end() ? nullptr : &it->second;
+  }
+  const address_vector* ah(std::uint32_t n) const { return n < ahs_.avs.size() ? &ahs_.avs[n] : nullptr; }
+  static std::uint64_t reply_key(std::uint32_t qpn, std::uint32_t peer) { return std::uint64_t{qpn} << 32 | peer; }
+  void transmit(qp_context& q, flow::packet p) {
+    if (q.state == qp_state::err) return;
+    const address_vector* av = destination(q, p);
+    if (!av || av->port >= ports_.size()) return;
+    port& ps = ports_[av->port];
+    const ib::opcode_info& op = p.info();
+    // UD: the DETH names the sending QP; DC: the DCI (spec/roce.md §5)
+    if ((q.is(qp_type::ud) || q.is(qp_type::dci)) && op.request) p.src_qp = q.qpn;
+    // The payload: a request's from its work request; a READ response's from memory.
+    const std::uint32_t len = op.payload ? p.length : 0;
+    const send_record* rec = op.request ? q.send_of(p.wr_id) : nullptr;
+    const bool from_memory = op.is(ib::op_class::read_response);
+    if (from_memory && mem_.check(p.rkey, p.va, len, {q.init.pd, access::remote_read}) != errc{}) return;  // no longer readable
+    if (op.request && op.payload && !rec) return;
+    if (!ps.accepts(op.request)) {
+      ++stats_.dropped_tx_full;
+      return;
+    }
+    std::optional<std::uint16_t> sport;
+    if (q.sessions && op.request) {  // a session QP's message: a session, and its sequence number
+      const auto e = ps.cells() ? std::nullopt : q.sessions->out.pick();
+      if (!e) {
+        ++stats_.session_not_sent;
+        return;
+      }
+      q.sessions->out.completed(e->session);  // UD: done when sent
+      p.opcode = ib::opcode::ud_send_only_with_immediate;
+      p.imm = q.sessions->out.sequence();
+      sport = e->tuple.sport;
+    }
+    (void)ps.send(p, q.qpn, *av, len, sport, now_, stats_, [&](auto&& f) {
+      if (!from_memory) return dma_.gather(q.init.pd, rec->wqe, p.offset, len, access::none, f);
+      mem_.visit(p.rkey, p.va, len, f);
+      return true;
+    });
+  }
+
+  // -- receive ------------------------------------------------------------------------------------
+  /// Cut-through (port::receive): the placement q's responder would make of WRITE packet p now,
+  /// its payload copied there by `copy`; nullopt when it would not place it now.
+  template <class Copy>
+  std::optional<flow::qp_action::place> cut_through(const flow::packet& p, const rx_context& rx, Copy& copy) {
+    qp_context* q = find_qp(p.dest_qp);
+    if (!q || !q->resp || q->sessions || q->state == qp_state::err || !from_peer(*q, p, rx)) return std::nullopt;
+    const auto pl = q->resp->placement(p);  // (the memory port is only asked: no fault is raised)
+    if (!pl || pl->to_receive || pl->length != p.payload.size()) return std::nullopt;
+    mem_.visit(pl->rkey, pl->va, pl->length, copy);
+    return pl;
+  }
+  /// A packet a port accepted: a session QP's requests are resequenced first (RoCE); the rest
+  /// goes to its QP.
+  void arrive(const flow::packet& p, const rx_context& rx) {
+    if (qp_context* q = session_qps_ && !rx.cells() ? find_qp(p.dest_qp) : nullptr; q && q->sessions && p.info().request) {
+      receive_session(*q, p, rx);
+      return;
+    }
+    dispatch(p, rx);
+  }
+  /// A message for a session QP: resequenced first; delivered ones go to the QP in order, each
+  /// with the context of its own frame.
+  void receive_session(qp_context& q, const flow::packet& p, const rx_context& rx) {
+    if (!p.info().is(ib::op_class::immediate)) {  // no sequence number: not a session message
+      ++stats_.dropped_by_qp;
+      return;
+    }
+    session_qp& sq = *q.sessions;
+    std::size_t slot = 0;
+    while (slot < sq.held.size() && !sq.held[slot].empty()) ++slot;
+    if (slot == sq.held.size()) sq.held.emplace_back();
+    sq.held[slot].assign(rx.frame.begin(), rx.frame.end());
+    flow::action_list<flow::session_action_t, decltype(sq.in)::min_room> acts;
+    (void)sq.in.on_message({rx.tuple, p.dest_qp, p.imm, slot}, acts.out);
+    const std::uint32_t qpn = q.qpn;
+    port& ps = ports_[rx.from.port];
+    for (const auto& a : acts.out) {
+      if (const auto* d = std::get_if<flow::session_action::deliver>(&a)) {
+        frame_bytes f = std::move(sq.held[d->handle]);
+        sq.held[d->handle] = {};
+        flow::packet hp;
+        rx_context hrx;
+        if (ps.reparse(f, hp, hrx) && find_qp(qpn)) dispatch(hp, hrx);
+        ps.recycle(std::move(f));
+        continue;
+      }
+      const auto& dr = std::get<flow::session_action::drop>(a);
+      switch (dr.why) {
+        case flow::errc::unknown_tuple: ++stats_.session_unknown_tuple; break;
+        case flow::errc::foreign_group: ++stats_.session_foreign; break;
+        case flow::errc::duplicate: ++stats_.session_duplicate; break;
+        default: ++stats_.session_window_full; break;
+      }
+      ps.recycle(std::move(sq.held[dr.handle]));
+      sq.held[dr.handle] = {};
+    }
+  }
+  /// RC and UC take packets from their peer only (rxe's check_addr): a RoCE packet's source
+  /// must be the QP's destination GID and its destination the QP's source GID, on the QP's
+  /// port; a cell packet's source MAC the QP's destination MAC (unless that is the broadcast
+  /// address) and its source WQP the QP's destination QP.
+  bool from_peer(const qp_context& q, const flow::packet& p, const rx_context& rx) const {
+    if (!q.is(qp_type::rc) && !q.is(qp_type::uc)) return true;
+    const address_vector& av = q.attr.av;
+    if (rx.from.port != av.port || av.port >= ports_.size()) return false;
+    if (rx.cells()) return (av.dmac == wire::mac_address{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF} || rx.from.dmac == av.dmac) && p.src_qp == q.attr.dest_qp_num;
+    const ib::gid* own = ports_[av.port].config().gid_at(av.sgid_index);
+    return own && rx.to == *own && rx.from.dgid == av.dgid;
+  }
+  /// Hands a packet to the QP it names (spec/rnic.md §7's check order).
+  void dispatch(const flow::packet& p, const rx_context& rx) {
+    if (!p.known()) {
+      ++stats_.dropped_by_qp;
+      return;
+    }
+    qp_context* q = find_qp(p.dest_qp, true);
+    if (!q) {
+      ++stats_.dropped_no_qp;
+      return;
+    }
+    const bool request = p.info().request;
+    if (q->closed) {  // lingering: duplicates only (device_config::linger)
+      if (!request || !q->resp || !ib::psn_before(p.psn, q->resp->expected_psn())) {
+        ++stats_.dropped_no_qp;
+        return;
+      }
+    }
+    const bool takes = request ? q->state != qp_state::reset && q->state != qp_state::init && q->state != qp_state::err && (q->resp || q->dct)
+                               : (q->state == qp_state::rts || q->state == qp_state::sqd || q->state == qp_state::sqe) && q->sender();
+    if (!takes) {
+      ++stats_.dropped_no_qp;
+      return;
+    }
+    if (!from_peer(*q, p, rx)) {
+      ++stats_.dropped_wrong_source;
+      return;
+    }
+    if (q->closed) q->last_heard = now_;
+    if (request) {
+      if (q->is(qp_type::dct)) reply_to_[reply_key(q->qpn, p.dc_initiator())] = rx.from;
+      if (q->srq) {
+        const std::uint32_t ready = completion_unit::receives_ready(*q);
+        q->resp ? q->resp->set_receives(ready) : q->dct->set_receives(ready);
+      }
+      scratch a(*this);
+      if (q->resp && q->resp->refusal(a.out()) != flow::errc{}) {  // its response queue is full: dropped, resent later
+        ++stats_.dropped_by_qp;
+        return;
+      }
+      const flow::step_result s = q->resp ? q->resp->on_packet(p, a.out()) : q->dct->on_packet(p, a.out());
+      bool refused = !s.ok();
+      for (const auto& act : a.out()) refused = refused || std::holds_alternative<flow::qp_action::dropped>(act);
+      if (refused) ++stats_.dropped_by_qp;
+      handle(*q, a.out(), &p, &rx);
+      // The peer's WRITE on this QP may be carrying our READ_AS_WRITE: progress for its timer.
+      if (q->req && p.info().is(ib::op_class::write)) {
+        scratch k(*this);
+        q->req->peer_progress(now_, k.out());
+      }
+    } else {
+      run_sender(*q, [&](flow::qp_sink& out) { q->req ? q->req->on_packet(p, now_, out) : q->dci->on_packet(p, now_, out); }, &p);
+    }
+    pump(*q);
+    write_completions(*q);
+  }
+
+  device_config cfg_;
+  time_ns now_ = 0;
+  device_counters stats_{};
+  std::vector<async_event> events_;
+  memory_table mem_;
+  dma dma_;
+  completion_unit cq_;
+  std::vector<port> ports_;
+  std::unordered_map<std::uint32_t, std::unique_ptr<qp_context>> qps_;
+  std::uint32_t next_qpn_ = 0x10;
+  std::size_t lingering_ = 0;
+  ah_table ahs_;
+  std::vector<std::unique_ptr<srq_context>> srqs_;
+  std::vector<std::uint32_t> doorbells_, srq_doorbells_;
+  std::unordered_map<std::uint64_t, address_vector> reply_to_;  ///< DCT: where each DCI's responses go
+  std::vector<std::unique_ptr<actions_t>> lists_;
+  std::size_t depth_ = 0;
+  std::unique_ptr<session_table_t> sessions_ = std::make_unique<session_table_t>();  // (stable for session_group)
+  std::size_t session_qps_ = 0;  ///< QPs with sessions: arrive() looks a packet's QP up first only then
+};
+
+}  // namespace pushwire::rnic

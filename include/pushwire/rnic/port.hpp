@@ -1,0 +1,364 @@
+// One port of the reference RNIC (spec/rnic.md §7): what it puts on the wire and what it takes
+// from it, in both framings. Transmitting, it builds a packet's frame (RoCEv2: Ethernet, IP, UDP,
+// the transport headers and the ICRC, the payload gathered in the same pass as the ICRC; cells:
+// the packet's cell form, segmented) into a buffer from its pool and queues it: responses before
+// requests, plain ACKs held for coalescing. Receiving, it validates a frame (RoCEv2: headers,
+// addressing, ICRC; cells: cell CRC, reassembly, packet CRC) and hands on a flow::packet with
+// an rx_context saying where it came from, placing a WRITE's payload while it verifies the ICRC
+// where the responder says where it goes (cut-through).
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include <pushwire/cell/reassembler.hpp>
+#include <pushwire/cell/segmenter.hpp>
+#include <pushwire/flow/frame.hpp>
+#include <pushwire/flow/session.hpp>
+#include <pushwire/ib/entropy.hpp>
+#include <pushwire/ib/gid.hpp>
+#include <pushwire/ib/roce.hpp>
+#include <pushwire/rnic/config.hpp>
+#include <pushwire/rnic/qp.hpp>
+
+namespace pushwire::rnic {
+
+/// Where a received packet came from (per packet: an argument of the calls that handle it, never
+/// kept by the device).
+struct rx_context {
+  /// The sender: the port the packet arrived on, the sender's MAC and (RoCE) its GID.
+  address_vector from{};
+  /// RoCE: the GID the packet was sent to (one of the port's).
+  ib::gid to{};
+  /// RoCE: the UDP 5-tuple (sessions, spec/rnic.md §12).
+  flow::five_tuple tuple{};
+  /// RoCE: the packet's IP header (IPv6: 40 bytes; IPv4: 20 and its options), for the GRH space
+  /// of a UD receive (ib::write_grh); empty for cells.
+  std::span<const std::byte> ip{};
+  bool v6 = false;
+  /// RoCE: the whole frame (a session QP holds a copy of an early one).
+  std::span<const std::byte> frame{};
+  /// Cut-through: the placement the port already made while it verified the ICRC.
+  std::optional<flow::qp_action::place> preplaced{};
+  bool cells() const { return ip.empty(); }
+};
+
+/// Why a frame a port took was dropped before it reached a QP.
+enum class rx_drop : std::uint8_t { none, bad_frame, not_mine };
+
+class port {
+ public:
+  /// RoCE payloads from this size up may be placed while their ICRC is computed (cut-through;
+  /// below it, verifying first and copying after costs no more).
+  static constexpr std::size_t cut_through_min = 256;
+  /// Requests that go before coalesced ACKs when they leave together (take_frame).
+  static constexpr std::size_t short_burst = 16;
+  /// Frame buffers a port keeps for reuse.
+  static constexpr std::size_t pool_size = 256;
+
+  port(const port_config& c, const device_config& d, std::uint8_t index)
+      : cfg_(c), index_(index), tx_queue_(d.tx_queue), ack_delay_(d.ack_delay) {
+    if (c.framing == framing::cell)
+      reasm_ = std::make_unique<cell::reassembler>(cell::reassembly_limits{
+          .max_packets = 64, .max_packet_bytes = d.cell_max_packet, .max_bytes = 64 * std::size_t{d.cell_max_packet},
+          .max_age_ns = d.cell_reassembly_timeout, .max_cell_payload = c.cell_payload, .history = 64});
+  }
+  const port_config& config() const { return cfg_; }
+  bool cells() const { return cfg_.framing == framing::cell; }
+
+  // ---- transmitting -----------------------------------------------------------------------------
+  /// Room for new requests and responses (fewer than tx_queue frames waiting).
+  bool room() const { return tx_.size() < tx_queue_; }
+  /// Frames waiting for the wire.
+  std::size_t pending() const { return tx_.size() + responses_.size(); }
+
+  /// Whether a request (or a response) may still be queued: fewer than twice tx_queue frames of
+  /// its kind wait. Beyond that the device drops what it would send (dropped_tx_full).
+  bool accepts(bool request) const { return (request ? tx_ : responses_).size() < 2 * tx_queue_; }
+  /// Frame buffers the pool holds.
+  std::size_t pooled() const { return pool_.size(); }
+
+  /// Builds and queues the frames of packet p from QP `qpn` to `to` (RoCE: its UDP source port
+  /// is `sport` when given). `payload(f)` visits the payload's len bytes as host segments
+  /// f(byte*, n) and is false when a key refused them. False when nothing was queued: the
+  /// payload is not readable, or the packet has no frame.
+  template <class Payload>
+  bool send(const flow::packet& p, std::uint32_t qpn, const address_vector& to, std::uint32_t len,
+            std::optional<std::uint16_t> sport, time_ns now, device_counters& stats, Payload&& payload) {
+    ++stats.frames_out;
+    return cells() ? send_cells(p, qpn, to, len, stats, now, payload) : send_roce(p, qpn, to, len, sport, stats, now, payload);
+  }
+
+  /// Whether the port's responses are plain ACKs still held for coalescing at `now`.
+  bool acks_held(time_ns now) const {
+    return ack_delay_ && tx_.empty() && responses_.size() == 1 && !urgent_ && !released_ && now < responses_since_ + ack_delay_;
+  }
+  /// When held ACKs must leave, or nullopt.
+  std::optional<time_ns> next_deadline(time_ns now) const {
+    return acks_held(now) ? std::optional<time_ns>{responses_since_ + ack_delay_} : std::nullopt;
+  }
+  /// The frame that leaves next (responses before requests; coalesced ACKs behind the short
+  /// burst of requests that releases them), or nullptr. take() removes it.
+  const frame_bytes* next(time_ns now) {
+    std::deque<frame_bytes>* q = next_queue(now);
+    return q ? &q->front() : nullptr;
+  }
+  /// Moves out the frame next() names (it must have named one).
+  frame_bytes take(time_ns now) {
+    std::deque<frame_bytes>& q = *next_queue(now);
+    if (&q == &tx_ && !responses_.empty()) released_ = true;
+    frame_bytes f = std::move(q.front());
+    q.pop_front();
+    return f;
+  }
+  /// Returns a frame buffer to the pool.
+  void recycle(frame_bytes&& b) {
+    if (pool_.size() < pool_size) pool_.push_back(std::move(b));
+  }
+
+  // ---- receiving --------------------------------------------------------------------------------
+  /// Takes a frame that arrived at `now`. A valid packet for this port is handed to
+  /// `deliver(const flow::packet&, const rx_context&)`, before receive() returns and while its
+  /// payload is valid. `place(p, copy)` is asked, for a RoCE WRITE MIDDLE or LAST packet of
+  /// cut_through_min bytes or more, where its payload goes: if its responder would place it
+  /// now, it visits that memory with copy(byte*, n) and returns the placement (nullopt
+  /// otherwise); the copy computes the ICRC as it goes. Returns why a frame was dropped.
+  /// (The callbacks are `place(const flow::packet&, const rx_context&, copy)`.)
+  template <class Place, class Deliver>
+  rx_drop receive(std::span<const std::byte> frame, time_ns now, Place&& place, Deliver&& deliver) {
+    return cells() ? receive_cell(frame, now, deliver) : receive_roce(frame, place, deliver);
+  }
+  /// Parses a RoCE frame this port accepted before (a held session message) into its packet
+  /// and context; false when it no longer parses.
+  bool reparse(std::span<const std::byte> frame, flow::packet& p, rx_context& rx) const {
+    ib::roce_view v;
+    if (ib::inspect(frame, v, {.crc = wire::crc_check::skip}).code != wire::errc{}) return false;
+    p = flow::from_roce(v);
+    rx = context_of(v);
+    return true;
+  }
+  /// Ages out incomplete cell packets.
+  void expire(time_ns now) {
+    if (reasm_) reasm_->expire(now);
+  }
+
+ private:
+  template <class Payload>
+  bool send_roce(const flow::packet& p, std::uint32_t qpn, const address_vector& to, std::uint32_t len,
+                 std::optional<std::uint16_t> sport, device_counters& stats, time_ns now, Payload& payload) {
+    ib::roce_packet r = flow::to_roce(p, frame_base(qpn, to, p));
+    if (sport) r.udp.srcport = *sport;
+    const std::size_t head = ib::payload_offset(r);
+    frame_bytes f = buffer(head + len + 3 + ib::detail::icrc_size);  // pad at most 3
+    r.payload = std::span<const std::byte>(f.data() + head, len);
+    // IPv4: the headers first (the payload is gathered in place afterwards), then one pass that
+    // copies the payload in and continues the ICRC over it. IPv6's UDP checksum covers the
+    // payload, so there the payload goes in first and build() checksums the whole frame.
+    const bool fused = !r.v6;
+    if (fused) r.given.icrc = true;  // written below
+    std::size_t n = 0;
+    const auto built = [&] {
+      const auto b = ib::build(r, f);
+      if (b) n = *b;
+      else recycle(std::move(f));
+      return b.has_value();
+    };
+    if (fused && !built()) return false;
+    constexpr std::size_t ip_at = wire::eth_header_size, ip_len = 20;  // frame_base: no VLAN, no options
+    std::uint32_t crc = fused ? ib::icrc_headers(std::span<const std::byte>(f.data() + ip_at, head - ip_at), false, ip_len) : 0;
+    std::size_t at = head;
+    if (len && !payload([&](std::byte* s, std::size_t k) {
+          if (fused) crc = wire::crc::crc32_copy(std::span<std::byte>(f.data() + at, k), std::span<const std::byte>(s, k), crc);
+          else std::memcpy(f.data() + at, s, k);
+          at += k;
+        })) {
+      recycle(std::move(f));
+      return false;  // a local key was deregistered under a posted request: nothing is sent
+    }
+    if (fused) {
+      const std::size_t pad = (4 - len % 4) % 4;
+      crc = wire::crc::crc32(std::span<const std::byte>(f.data() + head + len, pad), crc);
+      wire::store_le32(f.data() + head + len + pad, crc);
+    } else if (!built()) {
+      return false;
+    }
+    f.resize(n);
+    stats.bytes_out += f.size();
+    queue(p, std::move(f), now);
+    return true;
+  }
+  ib::roce_packet frame_base(std::uint32_t qpn, const address_vector& to, const flow::packet& p) const {
+    ib::roce_packet b{};
+    b.eth.src = cfg_.mac;
+    b.eth.dst = to.dmac;
+    const ib::gid* g = cfg_.gid_at(to.sgid_index);
+    const ib::gid& sgid = g ? *g : cfg_.gid;
+    const bool v6 = !ib::is_v4(to.dgid) || !ib::is_v4(sgid);
+    b.v6 = v6;
+    if (v6) {
+      std::copy(sgid.begin(), sgid.end(), b.ip6.src.begin());
+      std::copy(to.dgid.begin(), to.dgid.end(), b.ip6.dst.begin());
+      b.ip6.hlim = to.hop_limit;
+      b.ip6.tclass = to.traffic_class;
+    } else {
+      const auto s4 = ib::v4_of(sgid), d4 = ib::v4_of(to.dgid);
+      std::copy(s4.begin(), s4.end(), b.ip4.src.begin());
+      std::copy(d4.begin(), d4.end(), b.ip4.dst.begin());
+      b.ip4.ttl = to.hop_limit;
+      b.ip4.flags_df = true;  // as rxe, and as Linux sends a datagram of an unconnected socket (identification 0): net/udp.hpp
+    }
+    const std::uint32_t fl = to.flow_label ? to.flow_label : ib::flow_label(qpn, p.dest_qp);
+    b.udp.srcport = cfg_.udp_sport ? cfg_.udp_sport : ib::udp_sport(fl);
+    if (v6) b.ip6.flow = fl;
+    return b;
+  }
+  template <class Payload>
+  bool send_cells(const flow::packet& p0, std::uint32_t qpn, const address_vector& to, std::uint32_t len, device_counters& stats,
+                  time_ns now, Payload& payload) {
+    flow::packet p = p0;
+    p.src_qp = qpn;  // cells name the sending QP (its WQP)
+    std::vector<std::span<const std::byte>> pieces;
+    if (len && !payload([&](std::byte* s, std::size_t n) { pieces.emplace_back(s, n); })) return false;
+    cell::packet_spec base{};
+    base.dst = to.dmac;
+    base.src = cfg_.mac;
+    const auto form = flow::to_cell_form(p, base);
+    if (!form) return false;
+    if (form->head_len) pieces.insert(pieces.begin(), form->header_bytes());
+    auto seg = cell::segmenter::make(form->spec, std::span<const std::span<const std::byte>>(pieces), cfg_.cell_payload);
+    if (!seg) return false;
+    while (!seg->done()) {
+      frame_bytes f = buffer(seg->next_size());
+      const auto n = seg->next(f);
+      if (!n) return false;
+      f.resize(*n);
+      stats.bytes_out += f.size();
+      queue(p, std::move(f), now);
+    }
+    return true;
+  }
+  void queue(const flow::packet& p, frame_bytes&& f, time_ns now) {
+    if (p.info().request) {
+      tx_.push_back(std::move(f));
+      return;
+    }
+    if (responses_.empty()) responses_since_ = now, urgent_ = false, released_ = false;
+    const bool plain_ack = p.info().is(ib::op_class::ack) && !p.info().is(ib::op_class::atomic) &&
+                           ib::syndrome_of(p.aeth).kind() == ib::aeth_kind::ack;
+    if (!plain_ack) urgent_ = true;
+    responses_.push_back(std::move(f));
+  }
+  std::deque<frame_bytes>* next_queue(time_ns now) {
+    if (acks_held(now)) return nullptr;
+    const bool behind = !urgent_ && ack_delay_ && !tx_.empty() && tx_.size() <= short_burst;
+    std::deque<frame_bytes>& q = !responses_.empty() && !behind ? responses_ : tx_;
+    return q.empty() ? nullptr : &q;
+  }
+  frame_bytes buffer(std::size_t n) {
+    frame_bytes b;
+    if (!pool_.empty()) b = std::move(pool_.back()), pool_.pop_back();
+    b.resize(n);
+    return b;
+  }
+
+  rx_context context_of(const ib::roce_view& v) const {
+    rx_context rx;
+    const auto eth = v.eth();
+    rx.from.port = index_;
+    rx.from.dmac = eth.src;
+    if (v.v6) {
+      const auto h = v.ipv6();
+      std::copy(h.src.begin(), h.src.end(), rx.from.dgid.begin());
+      std::copy(h.dst.begin(), h.dst.end(), rx.to.begin());
+    } else {
+      const auto h = v.ipv4();
+      rx.from.dgid = ib::gid_v4(h.src);
+      rx.to = ib::gid_v4(h.dst);
+    }
+    const auto udp = v.udp();
+    rx.tuple = {.src = rx.from.dgid, .dst = rx.to, .sport = udp.srcport, .dport = udp.dstport};
+    rx.ip = v.frame.subspan(v.ip_offset, v.ip_header_len);
+    rx.v6 = v.v6;
+    rx.frame = v.frame;
+    return rx;
+  }
+  template <class Place, class Deliver>
+  rx_drop receive_roce(std::span<const std::byte> frame, Place& place, Deliver& deliver) {
+    ib::roce_view v;
+    if (ib::inspect(frame, v, {.crc = wire::crc_check::skip}).code != wire::errc{}) return rx_drop::bad_frame;
+    const flow::packet p = flow::from_roce(v);
+    rx_context rx = context_of(v);
+    // (the default partition is the only one)
+    const bool mine = v.eth().dst == cfg_.mac && cfg_.has_gid(rx.to) && p.p_key == 0xFFFF;
+    bool verified = false;
+    if (mine && v.payload.size() >= cut_through_min && p.known() && p.info().is(ib::op_class::write) && !p.info().starts()) {
+      // Cut-through (spec/rnic.md §7): the payload goes to its place in the pass that computes
+      // the ICRC. The place is the message's, fixed by the verified packets before it, never
+      // this packet's own (unverified) addressing; a bad ICRC drops the frame as always, and
+      // the bytes written lie where this PSN's payload goes, which its resend overwrites before
+      // the message can complete.
+      const std::byte* ip = v.frame.data() + v.ip_offset;
+      std::uint32_t crc = ib::icrc_headers(std::span<const std::byte>(ip, static_cast<std::size_t>(v.payload.data() - ip)), v.v6, v.ip_header_len);
+      std::size_t done = 0;
+      rx.preplaced = place(p, std::as_const(rx), [&](std::byte* h, std::size_t k) {
+        crc = wire::crc::crc32_copy(std::span<std::byte>(h, k), v.payload.subspan(done, k), crc);
+        done += k;
+      });
+      if (rx.preplaced) {
+        if (wire::crc::crc32(v.pad, crc) != v.icrc) return rx_drop::bad_frame;
+        verified = true;
+      }
+    }
+    if (!verified && !ib::verify_icrc(v)) return rx_drop::bad_frame;
+    if (!mine) return rx_drop::not_mine;
+    deliver(p, rx);
+    return rx_drop::none;
+  }
+  template <class Deliver>
+  rx_drop receive_cell(std::span<const std::byte> frame, time_ns now, Deliver& deliver) {
+    const auto r = reasm_->push(frame, now);
+    if (r.status == cell::push_status::rejected) {
+      const bool bad = r.error.code == wire::errc::cell_crc_mismatch || r.error.code == wire::errc::not_cell ||
+                       r.error.code == wire::errc::packet_crc_mismatch;
+      return bad ? rx_drop::bad_frame : rx_drop::none;
+    }
+    if (r.status != cell::push_status::delivered) return rx_drop::none;
+    const cell::delivered_packet& d = *r.packet;
+    const cell::packet_key key = d.key;
+    const auto p = flow::from_cell(d);
+    if (!p) {
+      reasm_->forget(key);
+      return rx_drop::bad_frame;
+    }
+    rx_context rx;
+    rx.from.port = index_;
+    rx.from.dmac = wire::read<wire::eth_header, "src">(frame.data());
+    // The transport judges duplicates by PSN (and re-acknowledges them); the reassembler only
+    // joins cells, so it forgets each packet it delivers and takes a resent one again.
+    deliver(*p, rx);
+    reasm_->forget(key);
+    return rx_drop::none;
+  }
+
+  port_config cfg_;
+  std::uint8_t index_;
+  std::size_t tx_queue_;
+  time_ns ack_delay_;
+  std::deque<frame_bytes> tx_{};         ///< requests (the QPs' sends, the device's own WRITEs)
+  std::deque<frame_bytes> responses_{};  ///< ACKs, NAKs, READ and atomic responses: sent first
+  time_ns responses_since_ = 0;          ///< when `responses_` last became non-empty
+  bool urgent_ = false;                  ///< `responses_` holds more than plain ACKs
+  bool released_ = false;                ///< a request left since: the held ACKs go too
+  std::vector<frame_bytes> pool_{};
+  std::unique_ptr<cell::reassembler> reasm_{};
+};
+
+}  // namespace pushwire::rnic
