@@ -1,6 +1,7 @@
 // The replay driver: runs a fuzz target's LLVMFuzzerTestOneInput on every file named on the
 // command line (directories are walked), so corpora and regressions run in ctest with any
-// compiler. Prints how many inputs ran; a crash or a failed invariant aborts.
+// compiler. Prints how many inputs ran; a crash or a failed invariant aborts. Fails when the
+// arguments name no file at all (a corpus moved or renamed would otherwise replay nothing).
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -34,6 +35,10 @@ int main(int argc, char** argv) {
     } else if (fs::exists(p)) {
       run(p);
     }
+  }
+  if (ran == 0) {
+    std::printf("no input file found: the corpus is missing\n");
+    return 1;
   }
   LLVMFuzzerTestOneInput(nullptr, 0);  // the empty input, always
   std::printf("%zu inputs replayed\n", ran + 1);

@@ -2,9 +2,15 @@
 // compile time (each constexpr result is checked by static_assert and again at run time).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <initializer_list>
+#include <set>
+#include <vector>
+
 #include "harness.hpp"
 
 using namespace pwtest;
+namespace wire = pushwire::wire;
 
 namespace {
 
@@ -124,21 +130,72 @@ TEST_CASE("step: first matching row whose guard holds, no row means event_not_al
   CHECK_FALSE(enabled<row>(table, st::b, c, ev::go, 0));
 }
 
-TEST_CASE("tables: every state is reachable in the table (names: enum_names_test's names_match)") {
-  auto check = [](const auto& info, std::size_t states) {
-    std::set<std::size_t> seen;
-    seen.insert(0);
-    for (const auto& r : info.table) {
-      seen.insert(static_cast<std::size_t>(r.to));
-    }
-    CHECK(seen.size() == states);
-  };
-  check(pool_owner_info<1, 1>, 4);  // the owner never drains
-  check(pool_user_info<1, 1>, 5);
-  check(requester_info<1>, 5);
-  check(responder_info<1>, 4);
-  check(dci_info<1, 1>, 4);
-  check(dct_info<1>, 2);
-  check(session_receiver_info<1, 1>, 2);
+namespace {
+
+// The states of `states` that no path of rows leads to from `initial` (any event, any guard:
+// a guard may hold for some input).
+template <class Row>
+std::vector<typename Row::state_type> unreachable(std::span<const Row> table, typename Row::state_type initial,
+                                                  std::span<const typename Row::state_type> states) {
+  using S = typename Row::state_type;
+  std::set<S> seen{initial};
+  std::vector<S> todo{initial};
+  while (!todo.empty()) {
+    const S s = todo.back();
+    todo.pop_back();
+    for (const Row& r : table)
+      if (r.from == s && seen.insert(r.to).second) todo.push_back(r.to);
+  }
+  std::vector<S> out;
+  for (S s : states)
+    if (!seen.count(s)) out.push_back(s);
+  return out;
+}
+
+// Every state of a machine's table is reachable from its initial state (machine_info::initial,
+// a state's name), except those in `never`.
+template <class Row>
+void check_reachable(const machine_info<Row>& m, std::initializer_list<typename Row::state_type> never = {}) {
+  using S = typename Row::state_type;
+  INFO(m.name << ", initial state " << m.initial);
+  const auto names = wire::enum_names<S>();
+  const auto initial = std::find_if(names.begin(), names.end(), [&](const wire::named_value& n) { return n.name == m.initial; });
+  REQUIRE(initial != names.end());
+  std::vector<S> states;
+  for (const auto& n : names)
+    if (std::find(never.begin(), never.end(), static_cast<S>(n.value)) == never.end()) states.push_back(static_cast<S>(n.value));
+  for (S s : unreachable<Row>(m.table, static_cast<S>(initial->value), states)) FAIL_CHECK("unreachable: " << wire::enum_name(s));
+  for (S s : never) CHECK(unreachable<Row>(m.table, static_cast<S>(initial->value), std::span(&s, 1)).size() == 1);
+}
+
+}  // namespace
+
+TEST_CASE("tables: every state is reachable from the machine's initial state (names: enum_names_test's names_match)") {
+  check_reachable(pool_owner_info<1, 1>, {pool_state::draining});  // the owner never drains
+  check_reachable(pool_user_info<1, 1>);
+  check_reachable(requester_info<1>);
+  check_reachable(responder_info<1>);
+  check_reachable(dci_info<1, 1>);
+  check_reachable(dct_info<1>);
+  check_reachable(session_receiver_info<1, 1>);
   for (std::size_t i = 1; i <= errc_table.size(); ++i) CHECK_FALSE(errc_table[i - 1].meaning.empty());
+}
+
+TEST_CASE("tables: states that lead only to each other are unreachable from the initial state") {
+  // start -> a -> b, and an island: x <-> y. Every state is some row's target, yet x and y
+  // cannot be reached from start.
+  enum class st { start, a, b, x, y };
+  enum class ev { go };
+  struct ctx {};
+  using row = transition<ctx, st, ev, int, sink<int>>;
+  static constexpr auto table = std::to_array<row>({
+      {st::start, ev::go, "", nullptr, st::a, "", nullptr},
+      {st::a, ev::go, "", nullptr, st::b, "", nullptr},
+      {st::x, ev::go, "", nullptr, st::y, "", nullptr},
+      {st::y, ev::go, "", nullptr, st::x, "", nullptr},
+      {st::b, ev::go, "", nullptr, st::start, "", nullptr},
+  });
+  constexpr st all[] = {st::start, st::a, st::b, st::x, st::y};
+  CHECK(unreachable<row>(table, st::start, all) == std::vector<st>{st::x, st::y});
+  CHECK(unreachable<row>(table, st::x, all) == std::vector<st>{st::start, st::a, st::b});
 }

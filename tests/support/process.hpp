@@ -18,6 +18,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "skip.hpp"
+
 namespace pushwire::test {
 
 struct run_result {
@@ -66,8 +68,9 @@ void write_file(const std::string& path, const Bytes& b) {
 }
 
 /// Runs body in a forked child that has unshared a network namespace of its own, and checks its
-/// exit code: 0 passes; 100 (no namespace allowed) or 101 (body's own "not here") skip, visibly,
-/// with `why`; anything else fails, reported as the step that failed.
+/// exit code: 0 passes; 100 (no namespace allowed) or 101 (body's own "not here") skip with `why`
+/// (test::skip: ctest reports the test skipped); anything else fails, reported as the step that
+/// failed.
 inline void in_new_netns(const std::function<int()>& body, const char* why) {
   const pid_t pid = ::fork();
   REQUIRE(pid >= 0);
@@ -80,7 +83,7 @@ inline void in_new_netns(const std::function<int()>& body, const char* why) {
   REQUIRE(WIFEXITED(status));
   const int rc = WEXITSTATUS(status);
   if (rc == 100 || rc == 101) {
-    WARN("SKIPPED: " << why);
+    skip(why);
     return;
   }
   INFO("failed step " << rc);

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # One module of rdma-core's own pyverbs test suite (Debian: python3-pyverbs ships it in
 # /usr/share/doc/rdma-core/tests) through the provider, on device pw0 (spec/verbs.md §6).
-# Passes when the module has no failure and no error, and every skip reason it prints is one
-# spec/verbs.md lists (a skip is allowed only for a capability the device reports absent).
-# Prints the module's pass and skip counts.
+# Passes when the module has no failure and no error, every skip reason it prints is one
+# spec/verbs.md lists (a skip is allowed only for a capability the device reports absent), and
+# at least as many of its tests pass as spec/verbs.md's table of minimums gives the module (over
+# GID 0, or over the IPv6 GID). Prints the module's pass and skip counts.
 # With GID 1: on device pw0:auto@::1, over its IPv6 GID (run_tests.py --gid 1); one such test
 # at a time (only one process can bind [::1]:4791).
 # usage: pyverbs.sh BUILD SPEC_VERBS_MD MODULE [GID]
@@ -49,4 +50,14 @@ if [ $rc != 0 ] || [ "$failed" != 0 ] || ! grep -qE '^OK( \(skipped=[0-9]+\))?$'
   cat "$log"; echo "FAIL: pyverbs $module"; exit 1
 fi
 [ $bad = 0 ] || exit 1
-echo "PASS: pyverbs $module (GID $gid)"
+# The minimum, from the table under "### Tests each module must pass": | module | GID 0 | GID 1 |.
+min=$(awk -F'|' -v m="$module" -v col=$((gid == 0 ? 3 : 4)) '
+  /^#/ { in_table = ($0 ~ /^### Tests each module must pass/) }
+  in_table { name = $2; gsub(/[ `]/, "", name); if (name == m) { v = $col; gsub(/[ `]/, "", v); print v; exit } }' "$spec")
+case "$min" in
+  ''|*[!0-9]*) echo "FAIL: spec/verbs.md gives no minimum for $module over GID $gid ('$min')"; exit 1 ;;
+esac
+if [ "$ok" -lt "$min" ]; then
+  cat "$log"; echo "FAIL: pyverbs $module: $ok tests passed, spec/verbs.md requires at least $min"; exit 1
+fi
+echo "PASS: pyverbs $module (GID $gid): $ok passed, at least $min required"

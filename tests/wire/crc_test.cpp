@@ -2,7 +2,9 @@
 // against the byte-at-a-time reference (every length 0..1200 and every alignment 0..63, random
 // lengths up to 70 000 at every alignment, continuing from a register), the fused copy (the
 // destination compared, nothing written around it), concat and combine; which paths exist
-// (against /proc/cpuinfo on x86-64); PUSHWIRE_CRC_PATH's syntax and its errors.
+// (against /proc/cpuinfo on x86-64, AT_HWCAP on aarch64); the paths every run must find
+// (portable, those the compiler's target requires, those PUSHWIRE_CRC_EXPECT names);
+// PUSHWIRE_CRC_PATH's syntax and its errors, and what a process runs under it (crc_selected.cpp).
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
@@ -125,15 +127,44 @@ TEST_CASE("crc: the aarch64 paths available are those AT_HWCAP's named bits allo
 }
 #endif
 
-// PUSHWIRE_CRC_EXPECT="NAME ...": paths the machine running the tests is known to have
-// (tests/aarch64/Makefile sets it for qemu), so that none of them is skipped unnoticed.
-TEST_CASE("crc: the paths this run expects are available", "[wire][crc]") {
-  const char* expect = std::getenv("PUSHWIRE_CRC_EXPECT");
-  std::istringstream names(expect ? expect : "");
-  for (std::string name; names >> name;) {
+namespace {
+// The paths this run must find: portable on every machine; those the compiler's target already
+// requires of the CPU (a build for -march=icelake-server or with +crc runs only where they exist);
+// and PUSHWIRE_CRC_EXPECT="NAME ...", paths the machine running the tests is known to have
+// (tests/aarch64/Makefile sets it for qemu; a CI machine with a particular CPU may name its own),
+// so that none of them is skipped unnoticed.
+std::vector<std::string> expected_paths() {
+  std::vector<std::string> v{"portable"};
+#if PUSHWIRE_CRC_X86 && defined(__PCLMUL__) && defined(__SSSE3__) && defined(__SSE4_1__) && defined(__SSE4_2__)
+  v.insert(v.end(), {"sse42", "pclmul"});
+#if defined(__AVX2__) && defined(__VPCLMULQDQ__)
+  v.push_back("vpclmul_avx2");
+#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
+  v.push_back("vpclmul_avx512");
+#endif
+#endif
+#endif
+#if PUSHWIRE_CRC_ARM && defined(__ARM_FEATURE_CRC32)
+  v.push_back("armv8_crc");
+#if defined(__ARM_FEATURE_CRYPTO) || defined(__ARM_FEATURE_AES)
+  v.push_back("pmull");
+#endif
+#endif
+  std::istringstream names(std::getenv("PUSHWIRE_CRC_EXPECT") ? std::getenv("PUSHWIRE_CRC_EXPECT") : "");
+  for (std::string name; names >> name;) v.push_back(name);
+  return v;
+}
+}  // namespace
+
+TEST_CASE("crc: the paths this run expects are available and selectable", "[wire][crc]") {
+  const auto expected = expected_paths();
+  REQUIRE_FALSE(expected.empty());
+  const auto runs = runnable();
+  for (const std::string& name : expected) {
     INFO(name);
     const auto r = crc::select(name);
     CHECK(r.error == crc::select_errc{});
+    CHECK(std::find_if(runs.begin(), runs.end(), [&](path p) { return crc::to_string(p) == name; }) != runs.end());
   }
 }
 
@@ -323,19 +354,30 @@ TEST_CASE("crc: PUSHWIRE_CRC_PATH's syntax", "[wire][crc]") {
 #ifdef PUSHWIRE_CRC_SELECTED
 #include "../support/process.hpp"
 
+namespace {
+// The line crc_selected prints for one polynomial's choice.
+std::string selected_line(const char* poly_name, const crc::choice& c) {
+  const std::string large{crc::to_string(c.large)};
+  if (c.small_below == 0) return std::string(poly_name) + " " + large + " at every size\n";
+  return std::string(poly_name) + " " + std::string(crc::to_string(c.small)) + " below " + std::to_string(c.small_below) +
+         " bytes, then " + large + "\n";
+}
+}  // namespace
+
 TEST_CASE("crc: PUSHWIRE_CRC_PATH forces a path, and a bad value stops the process with its reason", "[wire][crc]") {
   const std::string tool = PUSHWIRE_CRC_SELECTED;
   const auto auto_run = test::run_command(tool);
   REQUIRE(auto_run.status == 0);
   const crc::selection s = crc::automatic();
-  CHECK(auto_run.out.find("crc32 " + std::string(crc::to_string(s.crc32.large))) != std::string::npos);
+  CHECK(auto_run.out == selected_line("crc32", s.crc32) + selected_line("crc32c", s.crc32c) + "check values good\n");
   for (path p : runnable()) {
     const std::string name{crc::to_string(p)};
     const auto r = test::run_command("PUSHWIRE_CRC_PATH=" + name + " " + tool);
     INFO(name << ": " << r.out << r.err);
     CHECK(r.status == 0);
-    CHECK(r.out.find("crc32c " + name + " at every size") != std::string::npos);
-    CHECK(r.out.find("check values good") != std::string::npos);
+    const crc::choice forced{p, p, 0};
+    CHECK(r.out == selected_line("crc32", crc::implements(p, crc::crc32_poly) ? forced : s.crc32) +
+                       selected_line("crc32c", forced) + "check values good\n");
   }
   for (const char* bad : {"bogus", "crc32=sse42", "pmull,vpclmul_avx512,armv8_crc,pclmul", "x=1"}) {
     const auto r = test::run_command(std::string("PUSHWIRE_CRC_PATH=") + bad + " " + tool);

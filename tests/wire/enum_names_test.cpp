@@ -1,7 +1,9 @@
 // Every name table of the library is tied to its enum at compile time: it lists exactly the
 // enumerators, each once (wire/enum.hpp finds them from the compiler's spelling, not from the
-// table). Error tables also spell each code as its enumerator. A table that drifts from its enum
-// does not compile.
+// table). Error tables, and every table whose names are the identifiers, also spell each name as
+// its enumerator. A table that drifts from its enum does not compile. That every table is here is
+// checked too: tests/wire/enum_names_coverage.py finds each wire_enum_names() overload of
+// include/pushwire and fails when this file has no check for its enum.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -11,6 +13,14 @@
 #include <pushwire/flow/flow.hpp>
 #include <pushwire/ib/opcode.hpp>
 #include <pushwire/msg/msg.hpp>
+#include <pushwire/pp/cm.hpp>
+#include <pushwire/pp/endpoint.hpp>
+#include <pushwire/pp/lan.hpp>
+#include <pushwire/rnic/core.hpp>
+#include <pushwire/rnic/device.hpp>
+#include <pushwire/rnic/memory.hpp>
+#include <pushwire/rnic/qp.hpp>
+#include <pushwire/rnic/queue.hpp>
 #include <pushwire/wire/crc.hpp>
 #include <pushwire/wire/enum.hpp>
 #include <pushwire/wire/errc.hpp>
@@ -20,6 +30,9 @@ using namespace pushwire;
 // Function codes reach 0x0302: scan that far.
 template <>
 inline constexpr std::size_t pushwire::wire::enum_scan_limit<msg::function> = 0x400;
+// Opcodes are the BTH byte, plus 0x100 for the IBTA RD reading of 0x40-0x5F.
+template <>
+inline constexpr std::size_t pushwire::wire::enum_scan_limit<ib::opcode> = 0x200;
 
 // The reflection itself, on an enum written here.
 enum class sample : std::uint8_t { a = 1, b, z = 200 };
@@ -43,6 +56,7 @@ static_assert(wire::names_match<flow::errc, true>());
 static_assert(wire::names_match<wire::crc_status, true>());
 static_assert(wire::names_match<wire::crc_check, true>());
 static_assert(wire::names_match<wire::crc::path, true>());
+static_assert(wire::names_match<wire::crc::select_errc, true>());
 static_assert(wire::names_match<wire::field_kind>());
 // msg/
 static_assert(wire::names_match<msg::function>());
@@ -54,6 +68,7 @@ static_assert(wire::names_match<ib::transport>());
 static_assert(wire::names_match<ib::position, true>());
 static_assert(wire::names_match<ib::operation>());
 static_assert(wire::flag_names_match<ib::op_class>());
+static_assert(wire::names_match<ib::opcode>());
 // cell/
 static_assert(wire::names_match<cell::cell_type>());
 static_assert(wire::names_match<cell::nak_code>());
@@ -75,6 +90,26 @@ static_assert(wire::names_match<flow::pick_policy, true>());
 static_assert(wire::names_match<flow::reseq_state, true>());
 static_assert(wire::names_match<flow::reseq_event>());
 static_assert(wire::names_match<flow::packet_crc_status, true>());
+static_assert(wire::names_match<flow::access_kind, true>());
+static_assert(wire::names_match<flow::invalid_reason, true>());
+static_assert(wire::names_match<flow::rule>());
+// rnic/
+static_assert(wire::names_match<rnic::errc, true>());
+static_assert(wire::names_match<rnic::key_kind, true>());
+static_assert(wire::flag_names_match<rnic::access>());
+static_assert(wire::names_match<rnic::wc_status, true>());
+static_assert(wire::names_match<rnic::wc_opcode, true>());
+static_assert(wire::names_match<rnic::qp_type>());
+static_assert(wire::names_match<rnic::qp_state>());
+static_assert(wire::flag_names_match<rnic::qp_attr_mask>());
+static_assert(wire::names_match<rnic::framing, true>());
+static_assert(wire::names_match<rnic::event_type, true>());
+static_assert(wire::names_match<rnic::wr_opcode>());
+// pp/
+static_assert(wire::names_match<pp::errc, true>());
+static_assert(wire::names_match<pp::state, true>());
+static_assert(wire::names_match<pp::cm_state, true>());
+static_assert(wire::names_match<pp::lan_errc, true>());
 
 TEST_CASE("enum names: the error tables agree with the enums at run time too", "[wire][enum]") {
   // The enumerators, found by reflection, not from the tables.

@@ -3,7 +3,8 @@
 # capture at a push-push frame with the plugin loaded and its preference given on the command
 # line (an unknown preference would stop it), starts with nothing on stderr (no plugin error, no
 # dissector bug: WIRESHARK_ABORT_ON_DISSECTOR_BUG), and the screen is saved as PNG with the
-# packet tree expanded.
+# packet tree expanded (checked: the window took its size and place, and the packet details show
+# at least 5 more lines once pushwire's tree is expanded than with every tree collapsed).
 # With STATS.png, Wireshark is started again with -z pushwire,pools: the Statistics dialog of the
 # same name opens, and its screen is saved too.
 # usage: gui.sh PLUGIN_SO CAPTURE FRAME OUT.png [STATS.png]
@@ -77,23 +78,52 @@ shot() {  # OUT.png: the screen, checked not blank; stderr checked
   n=$(echo "$colours" | sed -n 's/.*, \([0-9]*\) colours/\1/p')
   [ "${n:-0}" -ge 16 ] || { echo "FAIL: the screen is blank ($colours)"; exit 1; }
 }
+geometry() {  # W H X Y: resize and move the window, and check that it took them
+  xdotool windowsize "$win" "$1" "$2" windowmove "$win" "$3" "$4" || { echo "FAIL: xdotool could not place the window"; exit 1; }
+  local g
+  for _ in $(seq 20); do
+    g=$(xdotool getwindowgeometry "$win")
+    echo "$g" | grep -q "Position: $3,$4 " && echo "$g" | grep -q "Geometry: $1x$2" && return 0
+    sleep 0.1
+  done
+  echo "$g"; echo "FAIL: the window is not ${1}x$2 at $3,$4"; exit 1
+}
+tree_lines() {  # the lines of text in the packet details (rows 540-960 of the 1400x1000 window at 0,0)
+  xwd -root -silent -display :$d >"$work/tree.xwd"
+  /usr/bin/python3 "$here/xwd2png.py" "$work/tree.xwd" "$work/tree.png" 540 960 | sed -n 's/.*, \([0-9]*\) text lines.*/\1/p'
+}
 start -g "$frame"
 sleep 2
-xdotool windowactivate --sync "$win" 2>/dev/null || xdotool windowfocus "$win" 2>/dev/null || true
-xdotool windowsize "$win" 1400 1000 windowmove "$win" 0 0 2>/dev/null || true
+# Focus: windowactivate needs a window manager (Xvfb has none); windowfocus then.
+xdotool windowactivate --sync "$win" 2>/dev/null || xdotool windowfocus --sync "$win" ||
+  { echo "FAIL: xdotool could not focus the Wireshark window"; exit 1; }
+geometry 1400 1000 0 0
 sleep 1
 # In the packet details: collapse every tree, go to the last one (pushwire's), expand it whole.
-xdotool mousemove --window "$win" 300 560 click 1
-sleep 0.5
-xdotool key --window "$win" ctrl+Left End shift+Right
-sleep 2
+# The expansion is checked: the details show more lines after it than before (collapsed, the
+# frame's top-level protocols; expanded, pushwire's fields too). Tried three times, as a
+# Wireshark that is still laying out its window may miss the keys.
+expanded=
+for attempt in 1 2 3; do
+  xdotool mousemove --window "$win" 300 560 click 1
+  sleep 0.5
+  xdotool key --window "$win" ctrl+Left End
+  sleep $attempt
+  before=$(tree_lines)
+  xdotool key --window "$win" shift+Right
+  sleep $((attempt + 1))
+  after=$(tree_lines)
+  echo "packet details, attempt $attempt: ${before:-?} lines collapsed, ${after:-?} after expanding pushwire's tree"
+  if [ -n "$before" ] && [ -n "$after" ] && [ "$after" -ge $((before + 5)) ]; then expanded=1; break; fi
+done
+[ -n "$expanded" ] || { cp "$work/tree.png" "$out"; echo "FAIL: pushwire's tree did not expand (the screen is in $out)"; exit 1; }
 shot "$out"
 echo "PASS: Wireshark started with the plugin, frame $frame of $name shown"
 [ -n "$stats" ] || exit 0
 kill $wpid; wait $wpid 2>/dev/null || true
 want_title="pushwire pools" start -z pushwire,pools
 sleep 3
-xdotool windowsize "$win" 1100 400 windowmove "$win" 40 120 2>/dev/null || true
+geometry 1100 400 40 120
 sleep 1
 shot "$stats"
 echo "PASS: Statistics > pushwire pools opens"

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Converts an X window dump (xwd -root, TrueColor ZPixmap, 24 or 32 bits per pixel) to PNG, and
-says how many distinct colours it holds (a blank screen has one).
-usage: xwd2png.py IN.xwd OUT.png"""
+says how many distinct colours it holds (a blank screen has one). With Y0 Y1, also how many lines
+of dark text rows Y0 to Y1 hold: runs of pixel rows with a dark pixel (the lines of a tree view).
+usage: xwd2png.py IN.xwd OUT.png [Y0 Y1]"""
 import struct
 import sys
 
@@ -22,4 +23,11 @@ if bpp == 24:
 img = Image.frombuffer("RGB", (width, height), pixels, "raw", order, bytes_per_line, 1)
 img.save(sys.argv[2])
 colours = img.getcolors(maxcolors=1 << 20)
-print(f"{width}x{height}, {len(colours) if colours else 'over a million'} colours")
+lines = ""
+if len(sys.argv) == 5:
+    y0, y1 = max(0, int(sys.argv[3])), min(height - 1, int(sys.argv[4]))
+    grey = img.convert("L")
+    dark = [any(v < 96 for v in grey.crop((0, y, width, y + 1)).getdata()) for y in range(y0, y1 + 1)]
+    n = sum(1 for i, d in enumerate(dark) if d and (i == 0 or not dark[i - 1]))
+    lines = f", {n} text lines in rows {y0}-{y1}"
+print(f"{width}x{height}, {len(colours) if colours else 'over a million'} colours{lines}")
