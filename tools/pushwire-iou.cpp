@@ -2,6 +2,8 @@
 // (a TAP whose far side is the LAN); frames from the LAN go to the host by RDMA write into its
 // pools, the host's frames go out on the LAN. Answers the host's CfgUtil requests.
 // usage: pushwire-iou --local IP --peer IP [--tap NAME] [--mtu N] [--mac MAC] [-v]
-#include "split_module.hpp"
+namespace pushwire::tools {
+int iou_main(int argc, char** argv);  // split_module.cpp
+}
 
-int main(int argc, char** argv) { return pushwire::tools::module_main(argc, argv, pushwire::pp::role::iou); }
+int main(int argc, char** argv) { return pushwire::tools::iou_main(argc, argv); }

@@ -584,12 +584,16 @@ void close_engine(engine* e) {
   registry& r = reg();
   std::lock_guard g(r.mu);
   if (--e->refs > 0) return;
-  // Destroyed RC QPs may still owe their peers an ACK (device_config::linger): the progress
-  // thread answers them until they expire.
+  // Destroyed RC QPs may still owe their peers an ACK (device_config::linger), and what the
+  // device sent may still wait to leave (in its port, or held back in the socket's queue by an
+  // injected fault): a UD send completes when its frame is queued, so a program may close the
+  // device before the frame is out. The progress thread answers and sends, for at most
+  // linger_max.
+  const rnic::time_ns until = net::monotonic_ns() + linger_max;
   for (;;) {
     {
       std::lock_guard g2(e->mu);
-      if (e->dev->lingering() == 0) break;
+      if ((e->dev->lingering() == 0 && e->dev->pending_frames(0) == 0 && e->udp->waiting() == 0) || net::monotonic_ns() > until) break;
     }
     e->wake();
     std::this_thread::sleep_for(std::chrono::milliseconds(2));

@@ -48,8 +48,7 @@ TEST_CASE("pcap: a file header and records written one at a time make the writer
   // appends them to a file it opened).
   std::vector<std::byte> parts;
   auto append = [&](std::span<const std::byte> x) {
-    parts.resize(parts.size() + x.size());
-    std::memcpy(parts.data() + parts.size() - x.size(), x.data(), x.size());
+    for (const std::byte b : x) parts.push_back(b);
   };
   append(pcap::file_header(pcap::resolution::nano));
   for (const auto& [ts, f] : {std::pair{7'000'000'001ull, a}, std::pair{9'000'000'000ull, b}}) {
