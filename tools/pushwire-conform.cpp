@@ -1,7 +1,7 @@
 // pushwire-conform: checks a capture of RoCEv2 or cell traffic against the protocol's rules,
 // statefully, with the reference machines (flow::conformance; spec/conformance.md).
 //
-//   pushwire-conform FILE [--json] [--udp-port N] [--mtu N] [--only RULES] [--ibta-rd]
+//   pushwire-conform FILE [--json] [--udp-port N] [--mtu N] [--only RULES] [--ibta-rd] [--complete]
 //
 // FILE is pcap or pcapng (Ethernet). One line per violation, in frame order:
 //   frame 12: req.mtu: RC 198.18.0.1 QP ? > 198.18.0.2 QP 0x000012: expected ...; seen ... [reference]
@@ -10,7 +10,9 @@
 // RoCEv2 is UDP destination port 4791 (or --udp-port) whatever the source port. The path MTU is
 // inferred per request stream from its largest FIRST or MIDDLE payload unless --mtu is given.
 // --only takes rule ids and groups, comma-separated: frame.icrc,resp,pp.* (a group is the part
-// before the dot).
+// before the dot). --complete says the capture is complete (taken at an endpoint, nothing lost or
+// reordered before it): a skipped PSN, a response before its request, a lost READ response are
+// then violations at once, where otherwise the capture's own losses and reorderings explain them.
 // Exit status: 0 no violation, 1 violations, 2 unreadable input or a bad command line.
 #include <cstdio>
 #include <cstdlib>
@@ -35,13 +37,16 @@ constexpr int exit_clean = 0, exit_violations = 1, exit_unreadable = 2;
 
 int usage(const char* why) {
   if (why) std::cerr << "pushwire-conform: " << why << "\n";
-  std::cerr << "usage: pushwire-conform FILE [--json] [--udp-port N] [--mtu N] [--only RULES] [--ibta-rd]\n"
+  std::cerr << "usage: pushwire-conform FILE [--json] [--udp-port N] [--mtu N] [--only RULES] [--ibta-rd] [--complete]\n"
                "  FILE          a pcap or pcapng capture (Ethernet) of RoCEv2 or cell traffic\n"
                "  --json        one JSON object per violation, then a summary object\n"
                "  --udp-port N  RoCEv2 UDP destination port (default 4791)\n"
                "  --mtu N       the path MTU (256, 512, 1024, 2048, 4096); default: inferred per request stream\n"
                "  --only RULES  judge only these rules: ids or groups, comma-separated (req.mtu,resp,pp)\n"
                "  --ibta-rd     read opcodes 0x40-0x5F as IBTA RD, not DC\n"
+               "  --complete    the capture is complete (taken at an endpoint, nothing lost or reordered before it):\n"
+               "                a skipped PSN, a response before its request, a lost response are violations;\n"
+               "                without it they are taken for the capture's own losses and reorderings\n"
                "rules: spec/conformance.md; exit status: 0 clean, 1 violations, 2 unreadable input or bad arguments\n";
   return exit_unreadable;
 }
@@ -148,6 +153,8 @@ int main(int argc, char** argv) {
       json = true;
     } else if (a == "--ibta-rd") {
       opt.codec.rd = ib::rd_class::ibta_rd;
+    } else if (a == "--complete") {
+      opt.complete = true;
     } else if (a == "--udp-port" && i + 1 < argc) {
       const auto v = number(argv[++i]);
       if (!v || *v == 0 || *v > 65535) return usage("--udp-port needs 1..65535");

@@ -100,7 +100,11 @@ struct pw_observer {
 };
 struct pw_conform {
   std::uint32_t mtu = 0;
-  pushwire::flow::conformance c{pushwire::flow::conform_options{.mtu = mtu}};
+  bool complete = false;
+  /// Out of memory while judging: its state is not trusted, so it says nothing until the next
+  /// reset or configure.
+  bool failed = false;
+  pushwire::flow::conformance c{pushwire::flow::conform_options{.mtu = mtu, .complete = complete}};
 };
 
 namespace {
@@ -291,7 +295,12 @@ pw_observer* pw_observer_new(void) {
     return nullptr;
   }
 }
-void pw_observer_reset(pw_observer* o) { o->o.reset(); }
+void pw_observer_reset(pw_observer* o) {
+  try {
+    o->o.reset();
+  } catch (...) {  // out of memory: the observer is left empty as far as it got
+  }
+}
 
 pw_conform* pw_conform_new(std::uint32_t mtu) {
   try {
@@ -300,30 +309,49 @@ pw_conform* pw_conform_new(std::uint32_t mtu) {
     return nullptr;
   }
 }
-void pw_conform_reset(pw_conform* c) {
-  const std::uint32_t mtu = c->mtu;
-  c->c = flow::conformance(flow::conform_options{.mtu = mtu});
+int pw_conform_configure(pw_conform* c, std::uint32_t mtu, int complete) {
+  // Every path below may allocate; an exception must not unwind into C (out of memory).
+  try {
+    c->c = flow::conformance(flow::conform_options{.mtu = mtu, .complete = complete != 0});
+    c->mtu = mtu;
+    c->complete = complete != 0;
+    c->failed = false;
+    return 0;
+  } catch (...) {
+    c->failed = true;
+    return -1;
+  }
 }
+void pw_conform_reset(pw_conform* c) { (void)pw_conform_configure(c, c->mtu, c->complete); }
 void pw_conform_free(pw_conform* c) { delete c; }
 std::size_t pw_conform_feed(pw_conform* c, std::uint32_t frame, std::uint64_t time_ns, const std::uint8_t* p, std::size_t n,
                             std::size_t wire_len, pw_violation* out, std::size_t max) {
-  return copy_violations(c->c.check(frame, time_ns, bytes(p, n), wire_len), out, max);
+  if (c->failed) return 0;
+  try {
+    return copy_violations(c->c.check(frame, time_ns, bytes(p, n), wire_len), out, max);
+  } catch (...) {
+    c->failed = true;
+    return 0;
+  }
 }
 std::size_t pw_conform_finish(pw_conform* c, pw_violation* out, std::size_t max) {
-  const auto vs = c->c.finish();
-  return copy_violations(vs, out, max);
+  if (c->failed) return 0;
+  try {
+    const auto vs = c->c.finish();
+    return copy_violations(vs, out, max);
+  } catch (...) {
+    c->failed = true;
+    return 0;
+  }
 }
 void pw_observer_free(pw_observer* o) { delete o; }
 
-void pw_observer_feed(pw_observer* o, std::uint32_t frame, std::uint64_t time_ns, const std::uint8_t* p, std::size_t n,
-                      pw_note* out) {
-  *out = pw_note{};
-  flow::frame_note f;
-  try {
-    f = o->o.observe(frame, time_ns, bytes(p, n));
-  } catch (...) {  // out of memory: nothing known of this frame (C frames cannot unwind)
-    return;
-  }
+}  // extern "C"
+
+namespace {
+// pw_observer_feed's work (it may allocate: pw_observer_feed catches).
+void observer_feed(pw_observer* o, std::uint32_t frame, std::uint64_t time_ns, const std::uint8_t* p, std::size_t n, pw_note* out) {
+  const flow::frame_note f = o->o.observe(frame, time_ns, bytes(p, n));
   if (f.write) {
     out->has_write = 1;
     out->pool_ref = f.write->pool.ref;
@@ -383,6 +411,19 @@ void pw_observer_feed(pw_observer* o, std::uint32_t frame, std::uint64_t time_ns
     const std::size_t k = std::min(f.limit_field.size(), sizeof out->limit_field - 1);
     if (k) std::memcpy(out->limit_field, f.limit_field.data(), k);
     out->limit_field[k] = '\0';
+  }
+}
+}  // namespace
+
+extern "C" {
+
+void pw_observer_feed(pw_observer* o, std::uint32_t frame, std::uint64_t time_ns, const std::uint8_t* p, std::size_t n,
+                      pw_note* out) {
+  *out = pw_note{};
+  try {
+    observer_feed(o, frame, time_ns, p, n, out);
+  } catch (...) {  // out of memory: nothing known of this frame (C frames cannot unwind)
+    *out = pw_note{};
   }
 }
 

@@ -1,7 +1,9 @@
 /* What the C dissector asks of the pushwire library: the C++ codecs, checks and CRCs behind a C
  * interface (bridge.cpp), so the plugin validates exactly as the library does. Offsets are from
  * the start of the buffer passed in. Nothing here allocates or keeps a pointer, except the
- * observer (pw_observer_new), which the caller owns. */
+ * observer (pw_observer_new) and the conformance checker (pw_conform_new), which the caller owns.
+ * No C++ exception leaves these functions: where the library runs out of memory they say so in
+ * their result (NULL, -1, an empty note, no violations). */
 #ifndef PUSHWIRE_BRIDGE_H
 #define PUSHWIRE_BRIDGE_H
 
@@ -143,9 +145,15 @@ typedef struct pw_violation {
 } pw_violation;
 /* NULL when out of memory. mtu: the path MTU, 0 to infer it from the traffic as it comes. */
 pw_conform *pw_conform_new(uint32_t mtu);
+/* Forgets everything and judges from now on with path MTU `mtu` (0: inferred) and, when
+ * `complete` is nonzero, the capture taken as complete (spec/conformance.md §1, --complete).
+ * 0; -1 when out of memory (then the checker says nothing until it is configured again). */
+int pw_conform_configure(pw_conform *c, uint32_t mtu, int complete);
+/* Forgets everything (a new capture), keeping the configuration. */
 void pw_conform_reset(pw_conform *c);
 void pw_conform_free(pw_conform *c);
-/* The violations frame `frame` shows (at most max written); returns how many it shows. */
+/* The violations frame `frame` shows (at most max written); returns how many it shows. Out of
+ * memory while judging: 0, and 0 from every call until the next reset or configure. */
 size_t pw_conform_feed(pw_conform *c, uint32_t frame, uint64_t time_ns, const uint8_t *p, size_t n, size_t wire_len,
                        pw_violation *out, size_t max);
 /* The capture's end: the violations left (each names its frame); returns how many. */

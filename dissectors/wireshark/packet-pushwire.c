@@ -110,6 +110,7 @@ static const pw_note *frame_note(packet_info *pinfo)
  * first later pass (Wireshark's display pass; tshark -2). */
 static pw_conform *conform;
 static gboolean conform_enabled = TRUE;
+static gboolean conform_complete = FALSE; /* the capture is complete (pushwire-conform --complete) */
 static gboolean conform_finished;
 static wmem_map_t *conform_late; /* frame number -> GSList of pw_violation, from pw_conform_finish */
 
@@ -658,7 +659,7 @@ static void register_pools_stat(void)
 static void observer_reset(void)
 {
     if (observer) pw_observer_reset(observer);
-    if (conform) pw_conform_reset(conform);
+    if (conform) pw_conform_configure(conform, 0, conform_complete);
     conform_finished = FALSE;
 }
 
@@ -695,6 +696,12 @@ static void proto_register_pushwire(void)
                                    "Judge every frame against spec/conformance.md's rules, as pushwire-conform does "
                                    "(expert infos pushwire.conform.*)",
                                    &conform_enabled);
+    prefs_register_bool_preference(prefs, "conform_complete", "Conformance: the capture is complete",
+                                   "The capture was taken at an endpoint, nothing lost or reordered before it "
+                                   "(pushwire-conform --complete): a skipped PSN, a response before its request, a lost "
+                                   "READ response are violations. Off: they are taken for the capture's own losses and "
+                                   "reorderings (spec/conformance.md section 1)",
+                                   &conform_complete);
     register_init_routine(observer_reset);
     register_cleanup_routine(observer_reset);
     register_shutdown_routine(observer_free);

@@ -1,10 +1,17 @@
 // Captures for the conformance checker (spec/conformance.md), built with the library: a clean RC
-// conversation, and for every rule a capture that breaks only that rule, at a known frame. The
-// flow tests judge them through flow::conformance; the tool tests through pushwire-conform.
+// conversation; for every rule a capture that breaks only that rule, at a known frame; captures
+// that break a rule only if they are complete (--complete); and the two ways a capture of real
+// NICs differs from the wire (a host's transmitted and received frames skewed, one direction
+// mostly missing), made from a clean capture. The flow tests judge them through
+// flow::conformance; the tool tests through pushwire-conform.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <fstream>
 #include <functional>
+#include <iterator>
+#include <numeric>
 #include <optional>
 #include <span>
 #include <string>
@@ -96,6 +103,19 @@ struct capture {
   std::span<const std::byte> keep(std::vector<std::byte> b) {
     payloads.push_back(std::move(b));
     return payloads.back();
+  }
+  /// The capture in pcap or pcapng file `path` (nullopt: unreadable).
+  static std::optional<capture> read(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    const std::vector<char> raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto rd = wire::pcap::reader::open(std::as_bytes(std::span<const char>(raw)));
+    if (!rd) return std::nullopt;
+    capture c;
+    for (auto rec = rd->next(); rec && *rec; rec = rd->next()) {
+      c.frames.emplace_back((*rec)->data.begin(), (*rec)->data.end());
+      c.times.push_back((*rec)->ts_ns);
+    }
+    return c;
   }
   std::vector<std::byte> pcap() const {
     std::vector<std::byte> out;
@@ -233,6 +253,9 @@ inline void reseal(std::vector<std::byte>& f) {
   wire::store_be32(f.data() + v.at.cell_crc, v.crc_computed);
 }
 
+/// The PSN B acknowledges in resp.ack_psn's capture: A never sends it.
+inline constexpr std::uint32_t bogus_ack_psn = 200;
+
 inline std::vector<rule_case> rule_cases() {
   using flow::rule;
   std::vector<rule_case> out;
@@ -251,13 +274,17 @@ inline std::vector<rule_case> rule_cases() {
                    f[udp_len + 1] = static_cast<std::byte>(static_cast<std::uint8_t>(f[udp_len + 1]) + 1);
                    c.add(std::move(f));
                  }})});
-  // req.psn_sequence: PSN 101 never sent, and nothing acknowledges past it.
+  // req.psn_sequence: A skips PSN 101; B asks for it (a PSN sequence error NAK); A goes back to
+  // PSN 100 and on to 102 and 103, never sending 101.
   {
     capture c;
     const auto d = c.keep(bytes(64, 9));
     c.roce(write_only(100, d));
     c.roce(ack(100, 1), false);
     const std::size_t at = c.roce(req(opcode::rc_send_only, 102, d));
+    c.roce(nak(101, ib::nak_code::psn_sequence_error, 1), false);
+    c.roce(write_only(100, d));
+    c.roce(req(opcode::rc_send_only, 102, d));
     c.roce(req(opcode::rc_send_only, 103, d));
     out.push_back({"req.psn_sequence", rule::req_psn_sequence, at, std::move(c)});
   }
@@ -279,9 +306,9 @@ inline std::vector<rule_case> rule_cases() {
   out.push_back({"req.dma_length", rule::req_dma_length, 3, base_conversation({.edit = [](std::size_t i, packet& p) {
                    if (i == 1) p.dmalen = 2600;
                  }})});
-  // resp.ack_psn: B acknowledges PSN 103 before A sent it.
+  // resp.ack_psn: B acknowledges PSN 200, which A never sends.
   out.push_back({"resp.ack_psn", rule::resp_ack_psn, 4, base_conversation({.edit = [](std::size_t i, packet& p) {
-                   if (i == 4) p.psn = 103;
+                   if (i == 4) p.psn = bogus_ack_psn;
                  }})});
   // resp.ack_psn: a plain ACK for a PSN of the READ before its responses.
   out.push_back({"resp.ack_psn (inside a READ)", rule::resp_ack_psn, 8, base_conversation({.after = [](std::size_t i, capture& c) {
@@ -484,5 +511,125 @@ inline std::vector<rule_case> rule_cases() {
   }
   return out;
 }
+
+// ---- what only a complete capture shows -------------------------------------------------------
+
+/// Captures that break a rule only if the capture is complete (taken at an endpoint, nothing
+/// lost or reordered before it): each is reported as its rule at its frame with
+/// conform_options::complete (pushwire-conform --complete), and gives no violation without it.
+inline std::vector<rule_case> complete_cases() {
+  using flow::rule;
+  std::vector<rule_case> out;
+  // A skipped PSN (101) that no response mentions: the capture may have missed it, and B's
+  // answers to it.
+  {
+    capture c;
+    const auto d = c.keep(bytes(64, 9));
+    c.roce(write_only(100, d));
+    c.roce(ack(100, 1), false);
+    const std::size_t at = c.roce(req(opcode::rc_send_only, 102, d));
+    c.roce(req(opcode::rc_send_only, 103, d));
+    out.push_back({"a PSN skipped", rule::req_psn_sequence, at, std::move(c)});
+  }
+  // B's ACK for PSN 103 a frame before A's SEND 103: transmitted and received frames skewed.
+  out.push_back({"a response before its request", rule::resp_ack_psn, 4, base_conversation({.edit = [](std::size_t i, packet& p) {
+                   if (i == 4) p.psn = 103;
+                 }})});
+  // The READ's 3 responses without the MIDDLE.
+  {
+    capture c;
+    const auto r1 = c.keep(bytes(mtu, 6)), r3 = c.keep(bytes(100, 8));
+    c.roce(read_req(100, 2 * mtu + 100));
+    c.roce(resp(opcode::rc_rdma_read_response_first, 100, ib::syndrome::ack(31), 1, r1), false);
+    const std::size_t at = c.roce(resp(opcode::rc_rdma_read_response_last, 102, ib::syndrome::ack(31), 1, r3), false);
+    out.push_back({"a READ response lost", rule::resp_read, at, std::move(c)});
+  }
+  // A DC SEND before its connect (the connect reordered after it).
+  {
+    capture c;
+    const auto d = c.keep(bytes(64, 9));
+    const auto dc = [](opcode op, std::uint32_t psn, std::span<const std::byte> b) {
+      packet p = req(op, psn, b, 0x72);
+      p.dc_key = 0x5eed, p.dci = 0x71, p.dct = 0x72, p.q_key = 0, p.src_qp = 0x71, p.ack_req = true;
+      return p;
+    };
+    const std::size_t at = c.roce(dc(opcode::dc_send_only, 11, d));
+    c.roce(dc(opcode::dc_connect, 10, {}));
+    out.push_back({"DC data before its connect", rule::dc_connect_first, at, std::move(c)});
+  }
+  // A cell packet that lost its second cell, sent again whole.
+  {
+    capture c;
+    packet p = req(opcode::rc_send_only, 5, c.keep(bytes(600, 5)));
+    p.src_qp = qp_a;
+    const auto cells = c.cell_frames(p, true);
+    c.add(cells[0]);
+    const std::size_t at = c.add(cells[2]);
+    for (const auto& f : cells) c.add(f);
+    out.push_back({"a cell lost", rule::cell_sequence, at, std::move(c)});
+  }
+  return out;
+}
+
+// ---- captures of real NICs, as they differ from the wire ---------------------------------------
+
+/// The Ethernet source of frame f (the host that sent it).
+inline std::array<std::byte, 6> sender(const std::vector<std::byte>& f) {
+  std::array<std::byte, 6> a{};
+  if (f.size() >= 12) std::copy(f.begin() + 6, f.begin() + 12, a.begin());
+  return a;
+}
+
+/// c as a capture tool on host `tx` (an Ethernet source) records it when its transmitted and
+/// received frames reach it by different paths (ibdump on ConnectX): every frame `tx` sent is
+/// stamped `skew_ns` later than the frames it received, and the capture is in stamp order. A
+/// response can come before the request it answers.
+inline capture skewed(const capture& c, const std::array<std::byte, 6>& tx, std::uint64_t skew_ns) {
+  std::vector<std::size_t> order(c.frames.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  const auto stamp = [&](std::size_t i) { return sender(c.frames[i]) == tx ? c.times[i] + skew_ns : c.times[i]; };
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return stamp(a) < stamp(b); });
+  capture out;
+  for (const std::size_t i : order) {
+    out.frames.push_back(c.frames[i]);
+    out.times.push_back(stamp(i));
+  }
+  return out;
+}
+
+/// c with every frame host `kept` sent, and only one in `one_in` of the others' (the first of
+/// each run of one_in kept): one direction captured, most of the other missing.
+inline capture one_way(const capture& c, const std::array<std::byte, 6>& kept, std::size_t one_in) {
+  capture out;
+  std::size_t others = 0;
+  for (std::size_t i = 0; i < c.frames.size(); ++i) {
+    if (sender(c.frames[i]) != kept && others++ % one_in != 0) continue;
+    out.frames.push_back(c.frames[i]);
+    out.times.push_back(c.times[i]);
+  }
+  return out;
+}
+
+/// The two hosts of a capture between two hosts: `a` sends its first frame, `b` the other;
+/// `rtt`, the time from that frame to b's first (its answer), ns.
+struct two_hosts {
+  std::array<std::byte, 6> a{}, b{};
+  std::uint64_t rtt = 0;
+};
+inline two_hosts hosts_of(const capture& c) {
+  two_hosts h;
+  if (c.frames.empty()) return h;
+  h.a = sender(c.frames.front());
+  for (std::size_t i = 0; i < c.frames.size(); ++i)
+    if (sender(c.frames[i]) != h.a) {
+      if (!h.rtt) h.rtt = c.times[i] - c.times.front();
+      h.b = sender(c.frames[i]);
+    }
+  return h;
+}
+
+/// Host A's and host B's Ethernet addresses in the captures above.
+inline constexpr std::array<std::byte, 6> mac_a{std::byte{2}, {}, {}, {}, {}, std::byte{1}};
+inline constexpr std::array<std::byte, 6> mac_b{std::byte{2}, {}, {}, {}, {}, std::byte{2}};
 
 }  // namespace pushwire::test::conform

@@ -304,31 +304,36 @@ TEST_CASE("observer: cell writes, idata, page-fault delays and pools from a cell
 }
 
 TEST_CASE("observer: bounds are named, and reset forgets", "[flow][observer]") {
-  flow::observer o({.max_pools = 1, .max_write_cursors = 1});
+  flow::observer o({.max_write_cursors = 2, .pp = {.max_pairs = 1}});
   auto s = rc(false, ib::opcode::rc_send_only, 1, 0x200);
   const bytes m = advert();
   s.payload = m;
-  auto n = o.observe(1, 0, frame_of(s));  // two pools, room for one
+  CHECK(o.observe(1, 0, frame_of(s)).limit == flow::errc{});  // B's books for A
+  auto back = rc(true, ib::opcode::rc_send_only, 2, 0x201);   // A advertises to B: no room for its books
+  back.payload = m;
+  auto n = o.observe(2, 0, frame_of(back));
   CHECK(n.limit == flow::errc::table_full);
-  CHECK(n.limit_field == "pools");
+  CHECK(n.limit_field == "max_pairs");
   auto w = rc(true, ib::opcode::rc_rdma_write_only, 10, 0x300);
   w.ext.set<ext::reth>({.va = 0x10000000, .r_key = 0xABCD, .dmalen = 0});
-  n = o.observe(2, 0, frame_of(w));
+  n = o.observe(3, 0, frame_of(w));
   CHECK(n.limit == flow::errc{});
   REQUIRE(n.write);
   CHECK(n.write->pool.ref == 3);
-  auto w4 = w;  // pool 4 was not kept
-  w4.ext.set<ext::reth>({.va = 0x20000000, .r_key = 0xABCD, .dmalen = 0});
-  CHECK(!o.observe(3, 0, frame_of(w4)).write);
-  auto w2 = rc(true, ib::opcode::rc_rdma_write_only, 11, 0x301);  // a second QP: no cursor left
+  auto wb = rc(false, ib::opcode::rc_rdma_write_only, 12, 0x400);  // into A's pool 3: not kept
+  wb.ext.set<ext::reth>({.va = 0x10000000, .r_key = 0xABCD, .dmalen = 0});
+  n = o.observe(4, 0, frame_of(wb));
+  CHECK(n.limit == flow::errc{});
+  CHECK(!n.write);
+  auto w2 = rc(true, ib::opcode::rc_rdma_write_only, 11, 0x301);  // a third QP: no cursor left
   w2.ext.set<ext::reth>({.va = 0x10000000, .r_key = 0xABCD, .dmalen = 0});
-  n = o.observe(4, 0, frame_of(w2));
+  n = o.observe(5, 0, frame_of(w2));
   CHECK(n.limit == flow::errc::table_full);
   CHECK(n.limit_field == "write_cursors");
   CHECK(!n.write);
   o.reset();
-  CHECK(!o.observe(5, 0, frame_of(w)).write);  // the pools are gone
+  CHECK(!o.observe(6, 0, frame_of(w)).write);  // the pools are gone
   // Not a frame of either kind.
   const bytes junk(60);
-  CHECK(o.observe(6, 0, junk).kind == flow::frame_kind::other);
+  CHECK(o.observe(7, 0, junk).kind == flow::frame_kind::other);
 }

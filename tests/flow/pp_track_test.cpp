@@ -162,13 +162,82 @@ TEST_CASE("pp_tracker: a user's FlushRequest flushes the owner's pool at once", 
 TEST_CASE("pp_tracker: bounds refuse new pairs, and reset forgets everything", "[flow][pp]") {
   flow::pp_tracker t({.max_pairs = 1, .max_claimed = 1, .max_pool_rows = 1});
   REQUIRE(t.message(o, u, advertise(0, 2)));
+  CHECK(t.refused().empty());
+  t.begin_frame(2);
   CHECK(t.message(x, u, advertise(1, 2)));  // decoded, but no room for x's books or claim
+  CHECK(t.refused() == "max_pairs");
   CHECK_FALSE(t.claimed(x, u));
   CHECK(t.books(x, u) == nullptr);
+  t.begin_frame(3);
+  CHECK(t.refused().empty());
   CHECK(t.message(o, u, advertise(9, 2)));  // o's books take pool 9, but no row counts it
+  CHECK(t.refused() == "max_pool_rows");
   CHECK_FALSE(t.view(o, u, 9));
   CHECK(t.claims_idata(o, u, imm(9, 0, 1)));
+  CHECK(t.locate(o, u, 0x77, 0x10000 + 1024)->element == 1);
   t.reset();
   CHECK_FALSE(t.claimed(o, u));
   CHECK_FALSE(t.view(o, u, 0));
+}
+
+TEST_CASE("pp_tracker: locate finds the pool and element an address lands in, as the owner's books hold it", "[flow][pp]") {
+  flow::pp_tracker t;
+  CHECK_FALSE(t.locate(o, u, 0x77, 0x10000));  // no books
+  t.begin_frame(5);
+  REQUIRE(t.message(o, u, advertise(0, 4)));  // 4 x 1024 at 0x10000, memory handle 0x77
+  const auto h = t.locate(o, u, 0x77, 0x10000 + 2 * 1024 + 10);
+  REQUIRE(h);
+  CHECK(h->desc.pool_ref == 0);
+  CHECK(h->element == 2);
+  CHECK(h->state == flow::pool_state::active);
+  CHECK(h->advertised_frame == 5);
+  CHECK(t.locate(o, u, 0x77, 0x10000 + 3 * 1024 + 1023)->element == 3);
+  CHECK_FALSE(t.locate(o, u, 0x77, 0x10000 + 4 * 1024));  // past the last element
+  CHECK_FALSE(t.locate(o, u, 0x77, 0x10000 - 1));
+  CHECK_FALSE(t.locate(o, u, 0x78, 0x10000));  // another memory handle
+  CHECK_FALSE(t.locate(u, o, 0x77, 0x10000));  // u advertised nothing to o
+  CHECK_FALSE(t.locate(o, x, 0x77, 0x10000));  // nor o to x
+  // Flushed, the pool is still found (a write after the flush lands in it).
+  t.begin_frame(6);
+  const std::array<std::uint32_t, 1> refs{0};
+  REQUIRE(t.message(u, o, enc(msg::buffer_pool_flush_request{.header = {.transaction_context = 9}, .pool_refs = refs})));
+  CHECK(t.locate(o, u, 0x77, 0x10000)->state == flow::pool_state::flushed);
+  // Advertised again at the same address under another reference: the latest is found.
+  t.begin_frame(7);
+  REQUIRE(t.message(o, u, advertise(1, 4)));
+  CHECK(t.locate(o, u, 0x77, 0x10000)->desc.pool_ref == 1);
+  CHECK(t.locate(o, u, 0x77, 0x10000)->advertised_frame == 7);
+}
+
+TEST_CASE("send_joiner: FIRST, MIDDLE..., LAST in PSN order make one message; a gap or a bound loses it", "[flow][pp]") {
+  using ib::position;
+  const std::vector<std::byte> d{std::byte{1}, std::byte{2}, std::byte{3}, std::byte{4}, std::byte{5}, std::byte{6}};
+  const std::span<const std::byte> s(d);
+  flow::send_joiner j(6);
+  CHECK_FALSE(j.add(position::first, 10, s.first(2), 1));
+  CHECK_FALSE(j.add(position::middle, 11, s.subspan(2, 2), 2));
+  auto m = j.add(position::last, 12, s.subspan(4), 3);
+  REQUIRE(m);
+  CHECK(std::vector<std::byte>(m->begin(), m->end()) == d);
+  CHECK(j.first_frame() == 1);
+  // An ONLY is a message by itself, an empty one too.
+  m = j.add(position::only, 13, {}, 4);
+  REQUIRE(m);
+  CHECK(m->empty());
+  CHECK(j.first_frame() == 4);
+  // A MIDDLE lost (PSN 21 missing): the LAST ends nothing; nor does a LAST with nothing before it.
+  CHECK_FALSE(j.add(position::first, 20, s.first(2), 5));
+  CHECK_FALSE(j.add(position::last, 22, s.subspan(4), 6));
+  CHECK_FALSE(j.add(position::last, 23, s.subspan(4), 7));
+  // Longer than its bound: lost.
+  flow::send_joiner small(5);
+  CHECK_FALSE(small.add(position::first, 0xFFFFFF, s.first(4), 8));
+  CHECK_FALSE(small.add(position::last, 0, s.subspan(4), 9));  // (the PSN wraps: in order)
+  flow::send_joiner wrap(6);
+  CHECK_FALSE(wrap.add(position::first, 0xFFFFFF, s.first(4), 8));
+  CHECK(wrap.add(position::last, 0, s.subspan(4), 9));
+  // Reset forgets the message in progress.
+  CHECK_FALSE(wrap.add(position::first, 1, s.first(2), 10));
+  wrap.reset();
+  CHECK_FALSE(wrap.add(position::last, 2, s.subspan(2), 11));
 }

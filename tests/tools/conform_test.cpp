@@ -1,7 +1,7 @@
 // pushwire-conform as a user runs it: every rule's capture reported as that rule at that frame
 // (text and JSON), clean captures (pushwire-gen's, the reference RNIC's soak over a faulty
-// fabric in both framings) exit 0, --only, --mtu, --udp-port, and exit status 2 on what it
-// cannot read.
+// fabric in both framings) exit 0, --only, --mtu, --udp-port, --complete (and captures of real
+// NICs' kind, skewed or one-sided, clean without it), and exit status 2 on what it cannot read.
 #include <string>
 #include <vector>
 
@@ -22,6 +22,7 @@ std::string write(const capture& c, const std::string& name) {
 }
 
 std::string quoted(const std::string& path) { return "'" + path + "'"; }
+
 
 }  // namespace
 
@@ -57,6 +58,10 @@ TEST_CASE("pushwire-conform: each rule's capture, one violation of that rule at 
       CHECK(o.status == 0);
       auto g = conform("--only " + name.substr(0, name.find('.')) + " " + quoted(path));
       CHECK(g.status == 1);
+      // complete: the same verdict
+      auto k = conform("--complete " + quoted(path));
+      CHECK(k.status == 1);
+      CHECK(k.out.starts_with("frame " + std::to_string(c.frame) + ": " + name + ": "));
     }
     ++n;
   }
@@ -70,6 +75,9 @@ TEST_CASE("pushwire-conform: pushwire-gen's captures and the clean conversation 
     INFO(r.out);
     CHECK(r.status == 0);
     CHECK(r.out.find(" 0 violations") != std::string::npos);
+    auto k = conform("--complete " + quoted(path));  // written at the endpoints: complete
+    INFO(k.out);
+    CHECK(k.status == 0);
   }
   // --bad-icrc adds one frame.icrc
   const std::string bad = PUSHWIRE_WORKDIR "/conform-gen-bad.pcap";
@@ -94,6 +102,54 @@ TEST_CASE("pushwire-conform: the reference RNIC's soak over a lossy, duplicating
         INFO(r.out.substr(0, 2000));
         CHECK(r.status == 0);
       }
+    }
+  }
+}
+
+TEST_CASE("pushwire-conform: --complete judges what only a complete capture shows; without it, none", "[tools][conform]") {
+  int n = 0;
+  for (const auto& c : complete_cases()) {
+    DYNAMIC_SECTION(c.name) {
+      const std::string path = write(c.cap, "complete-" + std::to_string(n));
+      const std::string name{flow::info(c.id).name};
+      auto t = conform(quoted(path));
+      INFO(t.out);
+      CHECK(t.status == 0);
+      auto k = conform("--complete " + quoted(path));
+      INFO(k.out);
+      CHECK(k.status == 1);
+      const auto l = test::lines_of(k.out);
+      REQUIRE(l.size() == 2);
+      CHECK(l[0].starts_with("frame " + std::to_string(c.frame) + ": " + name + ": "));
+      auto j = conform("--json --complete " + quoted(path));
+      CHECK(j.out.starts_with("{\"frame\":" + std::to_string(c.frame) + ",\"rule\":\"" + name + "\""));
+    }
+    ++n;
+  }
+}
+
+TEST_CASE("pushwire-conform: the RNIC's soak recorded as ibdump would (skewed, one-sided) exits 0; --complete says why", "[tools][conform][rnic]") {
+  const std::string path = PUSHWIRE_WORKDIR "/conform-soak-clean.pcap";
+  REQUIRE(test::run_rnic("soak --messages 100 --seed 3 --framing roce --pcap " + quoted(path)).status == 0);
+  REQUIRE(conform("--complete " + quoted(path)).status == 0);
+  const auto read = capture::read(path);
+  REQUIRE(read);
+  const capture& wire = *read;
+  REQUIRE(wire.frames.size() > 100);
+  const auto [a, b, rtt] = hosts_of(wire);
+  REQUIRE(rtt > 0);
+  const std::vector<std::pair<std::string, capture>> variants{
+      {"skewed", skewed(wire, a, 10 * rtt)},
+      {"one-sided-a", one_way(wire, a, 5)},
+      {"one-sided-b", one_way(wire, b, 5)},
+  };
+  for (const auto& [name, cap] : variants) {
+    DYNAMIC_SECTION(name) {
+      const std::string p = write(cap, "soak-" + name);
+      auto r = conform(quoted(p));
+      INFO(r.out.substr(0, 2000));
+      CHECK(r.status == 0);
+      CHECK(conform("--complete " + quoted(p)).status == 1);
     }
   }
 }
@@ -133,4 +189,5 @@ TEST_CASE("pushwire-conform: what it cannot read exits 2 with one line", "[tools
   auto h = conform("--help");
   CHECK(h.status == 0);
   CHECK(h.err.find("usage: pushwire-conform FILE") != std::string::npos);
+  CHECK(h.err.find("--complete") != std::string::npos);
 }

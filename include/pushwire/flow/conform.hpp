@@ -8,9 +8,12 @@
 // elements) the checker asks the machine; it keeps no second copy of that rule.
 //
 // The capture may have been taken anywhere on the path: a frame lost before the capture point, a
-// duplicate, a reordering, a capture that starts in the middle of a conversation are not
-// violations. A rule fires only on evidence that none of them explains; the rules that need to
-// see what comes later (a gap never filled, a NAK never obeyed) are reported by finish().
+// duplicate, a reordering, a capture that starts in the middle of a conversation, a host's
+// transmitted and received frames recorded through different paths (a response before its
+// request) are not violations. A rule fires only on evidence that none of them explains; the
+// rules that need to see what comes later (a gap never filled, a response's request never sent,
+// a NAK never obeyed) are reported by finish(). conform_options::complete says the capture has
+// none of these: what they would explain is then a violation at once.
 // Sans-IO: time is each frame's capture timestamp; every table is bounded by conform_limits.
 #pragma once
 
@@ -93,7 +96,8 @@ inline constexpr std::array<rule_info, rule_count> rule_table{{
      "IBTA vol. 1 9.2, 9.3; spec/roce.md §10, §11"},
     {rule::req_psn_sequence, "req.psn_sequence",
      "A requester's PSNs advance by one per packet (a READ by its responses'); a PSN skipped is sent later (lost before "
-     "the capture point, then resent) or acknowledged (the capture missed it), else it is a violation.",
+     "the capture point, then resent); one the responder asked for (a PSN sequence error NAK) and never sent is a violation "
+     "(in a complete capture, every skip).",
      "the stream's PSN record; flow::responder::judge (duplicate / ahead)", "IBTA vol. 1 9.7.1, 9.7.5.1.1; spec/flow.md §2"},
     {rule::req_opcode_sequence, "req.opcode_sequence",
      "FIRST, MIDDLE..., LAST in order; no message starts inside another; MIDDLE and LAST continue one of their kind.",
@@ -104,8 +108,9 @@ inline constexpr std::array<rule_info, rule_count> rule_table{{
      "An RDMA WRITE's payloads add up to its RETH DMA length; a READ's DMA length is at most 2^31.",
      "flow::responder::judge (dma_length, read_length)", "IBTA vol. 1 9.4.3, 9.4.4, 9.7.5.1.4"},
     {rule::resp_ack_psn, "resp.ack_psn",
-     "An ACK, NAK or RNR NAK names a PSN its requester sent and acknowledges nothing beyond it; a READ or atomic not yet "
-     "answered is acknowledged by its responses, not by an ACKNOWLEDGE naming one of its PSNs.",
+     "An ACK, NAK or RNR NAK names a PSN its requester sent (a capture may record that request after it) and "
+     "acknowledges nothing beyond it; a READ or atomic not yet answered is acknowledged by its responses, not by an "
+     "ACKNOWLEDGE naming one of its PSNs.",
      "the stream's PSN and READ records", "IBTA vol. 1 9.7.5.1.1, 9.7.5.1.5; rxe check_psn, hfi1 do_rc_ack"},
     {rule::resp_msn, "resp.msn",
      "The AETH MSN counts completed messages: it never decreases as the PSN acknowledged grows, and it never grows by more "
@@ -222,6 +227,12 @@ struct conform_options {
   std::uint32_t mtu = 0;
   /// Rules judged (bit i: rule i); others are not reported.
   std::uint32_t rules = (1u << rule_count) - 1;
+  /// The capture is complete: taken at an endpoint, nothing lost, duplicated or reordered
+  /// before it (spec/conformance.md §1, --complete). Then a skipped PSN, a response seen before
+  /// the request it answers, a READ response missing, DC data before its connect and a cell
+  /// packet that fails to join are violations at once, where otherwise the capture's own losses
+  /// and reorderings explain them.
+  bool complete = false;
   conform_limits limits{};
 };
 
@@ -295,21 +306,28 @@ class conformance {
   std::vector<violation> finish() {
     for (auto& [k, s] : streams_) {
       if (s->reliable())
-        for (const gap& g : s->gaps)
-          report_at(g.frame, rule::req_psn_sequence, *s, "PSN " + psn_text(g.from) + (g.to != g.from ? ".." + psn_text(g.to) : "") + " sent",
-                    "never sent; the stream went on to PSN " + psn_text(s->sent_max));
-      if (s->restart && s->restart->offending)
+        for (const gap& g : s->gaps) judge_gap(*s, g);
+      judge_ahead(*s);
+      // (A capture that loses the requester's packets may have lost the resend.)
+      if (s->restart && s->restart->offending && !lossy(*s))
         report_at(*s->restart->offending, rule::retx_restart, *s, "a resend from PSN " + psn_text(s->restart->psn) + " (NAK at frame " + std::to_string(s->restart->frame) + ")",
                   s->restart->offence);
-      for (const stream::stranger& g : s->strangers)
-        report_at(g.frame, g.after_disconnect ? rule::dc_disconnect_last : rule::dc_connect_first, *s,
-                  g.after_disconnect ? "a connect before new data" : "a connect first", g.seen);
+      // (A capture that loses the DCI's packets may have lost the connects.)
+      if (!lossy(*s)) {
+        for (const stream::stranger& g : s->strangers)
+          report_at(g.frame, g.after_disconnect ? rule::dc_disconnect_last : rule::dc_connect_first, *s,
+                    g.after_disconnect ? "a connect before new data" : "a connect first", g.seen);
+        for (const stream::msn_drop& m : s->msn_back) report_at(m.frame, rule::resp_msn, *s, m.want, m.seen);
+      }
+      s->msn_back.clear();
       s->gaps.clear();
+      s->denied.clear();
       s->restart.reset();
       s->strangers.clear();
     }
     for (const auto& [k, g] : cell_gaps_)
-      report_at(g.frame, g.id, g.conv + " PSN " + psn_text(k.second.second & ib::psn_mask), g.want, g.seen + "; never delivered whole");
+      if (!g.reported)
+        report_at(g.frame, g.id, g.conv + " PSN " + psn_text(k.second.second & ib::psn_mask), g.want, g.seen + "; never delivered whole");
     cell_gaps_.clear();
     std::vector<violation> out = std::move(deferred_);
     deferred_.clear();
@@ -344,6 +362,7 @@ class conformance {
     bool atomic = false;
     bool answered = false;  ///< a response of it was seen
     std::uint64_t va = 0, frame = 0;
+    std::uint32_t next = 0;  ///< once answered: the PSN of the READ response expected next
   };
   struct gap {
     std::uint32_t from = 0, to = 0;  ///< PSNs skipped (inclusive)
@@ -379,6 +398,24 @@ class conformance {
     std::vector<read_rec> reads;
     std::size_t reads_next = 0;
     std::vector<gap> gaps;
+    /// PSN sequence error NAKs (the responder asked for this PSN), newest last: a gap holding
+    /// one is the requester's, not the capture's.
+    struct denial {
+      std::uint32_t psn = 0;
+      std::uint64_t frame = 0;
+    };
+    std::vector<denial> denied;
+    /// Responses that named a PSN beyond the highest sent when they came: a host's transmitted
+    /// and received frames may reach the capture by different paths, so the request may follow.
+    /// Judged at the end, or when the stream starts a new connection.
+    struct ahead {
+      std::uint32_t psn = 0;
+      bool nak = false;  ///< a NAK or RNR NAK (it may name the PSN after the highest sent)
+      std::uint64_t frame = 0;
+      std::string seen;
+    };
+    std::vector<ahead> aheads;
+    std::uint64_t last_request = 0;  ///< frame of the stream's latest request
     std::optional<restart_due> restart{};
     std::uint32_t satisfied_nak_psn = 0, satisfied_nak_msn = 0;
     bool any_satisfied = false;
@@ -394,6 +431,13 @@ class conformance {
       std::string seen;
     };
     std::vector<stranger> strangers;
+    /// DC: responses whose MSN went back, reported by finish() unless the capture loses this
+    /// DCI's packets (a connect among them).
+    struct msn_drop {
+      std::uint64_t frame = 0;
+      std::string want, seen;
+    };
+    std::vector<msn_drop> msn_back;
     /// Per responder (one for RC; a DC target's host): the response that acknowledged the most.
     struct acked {
       host from;
@@ -420,9 +464,9 @@ class conformance {
         if (connections[i].target == from && !ib::psn_before(psn, connections[i].psn)) return connections[i].dct;
       return responder_qp;
     }
-    // push-push: the SEND message being assembled, and the last WRITE's first placement
-    std::vector<std::byte> message;
-    bool message_ok = true;
+    // push-push: the SEND message being joined, and the one the current packet completed
+    send_joiner message;
+    std::optional<std::span<const std::byte>> joined{};
     bool reliable() const { return svc == service::rc || svc == service::dc; }
   };
   using stream_key = std::tuple<host, host, std::uint32_t, service>;  // requester, responder, responder QP
@@ -431,6 +475,7 @@ class conformance {
     std::uint64_t frame = 0;
     rule id{};
     std::string conv, want, seen;
+    bool reported = false;  ///< reported at once (a complete capture)
   };
 
   wire::codec_options with_crc(wire::crc_check c) const {
@@ -587,8 +632,10 @@ class conformance {
       using E = wire::errc;
       const auto defer = [&](rule id, std::string want, std::string seen) {
         if (cells_delivered_.count(gap_key)) return;  // a late copy of a packet delivered already
-        if (cell_gaps_.size() < opt_.limits.max_streams && !cell_gaps_.count(gap_key))
-          cell_gaps_.emplace(gap_key, cell_gap{frame_, id, conv, std::move(want), std::move(seen)});
+        // A complete capture shows every cell sent: a packet that fails to join is the sender's.
+        if (cell_gaps_.size() >= opt_.limits.max_streams || cell_gaps_.count(gap_key)) return;
+        if (opt_.complete) report(id, conv + " PSN " + psn_text(c.hdr.psn & ib::psn_mask), want, seen);
+        cell_gaps_.emplace(gap_key, cell_gap{frame_, id, conv, std::move(want), std::move(seen), opt_.complete});
       };
       switch (r.error.code) {
         case E::packet_crc_mismatch: defer(rule::cell_packet_crc, "the packet CRC of its cells' data", "another"); break;
@@ -649,6 +696,7 @@ class conformance {
     s->svc = svc;
     s->hist.resize(hist_mask_ + 1);
     s->reads.resize(opt_.limits.reads);
+    s->message = send_joiner{opt_.limits.max_message};
     s->mtu = mtu_of(src, dst, p.dest_qp);
     if (svc == service::dc) s->requester_qp = p.dc_initiator();
     else s->rs.emplace();  // made at the first message start (on_request)
@@ -660,8 +708,20 @@ class conformance {
   /// PSNs a request may lie from its stream's newest and still belong to its connection
   /// (spec/conformance.md: a new connection on the same QP numbers).
   static constexpr std::int32_t new_connection_distance = 1 << 16;
-  /// Forgets a stream's connection: what follows is judged as a new one.
-  void renew(stream& s) {
+  /// Ends a stream's connection: what follows, from a request at `psn`, is judged as a new one.
+  /// Gaps and responses ahead that waited for the old connection's end are judged now (it will
+  /// send nothing more); responses ahead that name PSNs near `psn` answer the new one and wait.
+  void renew(stream& s, std::uint32_t psn) {
+    const auto near = [&](const stream::ahead& a) { return std::abs(ib::psn_diff(a.psn, psn)) <= new_connection_distance; };
+    std::vector<stream::ahead> keep;
+    for (const stream::ahead& a : s.aheads)
+      if (near(a)) keep.push_back(a);
+    std::erase_if(s.aheads, near);
+    if (s.reliable())
+      for (const gap& g : s.gaps) judge_gap(s, g);
+    judge_ahead(s);
+    s.aheads = std::move(keep);
+    s.denied.clear();
     s.started = false;
     s.synced = false;
     s.sent_max = 0;
@@ -673,8 +733,8 @@ class conformance {
     s.any_satisfied = false;
     s.wait.reset();
     s.acks.clear();
-    s.message.clear();
-    s.message_ok = true;
+    s.message.reset();
+    s.joined.reset();
   }
 
   sent& entry(stream& s, std::uint32_t psn) { return s.hist[psn & hist_mask_]; }
@@ -734,8 +794,13 @@ class conformance {
       const auto ev = s.dct->judge(p);
       if (!ev) return;
       if (*ev == dct_event::stranger) {
-        if (!s.dct->closed_before(p.dc_initiator(), p.psn) && s.strangers.size() < 64)
-          s.strangers.push_back({dst, p.dest_qp, p.psn, frame_, s.any_disconnect, std::string{ib::info(p.opcode).name} + " PSN " + psn_text(p.psn)});
+        const std::string seen = std::string{ib::info(p.opcode).name} + " PSN " + psn_text(p.psn);
+        // A complete capture shows the connect before its data; else a reordered connect may come.
+        if (!s.dct->closed_before(p.dc_initiator(), p.psn) && opt_.complete)
+          report(s.any_disconnect ? rule::dc_disconnect_last : rule::dc_connect_first, s,
+                 s.any_disconnect ? "a connect before new data" : "a connect first", seen);
+        else if (!s.dct->closed_before(p.dc_initiator(), p.psn) && s.strangers.size() < 64)
+          s.strangers.push_back({dst, p.dest_qp, p.psn, frame_, s.any_disconnect, seen});
         track_psn(s, p);
         return;
       }
@@ -758,7 +823,7 @@ class conformance {
     // start anywhere. A request further than new_connection_distance PSNs from the stream's
     // newest starts the stream afresh.
     if (s.svc != service::dc && s.started && std::abs(ib::psn_diff(p.psn, ib::psn_add(s.sent_max, 1))) > new_connection_distance)
-      renew(s);
+      renew(s, p.psn);
     (void)track_psn(s, p);
     // A capture may start inside a message (or lose its first packets): the replica starts at
     // the first packet that starts a message, whatever came before it.
@@ -818,6 +883,7 @@ class conformance {
     const std::uint32_t last = ib::psn_add(p.psn, span - 1);
     sent& e = entry(s, p.psn);
     const bool seen_before = e.used && e.psn == p.psn;
+    s.last_request = frame_;
     if (!s.started) {
       s.started = true;
       s.sent_max = last;
@@ -835,13 +901,20 @@ class conformance {
             }
         }
         const std::int32_t d2 = ib::psn_diff(p.psn, ib::psn_add(s.sent_max, 1));
-        if (d2 > 0 && s.gaps.size() < 64) s.gaps.push_back({ib::psn_add(s.sent_max, 1), ib::psn_add(p.psn, -1), frame_});
+        const gap g{ib::psn_add(s.sent_max, 1), ib::psn_add(p.psn, -1), frame_};
+        // A complete capture shows every packet sent: a skip is the sender's at once. Else it
+        // waits: a later packet may fill it, a response acknowledge past it (judge_gap).
+        if (d2 > 0 && opt_.complete)
+          report(rule::req_psn_sequence, s, "PSN " + psn_text(g.from) + " next", "PSN " + psn_text(p.psn) + " (" + range_text(g.from, g.to) + " skipped)");
+        else if (d2 > 0)
+          lost_request(s, g);
       }
       if (!ib::psn_before(last, ib::psn_add(s.sent_max, 1))) s.sent_max = last;
       fill_gaps(s, p.psn, span);
     } else if (ib::psn_after(last, s.sent_max)) {
       s.sent_max = last;
     }
+    explain_ahead(s);
     // Retransmission rules (a resend: a PSN sent before; a new packet: beyond sent_max then).
     if (s.restart) {
       restart_due& r = *s.restart;
@@ -884,6 +957,52 @@ class conformance {
     }
     return seen_before;
   }
+  /// Requests from s's requester host to its responder host that the capture lacks (a gap):
+  /// the capture loses frames of that direction.
+  void lost_request(stream& s, const gap& g) {
+    if (s.gaps.size() < 64) s.gaps.push_back(g);
+    if (lossy_.size() < opt_.limits.max_streams) lossy_.insert({s.requester, s.responder});
+  }
+  /// The capture lost requests from s's requester host to its responder host (a gap in any of
+  /// that direction's request streams, over the whole capture so far).
+  bool lossy(const stream& s) const { return lossy_.count({s.requester, s.responder}) != 0; }
+  static std::string range_text(std::uint32_t from, std::uint32_t to) {
+    return "PSN " + psn_text(from) + (to != from ? ".." + psn_text(to) : "");
+  }
+  /// A gap still open when its connection ends. Lost before the capture point, or missed by
+  /// it, it would have been resent, or the responder's acknowledgements would have passed it:
+  /// the capture may simply lack those frames. It is the requester's when the responder asked
+  /// for one of its PSNs (a PSN sequence error NAK) and it was never sent all the same.
+  void judge_gap(const stream& s, const gap& g) {
+    const auto d = std::find_if(s.denied.begin(), s.denied.end(),
+                                [&](const stream::denial& x) { return !ib::psn_before(x.psn, g.from) && !ib::psn_after(x.psn, g.to); });
+    if (d == s.denied.end()) return;  // nothing in the capture says the requester skipped it
+    report_at(g.frame, rule::req_psn_sequence, s, range_text(g.from, g.to) + " sent",
+              "never sent, though the responder asked for PSN " + psn_text(d->psn) + " (NAK at frame " + std::to_string(d->frame) +
+                  "); the stream went on to PSN " + psn_text(s.sent_max));
+  }
+  /// The PSN a response may name at most: the highest sent (a NAK or RNR NAK: the one after it,
+  /// the PSN expected, which may not have reached the capture point whole).
+  static std::uint32_t ack_limit(const stream& s, bool nak) { return nak ? ib::psn_add(s.sent_max, 1) : s.sent_max; }
+  /// Responses ahead that the requests since explain.
+  static void explain_ahead(stream& s) {
+    if (!s.aheads.empty()) std::erase_if(s.aheads, [&](const stream::ahead& a) { return !ib::psn_after(a.psn, ack_limit(s, a.nak)); });
+  }
+  /// Responses ahead that nothing explained, at their connection's end. Their requests were
+  /// never sent when the capture holds the requester going on after them, in sequence, without
+  /// ever reaching their PSN. Else the capture may have lost them: it loses requests of that
+  /// direction (lossy), or holds none of the stream's requests after the response (the capture
+  /// ended, or lost the rest of that direction).
+  void judge_ahead(stream& s) {
+    explain_ahead(s);
+    if (!lossy(s))
+      for (const stream::ahead& a : s.aheads)
+        if (s.last_request > a.frame)
+          report_at(a.frame, rule::resp_ack_psn, s,
+                    "a PSN up to " + psn_text(ack_limit(s, a.nak)) + (a.nak ? " (the one after the highest sent)" : " (the highest sent)"),
+                    a.seen + "; never sent");
+    s.aheads.clear();
+  }
   static void fill_gaps(stream& s, std::uint32_t psn, std::uint32_t span) {
     for (std::size_t i = 0; i < s.gaps.size();) {
       gap& g = s.gaps[i];
@@ -913,6 +1032,7 @@ class conformance {
 
   /// What a request the replica executed delivered (push-push).
   void executed(stream& s, const packet& p, const actions_t& a) {
+    s.joined.reset();
     for (const auto& act : a.out) {
       if (const auto* pl = std::get_if<qp_action::place>(&act)) placed(s, p, *pl);
       else if (const auto* rc = std::get_if<qp_action::receive>(&act)) received(s, p, *rc);
@@ -988,7 +1108,19 @@ class conformance {
       if (const read_rec* r = find_read(s, p.psn); r && !r->atomic) {
         const std::uint32_t end = ib::psn_add(r->psn, read_packets(s, r->dmalen) - 1);
         if (ib::psn_after(end, s.sent_max)) s.sent_max = end;
+        explain_ahead(s);
       }
+    }
+    if (read_rec* r = find_read(s, p.psn); o.is(ib::op_class::read_response) && r && !r->atomic) {
+      // A complete capture holds every response: one that skips its READ's next PSN says one
+      // was lost (a resend going back is not). Judged before the response's own rules: a
+      // response that breaks them still came.
+      const std::uint32_t want = r->answered ? r->next : r->psn;
+      if (opt_.complete && ib::psn_after(p.psn, want))
+        report(rule::resp_read, s, "READ response PSN " + psn_text(want) + " next (the READ at PSN " + psn_text(r->psn) + ")",
+               std::string{o.name} + " PSN " + psn_text(p.psn) + " (" + range_text(want, ib::psn_add(p.psn, -1)) + " missing)");
+      r->answered = true;
+      r->next = ib::psn_add(p.psn, 1);
     }
     const ib::syndrome syn{p.aeth.syndrome};
     if (has_aeth && syn.kind() == ib::aeth_kind::reserved)
@@ -1000,8 +1132,14 @@ class conformance {
     // expected, which may not have reached the capture point whole), and a READ or atomic not
     // yet answered is not acknowledged by it.
     const bool nak_type = o.has(ib::ext::aeth) && syn.kind() != ib::aeth_kind::ack;
-    if (ib::psn_after(p.psn, nak_type ? ib::psn_add(s.sent_max, 1) : s.sent_max))
-      return report(rule::resp_ack_psn, s, "a PSN up to " + psn_text(s.sent_max) + " (the highest sent)", std::string{o.name} + " PSN " + psn_text(p.psn));
+    if (ib::psn_after(p.psn, ack_limit(s, nak_type))) {
+      const std::string seen = std::string{o.name} + " PSN " + psn_text(p.psn);
+      if (opt_.complete) return report(rule::resp_ack_psn, s, "a PSN up to " + psn_text(s.sent_max) + " (the highest sent)", seen);
+      // The request may reach the capture later (transmitted and received frames recorded
+      // through different paths): judged at the end. The response is not followed meanwhile.
+      if (s.aheads.size() < 64) s.aheads.push_back({p.psn, nak_type, frame_, seen});
+      return;
+    }
     read_rec* rr = find_read(s, p.psn);
     if (plain && rr && !rr->answered && (syn.kind() == ib::aeth_kind::ack || p.psn != rr->psn))
       return report(rule::resp_ack_psn, s,
@@ -1087,6 +1225,9 @@ class conformance {
           report(rule::resp_nak_code, s, "a remote access error only for a request with an R_Key", "one for " + std::string{qo.name} + " PSN " + psn_text(p.psn));
       }
     if (code != static_cast<std::uint8_t>(ib::nak_code::psn_sequence_error)) return;
+    // The responder asks for p.psn: a gap holding it is the requester's unless it is sent.
+    if (s.denied.size() >= 16) s.denied.erase(s.denied.begin());
+    s.denied.push_back({p.psn, frame_});
     // go-back-N from p.psn; a repeat of a NAK already obeyed (a duplicate) asks nothing new
     if (s.any_satisfied && s.satisfied_nak_psn == p.psn && s.satisfied_nak_msn == p.aeth.msn) return;
     if (s.restart && s.restart->psn == p.psn) return;
@@ -1125,7 +1266,15 @@ class conformance {
       const std::int32_t grew = ib::psn_diff(msn, k.msn);
       const auto sent_since = static_cast<std::int64_t>(ib::psn_diff(s.sent_max, k.through));
       const std::string seen = "MSN " + std::to_string(msn) + " in " + std::string{o.name} + " PSN " + psn_text(p.psn);
-      if (grew < 0) return report(rule::resp_msn, s, "MSN " + std::to_string(k.msn) + " or more (it was at PSN " + psn_text(k.through) + ")", seen);
+      if (grew < 0) {
+        std::string want = "MSN " + std::to_string(k.msn) + " or more (it was at PSN " + psn_text(k.through) + ")";
+        if (s.svc != service::dc || opt_.complete) return report(rule::resp_msn, s, std::move(want), seen);
+        // DC: a connect to another target the capture lost would explain it (that target's MSN
+        // counts from 0): judged at the end. Followed meanwhile.
+        if (s.msn_back.size() < 64) s.msn_back.push_back({frame_, std::move(want), seen});
+        k.through = through, k.msn = msn;
+        return;
+      }
       if (grew > sent_since)
         return report(rule::resp_msn, s,
                       "MSN at most " + std::to_string((k.msn + sent_since) & ib::psn_mask) + " (" + std::to_string(sent_since) + " PSNs sent since MSN " +
@@ -1138,33 +1287,21 @@ class conformance {
   // ------------------------------------------------------------------ push-push
 
   void placed(stream& s, const packet& p, const qp_action::place& pl) {
-    if (pl.to_receive) {
-      if (pl.offset == 0) s.message.clear(), s.message_ok = true;
-      if (!s.message_ok || pl.offset != s.message.size() || s.message.size() + p.payload.size() > opt_.limits.max_message) {
-        s.message_ok = false;
-        return;
-      }
-      s.message.insert(s.message.end(), p.payload.begin(), p.payload.end());
+    if (pl.to_receive) {  // a SEND's bytes, in PSN order as the replica executes them
+      s.joined = s.message.add(p.info().pos, p.psn, p.payload, frame_);
       return;
     }
     // An RDMA write's first byte: the element it lands in must be lent.
     if (pl.offset != 0) return;
-    const owner_t* books = pp_.books(s.responder, s.requester);
-    if (!books) return;
-    const owner_t& ow = *books;
-    for (std::size_t i = 0; i < 64; ++i) {
-      const auto& sl = ow.at(i);
-      if (sl.state == pool_state::unused || sl.desc.memory_handle != pl.rkey) continue;
-      const msg::pool_descriptor& d = sl.desc;
-      if (pl.va < d.address || pl.va - d.address >= std::uint64_t{d.element_count} * d.element_size) continue;
-      const auto k = static_cast<std::uint32_t>((pl.va - d.address) / d.element_size);
-      if (sl.state == pool_state::flushed)
-        report(rule::pp_write_after_flush, s, "no write into pool " + std::to_string(d.pool_ref) + " after its flush", "a write into element " + std::to_string(k));
-      else if (sl.el[k] != owner_element::lent)
-        report(rule::pp_element_free, s, "a write into an element of pool " + std::to_string(d.pool_ref) + " the owner lent",
-               "element " + std::to_string(k) + (sl.el[k] == owner_element::consumed ? " (consumed, not returned)" : " (not lent)"));
-      return;
-    }
+    const auto h = pp_.locate(s.responder, s.requester, pl.rkey, pl.va);
+    if (!h) return;
+    const owner_element e = pp_.books(s.responder, s.requester)->at(h->slot).el[h->element];
+    const std::string pool = std::to_string(h->desc.pool_ref), el = std::to_string(h->element);
+    if (h->state == pool_state::flushed)
+      report(rule::pp_write_after_flush, s, "no write into pool " + pool + " after its flush", "a write into element " + el);
+    else if (e != owner_element::lent)
+      report(rule::pp_element_free, s, "a write into an element of pool " + pool + " the owner lent",
+             "element " + el + (e == owner_element::consumed ? " (consumed, not returned)" : " (not lent)"));
   }
   void received(stream& s, const packet& p, const qp_action::receive& rc) {
     const ib::opcode_info& o = p.info();
@@ -1177,9 +1314,9 @@ class conformance {
       }
       return;
     }
-    if (!s.message_ok || s.message.size() != rc.bytes) return;
+    if (!s.joined || s.joined->size() != rc.bytes) return;
     // A SEND from requester to responder, strictly decoded as a push-push message.
-    (void)pp_.message(s.requester, s.responder, s.message,
+    (void)pp_.message(s.requester, s.responder, *s.joined,
                       [&](const msg::indication& i, const step_result& r) { indication(s, i, r); });
   }
   /// A transfer indication's outcome on the owner's books (the responder's).
@@ -1209,6 +1346,7 @@ class conformance {
   std::map<stream_key, std::unique_ptr<stream>> streams_;
   std::map<std::tuple<host, host, std::uint32_t>, stream*> bound_;
   std::map<std::tuple<host, host, std::uint32_t>, std::vector<stream*>> excluded_;  // while binding
+  std::set<std::pair<host, host>> lossy_;  ///< (requester, responder) hosts whose requests the capture lost (lossy())
   pp_tracker pp_{pp_limits{.max_pairs = opt_.limits.max_pp_pairs}};
   std::map<std::pair<host, std::uint32_t>, std::unique_ptr<dct_t>> targets_;
   static constexpr std::uint64_t cell_age = 2'000'000;  ///< ns (capture time) an incomplete cell packet is kept

@@ -3,8 +3,11 @@
 // need that history: the pool and element an RDMA write lands in, a push-push message joined
 // from SEND_FIRST..LAST, the write a page-fault ACK answers, and for cells the packet CRC status
 // and reassembled data (through cell::reassembler, spec/cells.md §8). pushwire-dump and the
-// Wireshark plugin both use it, so they cannot disagree. Sans-IO: no clock (time is the frame's
-// capture timestamp), no output, every table bounded by observer_limits. Rules: spec/wireshark.md §3.
+// Wireshark plugin both use it, so they cannot disagree. The pools and their books, where a
+// write lands in them and how a SEND message is joined are flow::pp_tracker's and
+// flow::send_joiner's (flow/pp_track.hpp), shared with flow::conformance. Sans-IO: no clock
+// (time is the frame's capture timestamp), no output, every table bounded by observer_limits.
+// Rules: spec/wireshark.md §3.
 #pragma once
 
 #include <array>
@@ -13,7 +16,6 @@
 #include <optional>
 #include <span>
 #include <string_view>
-#include <type_traits>
 #include <vector>
 
 #include <pushwire/cell/format.hpp>
@@ -30,8 +32,6 @@ namespace pushwire::flow {
 /// Explicit bounds. A table that is full refuses the new entry and the frame's note says so
 /// (errc::table_full, field naming the bound); the write history forgets its oldest entry.
 struct observer_limits {
-  /// Pools advertised by BufferRecvPool messages, remembered for the capture; more: "pools".
-  std::size_t max_pools = 1024;
   /// RoCE write cursors (target, source, QP): more: "write_cursors".
   std::size_t max_write_cursors = 256;
   /// RoCE SEND_FIRST..LAST messages being joined (source, target, QP): more: "send_messages".
@@ -46,7 +46,8 @@ struct observer_limits {
                                 .history = 64};
   /// How RoCEv2 frames are recognised (UDP port, 0x40-0x5F as DC or RD).
   wire::codec_options codec{};
-  /// Push-push conversations (flow::pp_tracker): pairs claimed, pools' books.
+  /// Push-push conversations (flow::pp_tracker): pairs claimed, pools' books. A pool or pair
+  /// beyond them: "pools", "max_pairs".
   pp_limits pp{};
 };
 
@@ -126,8 +127,6 @@ class observer {
 
   /// Forgets everything (a new capture).
   void reset() {
-    pools_.clear();
-    pools_.reserve(lim_.max_pools);
     cursors_.clear();
     cursors_.reserve(lim_.max_write_cursors);
     sends_.clear();
@@ -157,6 +156,7 @@ class observer {
       observe_roce(n, frame, f);
     for (const pp_tracker::pool_key& k : pp_.touched())
       if (const auto v = pp_.view(k.owner, k.user, k.ref)) n.pools.push_back(*v);
+    if (!pp_.refused().empty() && n.limit == errc{}) full(n, pp_.refused());
     return n;
   }
 
@@ -166,64 +166,41 @@ class observer {
   static endpoint make_endpoint(const std::array<std::uint8_t, N>& a, std::uint8_t kind) {
     return host::of(a, kind);
   }
-  static constexpr std::size_t no_pool = ~std::size_t{0};
 
-  struct pool_rec {
-    endpoint target{}, user{};  // the advertiser, and the host it advertised to
-    std::uint32_t rkey = 0;
-    observed_pool pool{};
-  };
   struct cursor_rec {  // the current write on (target, source, QP)
     endpoint target{}, source{};
     std::uint32_t qp = 0;
-    std::size_t pool = no_pool;
+    std::optional<observed_pool> pool{};
     std::uint64_t start = 0, va = 0;
   };
-  struct send_rec {  // a message over SEND_FIRST..LAST on (source, target, QP)
+  struct send_rec {  // the SEND messages on (source, target, QP)
     endpoint source{}, target{};
     std::uint32_t qp = 0;
-    bool active = false;
-    std::uint32_t next_psn = 0;
-    std::uint64_t first_frame = 0;
-    std::vector<std::byte> data{};
+    send_joiner joiner;
   };
   struct write_rec {  // an RDMA write (RoCE: any packet; cells: a first cell)
     bool used = false;
     endpoint from{}, to{};
     std::uint32_t qa = 0, qb = 0, psn = 0;  // cells: source and destination WQP; RoCE: 0
     std::uint64_t frame = 0;
-    std::size_t pool = no_pool;  // cells: the pool of the first cell's VA/MH
+    std::optional<observed_pool> pool{};  // cells: the pool of the first cell's VA/MH
     std::uint64_t va = 0;
   };
 
   // ---------------------------------------------------------------- pools
 
-  void advertise(frame_note& n, const endpoint& target, const endpoint& user, std::span<const std::byte> m,
-                 std::uint64_t frame) {
-    (void)msg::dispatch(m, [&]<class M>(const M& x) {
-      if constexpr (std::is_same_v<M, msg::buffer_recv_pool>) {
-        for (const msg::pool_descriptor& d : x.pools) {
-          if (pools_.size() == lim_.max_pools) return full(n, "pools");
-          pools_.push_back({target, user, d.memory_handle, {d.pool_ref, d.element_count, d.element_size, d.address, frame}});
-        }
-      }
-    });
+  // The pool target advertised to user, under rkey, holding va (a write from anyone else is not
+  // push-push: spec/wireshark.md §3), as the target's books hold it.
+  std::optional<observed_pool> find_pool(const endpoint& target, const endpoint& user, std::uint32_t rkey, std::uint64_t va) const {
+    const auto h = pp_.locate(target, user, rkey, va);
+    if (!h) return std::nullopt;
+    return observed_pool{h->desc.pool_ref, h->desc.element_count, h->desc.element_size, h->desc.address, h->advertised_frame};
   }
-  // The latest pool target advertised to user, under rkey, holding va (a write from anyone else
-  // is not push-push: spec/wireshark.md §3).
-  std::size_t find_pool(const endpoint& target, const endpoint& user, std::uint32_t rkey, std::uint64_t va) const {
-    for (std::size_t i = pools_.size(); i-- > 0;) {
-      const pool_rec& p = pools_[i];
-      if (p.rkey == rkey && p.target == target && p.user == user && va >= p.pool.address &&
-          va - p.pool.address < std::uint64_t{p.pool.elements} * p.pool.element_size)
-        return i;
-    }
-    return no_pool;
-  }
+  // Pool `ref` is on the books target keeps for user, under rkey.
   bool names_pool(const endpoint& target, const endpoint& user, std::uint32_t rkey, std::uint32_t ref) const {
-    for (const pool_rec& p : pools_)
-      if (p.rkey == rkey && p.target == target && p.user == user && p.pool.ref == ref) return true;
-    return false;
+    const pp_tracker::owner_t* b = pp_.books(target, user);
+    const auto i = b ? b->find(ref) : std::nullopt;
+    return i && b->at(*i).desc.memory_handle == rkey;
   }
   static void full(frame_note& n, std::string_view bound) {
     n.limit = errc::table_full;
@@ -261,7 +238,6 @@ class observer {
     const ib::opcode_info& op = *v.op;
     if (op.is(ib::op_class::send)) {
       if (op.pos == ib::position::only) {
-        advertise(n, src, dst, v.payload, frame);
         (void)pp_.message(src, dst, v.payload);
       } else {
         join_send(n, frame, src, dst, b, op.pos, v.payload);
@@ -281,36 +257,18 @@ class observer {
     if (!m) {
       if (pos != ib::position::first) return;  // nothing to continue
       if (sends_.size() == lim_.max_send_messages) return full(n, "send_messages");
-      m = &sends_.emplace_back(send_rec{src, dst, b.destqp, false, 0, 0, {}});
-      m->data.reserve(lim_.max_message);
+      m = &sends_.emplace_back(send_rec{src, dst, b.destqp, send_joiner{lim_.max_message}});
     }
-    if (pos == ib::position::first) {
-      m->active = true;
-      m->first_frame = frame;
-      m->data.clear();
-    } else if (!m->active || b.psn != m->next_psn) {
-      m->active = false;  // a packet is missing or out of order: the message is lost
-      return;
-    }
-    m->next_psn = (b.psn + 1) & 0xFFFFFF;
-    if (m->data.size() + payload.size() > lim_.max_message) {
-      m->active = false;
-      return;
-    }
-    m->data.insert(m->data.end(), payload.begin(), payload.end());
-    if (pos != ib::position::last) return;
-    m->active = false;
-    if (msg::dispatch(m->data, [](const auto&) {}).code != wire::errc{}) return;
-    n.message = m->data;
-    n.message_first_frame = m->first_frame;
-    advertise(n, src, dst, m->data, frame);
-    (void)pp_.message(src, dst, m->data);
+    const auto joined = m->joiner.add(pos, b.psn, payload, frame);
+    if (!joined || !pp_.message(src, dst, *joined)) return;  // not whole yet, or no push-push message
+    n.message = *joined;
+    n.message_first_frame = m->joiner.first_frame();
   }
 
   void write_packet(frame_note& n, std::uint64_t frame, const ib::roce_view& v, const endpoint& src,
                     const endpoint& dst) {
     const ib::bth b = v.bth();
-    remember_write({true, src, dst, 0, 0, b.psn, frame, no_pool, 0});
+    remember_write({true, src, dst, 0, 0, b.psn, frame, std::nullopt, 0});
     cursor_rec* c = nullptr;
     for (cursor_rec& r : cursors_)
       if (r.qp == b.destqp && r.target == dst && r.source == src) c = &r;
@@ -322,14 +280,14 @@ class observer {
         if (!c) c = &cursors_.emplace_back(cursor_rec{dst, src, b.destqp});
         c->pool = find_pool(dst, src, reth->r_key, reth->va);
         c->start = c->va = reth->va;
-        if (c->pool != no_pool && reth->dmalen) {
-          const observed_pool& p = pools_[c->pool].pool;
+        if (c->pool && reth->dmalen) {
+          const observed_pool& p = *c->pool;
           n.outside = (reth->va - p.address) % p.element_size + reth->dmalen > p.element_size;
         }
       }
     }
-    if (c && c->pool != no_pool) {
-      n.write = write_place{pools_[c->pool].pool, c->start, c->va};
+    if (c && c->pool) {
+      n.write = write_place{*c->pool, c->start, c->va};
       c->va += v.payload.size();
       pp_.write(dst, src, n.write->pool.ref, v.payload.size(), reth.has_value());
     }
@@ -359,16 +317,16 @@ class observer {
     const bool write = h.type == cell::cell_type::rdma_write;
     // Writes: the pool of the first cell's VA/MH (the target is the destination MAC).
     if (write && h.first && c.rdma) {
-      const std::size_t pool = find_pool(dst, src, c.rdma->mh, c.rdma->va);
-      if (pool != no_pool) n.write = write_place{pools_[pool].pool, c.rdma->va, c.rdma->va};
+      const auto pool = find_pool(dst, src, c.rdma->mh, c.rdma->va);
+      if (pool) n.write = write_place{*pool, c.rdma->va, c.rdma->va};
       remember_write({true, src, dst, h.src_wqp, h.dst_wqp, h.psn, frame, pool, c.rdma->va});
     }
     if (write && c.idata) {
       n.idata = true;  // the cell framing is push-push's own
       (void)pp_.indicate(dst, src, msg::to_indication(msg::from_imm(*c.idata)));
       const write_rec* w = find_write(src, dst, h.src_wqp, h.dst_wqp, h.psn);
-      if (w && w->pool != no_pool) {
-        const observed_pool& p = pools_[w->pool].pool;
+      if (w && w->pool) {
+        const observed_pool& p = *w->pool;
         const msg::idata d = msg::from_imm(*c.idata);
         n.idata_mismatch = d.pool_ref != p.ref || d.element_index != (w->va - p.address) / p.element_size;
       }
@@ -395,16 +353,14 @@ class observer {
     }
     n.payload = r.packet->payload;
     if (h.type == cell::cell_type::send) {
-      advertise(n, src, dst, n.payload, frame);  // the advertiser: source MAC
-      (void)pp_.message(src, dst, n.payload);
+      (void)pp_.message(src, dst, n.payload);  // an advertisement's owner: the source MAC
     } else if (write) {
       const write_rec* w = find_write(src, dst, h.src_wqp, h.dst_wqp, h.psn);
-      if (w && w->pool != no_pool) pp_.write(dst, src, pools_[w->pool].pool.ref, n.payload.size(), true);
+      if (w && w->pool) pp_.write(dst, src, w->pool->ref, n.payload.size(), true);
     }
   }
 
   observer_limits lim_;
-  std::vector<pool_rec> pools_;
   std::vector<cursor_rec> cursors_;
   std::vector<send_rec> sends_;
   std::vector<write_rec> writes_;

@@ -1,9 +1,11 @@
 // Push-push conversations in a capture, as a passive reader sees them: which host pairs speak
 // push-push (a control message decoded strictly between them), and every pool's books as its
-// owner keeps them (a flow::pool_owner replica per owner and user), with counts per pool.
-// flow::observer (pushwire-dump, the Wireshark plugin) and flow::conformance (pushwire-conform)
-// both keep their conversations here, so what they say about one cannot differ. Sans-IO, bounded
-// by pp_limits. Rules: spec/wireshark.md §3 ("Claiming"), §4 (the pool fields).
+// owner keeps them (a flow::pool_owner replica per owner and user), with counts per pool; where
+// an RDMA write's address lands in those pools (pp_tracker::locate), and a SEND message joined
+// from its packets (send_joiner). flow::observer (pushwire-dump, the Wireshark plugin) and
+// flow::conformance (pushwire-conform) both keep their conversations here, so what they say
+// about one cannot differ. Sans-IO, bounded by pp_limits. Rules: spec/wireshark.md §3
+// ("Claiming"), §4 (the pool fields).
 #pragma once
 
 #include <algorithm>
@@ -15,6 +17,7 @@
 #include <set>
 #include <span>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -22,6 +25,8 @@
 
 #include <pushwire/flow/core.hpp>
 #include <pushwire/flow/pool.hpp>
+#include <pushwire/ib/opcode.hpp>
+#include <pushwire/ib/psn.hpp>
 #include <pushwire/msg/idata.hpp>
 #include <pushwire/msg/message.hpp>
 
@@ -88,12 +93,71 @@ struct pool_view {
   std::uint64_t advertised_frame = 0;  ///< frame of the latest BufferRecvPool naming it
 };
 
+/// Where an address lands in the pools an owner lent a user (pp_tracker::locate).
+struct pool_hit {
+  msg::pool_descriptor desc{};             ///< the pool as its latest advertisement describes it
+  pool_state state = pool_state::unused;   ///< the owner's books: active, flushing, flushed
+  std::size_t slot = 0;                    ///< its slot in the owner's books (owner_t::at)
+  std::uint32_t element = 0;               ///< the element the address lands in, 0..element_count - 1
+  std::uint64_t advertised_frame = 0;      ///< frame of the latest BufferRecvPool naming it
+};
+
+/// One SEND message joined from its packets as a passive reader sees them: SEND_FIRST,
+/// MIDDLE..., LAST in PSN order, or an ONLY. A packet missing or out of order, or a message
+/// longer than `max_bytes`, loses the message until the next FIRST or ONLY. One joiner per
+/// connection direction (the packets of one requester to one QP).
+class send_joiner {
+ public:
+  explicit send_joiner(std::size_t max_bytes = 65536) : max_(max_bytes) {}
+
+  /// A SEND packet: its position in its message, PSN and payload, captured in frame `frame`.
+  /// Returns the whole message when this packet ends it (a view valid until the next add() or
+  /// reset()), else nullopt.
+  std::optional<std::span<const std::byte>> add(ib::position pos, std::uint32_t psn, std::span<const std::byte> payload,
+                                                std::uint64_t frame) {
+    const bool starts = pos == ib::position::first || pos == ib::position::only;
+    if (starts) {
+      data_.clear();
+      active_ = true;
+      first_frame_ = frame;
+    } else if (!active_ || psn != next_psn_) {
+      active_ = false;  // a packet is missing or out of order: the message is lost
+      return std::nullopt;
+    }
+    next_psn_ = ib::psn_add(psn, 1);
+    if (data_.size() + payload.size() > max_) {
+      active_ = false;
+      return std::nullopt;
+    }
+    data_.insert(data_.end(), payload.begin(), payload.end());
+    if (pos != ib::position::last && pos != ib::position::only) return std::nullopt;
+    active_ = false;
+    return std::span<const std::byte>(data_);
+  }
+  /// The frame of the FIRST (or ONLY) of the message add() returned last.
+  std::uint64_t first_frame() const { return first_frame_; }
+  /// Forgets the message in progress.
+  void reset() {
+    active_ = false;
+    data_.clear();
+  }
+
+ private:
+  std::size_t max_;
+  bool active_ = false;
+  std::uint32_t next_psn_ = 0;
+  std::uint64_t first_frame_ = 0;
+  std::vector<std::byte> data_;
+};
+
 class pp_tracker {
  public:
-  using owner_t = pool_owner<64, 4096>;
+  /// Pools one owner's books hold for one user at once, and elements per pool.
+  static constexpr std::size_t owner_pools = 64, owner_elements = 4096;
+  using owner_t = pool_owner<owner_pools, owner_elements>;
   /// Pools one frame can report: as many as one owner's books hold (a message naming more
   /// reports the first ones).
-  static constexpr std::size_t max_touched = 64;
+  static constexpr std::size_t max_touched = owner_pools;
 
   explicit pp_tracker(const pp_limits& lim = {}) : lim_(lim) {}
 
@@ -107,7 +171,13 @@ class pp_tracker {
   void begin_frame(std::uint64_t frame) {
     frame_ = frame;
     touched_.clear();
+    refused_ = {};
   }
+  /// The bound that made the current frame's message go untracked, in part or whole:
+  /// "max_pairs" (no books for a new owner-user pair), "pools" (no room on the owner's books:
+  /// owner_pools slots of owner_elements elements), "max_pool_rows" (on the books, not counted);
+  /// empty when none did.
+  std::string_view refused() const { return refused_; }
 
   /// Push-push has been decoded strictly between a and b (either direction).
   bool claimed(const host& a, const host& b) const { return claimed_.contains(unordered(a, b)); }
@@ -159,6 +229,29 @@ class pp_tracker {
     touch(*p, owner, user, ref);
   }
 
+  /// The pool of owner's, lent to `user` under memory handle `rkey`, whose elements hold address
+  /// `va`, and the element it lands in; nullopt when none does (no books for the pair, another
+  /// R_Key, an address outside every pool). Pools the books still hold count whatever their
+  /// state (a flushed pool is found, for a write after its flush); where two hold the address,
+  /// the one advertised last.
+  std::optional<pool_hit> locate(const host& owner, const host& user, std::uint32_t rkey, std::uint64_t va) const {
+    const auto it = pairs_.find(std::pair{owner, user});
+    if (it == pairs_.end()) return std::nullopt;
+    const pair_state& p = it->second;
+    std::optional<pool_hit> best;
+    for (std::size_t i = 0; i < owner_pools; ++i) {
+      const auto& sl = p.books.at(i);
+      const msg::pool_descriptor& d = sl.desc;
+      if (sl.state == pool_state::unused || d.memory_handle != rkey || d.element_size == 0) continue;
+      if (va < d.address || va - d.address >= std::uint64_t{d.element_count} * d.element_size) continue;
+      const auto row = p.rows.find(d.pool_ref);
+      const std::uint64_t frame = row == p.rows.end() ? 0 : row->second.advertised_frame;
+      if (best && best->advertised_frame > frame) continue;
+      best = pool_hit{d, sl.state, i, static_cast<std::uint32_t>((va - d.address) / d.element_size), frame};
+    }
+    return best;
+  }
+
   /// The owner's books for `user` (nullptr when none were opened).
   const owner_t* books(const host& owner, const host& user) const {
     const auto it = pairs_.find(std::pair{owner, user});
@@ -200,6 +293,7 @@ class pp_tracker {
     std::map<std::uint32_t, pool_view> rows;  // counts by pool reference
   };
   static std::pair<host, host> unordered(const host& a, const host& b) { return a < b ? std::pair{a, b} : std::pair{b, a}; }
+  void refuse(std::string_view bound) { refused_ = bound; }
   void claim(const host& a, const host& b) {
     if (claimed_.size() < lim_.max_claimed) claimed_.insert(unordered(a, b));
   }
@@ -209,7 +303,10 @@ class pp_tracker {
   }
   pair_state* make_pair(const host& owner, const host& user) {
     if (pair_state* p = find_pair(owner, user)) return p;
-    if (pairs_.size() >= lim_.max_pairs) return nullptr;
+    if (pairs_.size() >= lim_.max_pairs) {
+      refuse("max_pairs");
+      return nullptr;
+    }
     return &pairs_.emplace(std::piecewise_construct, std::forward_as_tuple(owner, user), std::forward_as_tuple()).first->second;
   }
   // The frame changed pool `ref`: remember it, and its least free count.
@@ -229,10 +326,16 @@ class pp_tracker {
       pair_state* p = make_pair(from, to);
       if (!p) return;
       for (const msg::pool_descriptor& d : x.pools) {
-        if (!p->books.advertise(d, a.out).ok()) continue;
+        if (const step_result r = p->books.advertise(d, a.out); !r.ok()) {
+          if (r.error == errc::table_full) refuse("pools");  // no slot, or more elements than a slot holds
+          continue;
+        }
         auto it = p->rows.find(d.pool_ref);
         if (it == p->rows.end()) {
-          if (p->rows.size() >= lim_.max_pool_rows) continue;
+          if (p->rows.size() >= lim_.max_pool_rows) {  // on the books, but not counted
+            refuse("max_pool_rows");
+            continue;
+          }
           it = p->rows.emplace(d.pool_ref, pool_view{}).first;
           it->second.lowest_free = d.element_count;
         }
@@ -273,7 +376,7 @@ class pp_tracker {
   // that leaves `active` counts one flush.
   template <class F>
   void flushing(pair_state& p, const host& owner, const host& user, F&& step) {
-    std::array<pool_state, 64> before{};
+    std::array<pool_state, owner_pools> before{};
     for (std::size_t i = 0; i < before.size(); ++i) before[i] = p.books.at(i).state;
     step();
     for (std::size_t i = 0; i < before.size(); ++i) {
@@ -291,6 +394,7 @@ class pp_tracker {
   std::map<std::pair<host, host>, pair_state> pairs_;  // (owner, user)
   std::set<std::pair<host, host>> claimed_;
   std::vector<pool_key> touched_;
+  std::string_view refused_{};
 };
 
 }  // namespace pushwire::flow

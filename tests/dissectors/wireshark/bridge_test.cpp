@@ -1,7 +1,11 @@
 // The plugin's C interface to the library (dissectors/wireshark/bridge.h), without Wireshark:
-// built in every configuration, sanitizers included.
+// built in every configuration, sanitizers included. This program's operator new fails on
+// demand, to show that no exception leaves the bridge when memory runs out.
+#include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -14,9 +18,49 @@
 #include <pushwire/msg/cfg_util.hpp>
 #include <pushwire/msg/msg.hpp>
 
+#include "../../flow/conform_cases.hpp"
 #include "bridge.h"
 
 namespace {
+
+/// While set, every allocation of this program fails (std::bad_alloc).
+bool fail_allocations = false;
+
+}  // namespace
+
+// (g++ sees free() meet operator new's pointer where it inlines these: they are one pair here.)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+void* operator new(std::size_t n) {
+  if (fail_allocations) throw std::bad_alloc();
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+namespace {
+
+const std::uint8_t* u8(const std::vector<std::byte>& f) { return reinterpret_cast<const std::uint8_t*>(f.data()); }
+
+/// Runs f with every allocation failing; whether an exception came out.
+template <class F>
+bool throws_out_of_memory(F&& f) {
+  bool threw = false;
+  fail_allocations = true;
+  try {
+    f();
+  } catch (...) {
+    threw = true;
+  }
+  fail_allocations = false;
+  return threw;
+}
 
 using namespace pushwire;
 
@@ -204,5 +248,79 @@ TEST_CASE("bridge: the observer's notes in C (a cell packet, a duplicate, reset)
   pw_observer_feed(o, 1, 0, c[1].data(), c[1].size(), &n);
   CHECK(std::string{n.reassembly_name} == "cell_missing");
   CHECK(n.limit == 0);
+  pw_observer_free(o);
+}
+
+TEST_CASE("bridge: the conformance checker in C, as pushwire-conform judges") {
+  using namespace pushwire::test::conform;
+  // resp.ack_psn's capture: judged at the end, at frame 4.
+  const auto cases = rule_cases();
+  const auto& bad = *std::find_if(cases.begin(), cases.end(), [](const rule_case& c) { return c.id == flow::rule::resp_ack_psn; });
+  pw_conform* k = pw_conform_new(0);
+  REQUIRE(k);
+  std::array<pw_violation, 4> v{};
+  for (std::size_t i = 0; i < bad.cap.frames.size(); ++i) {
+    const auto& f = bad.cap.frames[i];
+    CHECK(pw_conform_feed(k, static_cast<std::uint32_t>(i + 1), bad.cap.times[i], u8(f), f.size(), f.size(), v.data(), v.size()) == 0);
+  }
+  REQUIRE(pw_conform_finish(k, v.data(), v.size()) == 1);
+  CHECK(v[0].frame == bad.frame);
+  CHECK(std::string{v[0].name} == "resp.ack_psn");
+  CHECK(v[0].rule == static_cast<int>(flow::rule::resp_ack_psn));
+  CHECK(std::string{v[0].text}.find("never sent") != std::string::npos);
+  // Configured complete: a response before its request, at once; a reset keeps the configuration.
+  const auto whole = complete_cases();
+  const auto& early = *std::find_if(whole.begin(), whole.end(), [](const rule_case& c) { return c.id == flow::rule::resp_ack_psn; });
+  for (const int complete : {0, 1}) {
+    REQUIRE(pw_conform_configure(k, 0, complete) == 0);
+    pw_conform_reset(k);
+    std::size_t seen = 0;
+    for (std::size_t i = 0; i < early.cap.frames.size(); ++i) {
+      const auto& f = early.cap.frames[i];
+      const std::size_t n = pw_conform_feed(k, static_cast<std::uint32_t>(i + 1), early.cap.times[i], u8(f), f.size(), f.size(), v.data(), v.size());
+      if (n) CHECK(i + 1 == early.frame);
+      seen += n;
+    }
+    seen += pw_conform_finish(k, v.data(), v.size());
+    CHECK(seen == (complete ? 1u : 0u));
+  }
+  pw_conform_free(k);
+}
+
+TEST_CASE("bridge: no exception leaves the bridge when memory runs out") {
+  using namespace pushwire::test::conform;
+  const auto cases = rule_cases();
+  const auto& bad = *std::find_if(cases.begin(), cases.end(), [](const rule_case& c) { return c.id == flow::rule::resp_ack_psn; });
+  const auto& fs = bad.cap.frames;
+  std::array<pw_violation, 4> v{};
+  pw_conform* k = pw_conform_new(0);
+  REQUIRE(k);
+  // The first frame needs a new stream: out of memory, no verdict, and none until a reset.
+  std::size_t n = 99;
+  CHECK(!throws_out_of_memory([&] { n = pw_conform_feed(k, 1, bad.cap.times[0], u8(fs[0]), fs[0].size(), fs[0].size(), v.data(), v.size()); }));
+  CHECK(n == 0);
+  for (std::size_t i = 1; i < fs.size(); ++i)
+    CHECK(pw_conform_feed(k, static_cast<std::uint32_t>(i + 1), bad.cap.times[i], u8(fs[i]), fs[i].size(), fs[i].size(), v.data(), v.size()) == 0);
+  CHECK(pw_conform_finish(k, v.data(), v.size()) == 0);
+  // After a reset it judges again; the end's verdicts need memory too.
+  pw_conform_reset(k);
+  for (std::size_t i = 0; i < fs.size(); ++i)
+    (void)pw_conform_feed(k, static_cast<std::uint32_t>(i + 1), bad.cap.times[i], u8(fs[i]), fs[i].size(), fs[i].size(), v.data(), v.size());
+  n = 99;
+  CHECK(!throws_out_of_memory([&] { n = pw_conform_finish(k, v.data(), v.size()); }));
+  CHECK(n == 0);
+  pw_conform_reset(k);
+  for (std::size_t i = 0; i < fs.size(); ++i)
+    (void)pw_conform_feed(k, static_cast<std::uint32_t>(i + 1), bad.cap.times[i], u8(fs[i]), fs[i].size(), fs[i].size(), v.data(), v.size());
+  CHECK(pw_conform_finish(k, v.data(), v.size()) == 1);
+  pw_conform_free(k);
+  // The observer: an empty note.
+  pw_observer* o = pw_observer_new();
+  REQUIRE(o);
+  pw_note note{};
+  note.idata = 7;
+  CHECK(!throws_out_of_memory([&] { pw_observer_feed(o, 1, 0, u8(fs[0]), fs[0].size(), &note); }));
+  CHECK(note.idata == 0);
+  CHECK(!throws_out_of_memory([&] { pw_observer_reset(o); }));
   pw_observer_free(o);
 }

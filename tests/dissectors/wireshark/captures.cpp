@@ -757,16 +757,21 @@ void write_foreign(const std::string& dir) {
 }  // namespace
 
 // Every conformance rule's capture (tests/flow/conform_cases.hpp) as DIR/conform-N.pcap, and
-// DIR/conform.want: "conform-N.pcap<TAB>frame<TAB>rule" per capture.
+// those only a complete capture breaks as DIR/complete-N.pcap; DIR/conform.want:
+// "NAME<TAB>frame<TAB>rule" per capture, with "<TAB>complete" for the second kind.
 int write_conform(const std::string& dir) {
   std::ofstream want(dir + "/conform.want");
-  int n = 0;
-  for (const auto& c : test::conform::rule_cases()) {
-    const std::string name = "conform-" + std::to_string(n++) + ".pcap";
-    const auto bytes = c.cap.pcap();
-    std::ofstream(dir + "/" + name, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    want << name << "\t" << c.frame << "\t" << flow::info(c.id).name << "\n";
-  }
+  const auto put = [&](const std::vector<test::conform::rule_case>& cases, const std::string& prefix, const std::string& tail) {
+    int n = 0;
+    for (const auto& c : cases) {
+      const std::string name = prefix + std::to_string(n++) + ".pcap";
+      const auto bytes = c.cap.pcap();
+      std::ofstream(dir + "/" + name, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+      want << name << "\t" << c.frame << "\t" << flow::info(c.id).name << tail << "\n";
+    }
+  };
+  put(test::conform::rule_cases(), "conform-", "");
+  put(test::conform::complete_cases(), "complete-", "\tcomplete");
   return want ? 0 : 1;
 }
 

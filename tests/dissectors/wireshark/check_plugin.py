@@ -233,29 +233,41 @@ def tap(plugin, rnic):
 def conform(plugin, tool, directory):
     """The plugin's pushwire.conform.* expert infos (spec/conformance.md, spec/wireshark.md) are
     pushwire-conform's verdicts: for every rule's capture, tshark -2 shows exactly that rule at
-    that frame, as pushwire-conform --json does; pushwire-gen's captures show none."""
+    that frame, as pushwire-conform --json does; for the captures only a complete capture
+    breaks, the same with the preference pushwire.conform_complete (--complete) and nothing
+    without it; pushwire-gen's captures show none."""
     home = stage(plugin)
     checked = 0
     with open(os.path.join(directory, "conform.want")) as f:
         wants = [line.rstrip("\n").split("\t") for line in f if line.strip()]
-    for name, frame, rule in wants:
+    for name, frame, rule, *mode in wants:
         pcap = put(home, os.path.join(directory, name))
-        rows = tshark(home, ["-2", "-r", pcap, "-Y", "pushwire.conform.rule", "-T", "fields", "-e", "frame.number",
-                             "-e", "pushwire.conform.rule", "-e", "_ws.expert.severity"]).stdout.splitlines()
-        got = [tuple(r.split("\t")[:2]) for r in rows]
-        p = subprocess.run([tool, "--json", pcap], capture_output=True, text=True)
-        tool_says = [(str(o["frame"]), o["rule"]) for o in map(json.loads, p.stdout.splitlines()) if "rule" in o]
+        complete = mode == ["complete"]
+
+        def verdicts(whole):
+            pref = ["-o", "pushwire.conform_complete:TRUE"] if whole else []
+            rows = tshark(home, pref + ["-2", "-r", pcap, "-Y", "pushwire.conform.rule", "-T", "fields", "-e", "frame.number",
+                                        "-e", "pushwire.conform.rule", "-e", "_ws.expert.severity"]).stdout.splitlines()
+            p = subprocess.run([tool, "--json"] + (["--complete"] if whole else []) + [pcap], capture_output=True, text=True)
+            tool_says = [(str(o["frame"]), o["rule"]) for o in map(json.loads, p.stdout.splitlines()) if "rule" in o]
+            return rows, [tuple(r.split("\t")[:2]) for r in rows], tool_says
+
+        rows, got, tool_says = verdicts(complete)
         if got != [(frame, rule)] or tool_says != got:
             sys.exit(f"FAIL: {name}: want {rule} at frame {frame}; the plugin says {got}, pushwire-conform {tool_says}")
         if not rows[0].split("\t")[2]:
             sys.exit(f"FAIL: {name}: no expert info severity on the violation")
+        if complete:
+            _, got, tool_says = verdicts(False)
+            if got or tool_says:
+                sys.exit(f"FAIL: {name}: not complete, want nothing; the plugin says {got}, pushwire-conform {tool_says}")
         checked += 1
     for name in ("gen-roce.pcap", "gen-cells.pcap"):
         pcap = put(home, os.path.join(directory, name))
         rows = tshark(home, ["-2", "-r", pcap, "-Y", "pushwire.conform.rule"]).stdout.splitlines()
         if rows:
             sys.exit(f"FAIL: {name}: violations in pushwire-gen's capture: {rows[:3]}")
-    print(f"{checked} rules, each at its frame as pushwire-conform says; pushwire-gen's captures clean")
+    print(f"{checked} captures, each its rule at its frame as pushwire-conform says (complete or not); pushwire-gen's captures clean")
 
 
 WRITE_IMM = (0x09, 0x0B)  # RDMA WRITE LAST/ONLY with immediate (low 5 opcode bits; RC, UC, RD, XRC)
