@@ -550,7 +550,7 @@ inline std::vector<rule_case> complete_cases() {
     const auto d = c.keep(bytes(64, 9));
     const auto dc = [](opcode op, std::uint32_t psn, std::span<const std::byte> b) {
       packet p = req(op, psn, b, 0x72);
-      p.dc_key = 0x5eed, p.dci = 0x71, p.dct = 0x72, p.q_key = 0, p.src_qp = 0x71, p.ack_req = true;
+      p.dc_key = 0x5eed, p.dci = 0x71, p.eecnxt = 0x71, p.dct = 0x72, p.q_key = 0, p.src_qp = 0x71, p.ack_req = true;
       return p;
     };
     const std::size_t at = c.roce(dc(opcode::dc_send_only, 11, d));

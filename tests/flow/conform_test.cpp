@@ -216,7 +216,7 @@ TEST_CASE("conformance: a response the capture shows before its request waits fo
   CHECK(end.empty());
 }
 
-TEST_CASE("conformance: a skipped PSN the responder asked for is the requester's; one nobody mentions is the capture's", "[flow][conform]") {
+TEST_CASE("conformance: a skipped PSN the responder asked for is the requester's, one nobody mentions is the capture's", "[flow][conform]") {
   // A skips PSN 101 and nothing in the capture answers it: the capture may have missed both.
   capture silent;
   const auto d = silent.keep(bytes(64, 9));

@@ -209,7 +209,7 @@ TEST_CASE("pp_tracker: locate finds the pool and element an address lands in, as
   CHECK(t.locate(o, u, 0x77, 0x10000)->advertised_frame == 7);
 }
 
-TEST_CASE("send_joiner: FIRST, MIDDLE..., LAST in PSN order make one message; a gap or a bound loses it", "[flow][pp]") {
+TEST_CASE("send_joiner: FIRST, MIDDLE..., LAST in PSN order make one message, a gap or a bound loses it", "[flow][pp]") {
   using ib::position;
   const std::vector<std::byte> d{std::byte{1}, std::byte{2}, std::byte{3}, std::byte{4}, std::byte{5}, std::byte{6}};
   const std::span<const std::byte> s(d);

@@ -106,7 +106,7 @@ TEST_CASE("pushwire-conform: the reference RNIC's soak over a lossy, duplicating
   }
 }
 
-TEST_CASE("pushwire-conform: --complete judges what only a complete capture shows; without it, none", "[tools][conform]") {
+TEST_CASE("pushwire-conform: --complete judges what only a complete capture shows, without it none", "[tools][conform]") {
   int n = 0;
   for (const auto& c : complete_cases()) {
     DYNAMIC_SECTION(c.name) {
@@ -128,7 +128,7 @@ TEST_CASE("pushwire-conform: --complete judges what only a complete capture show
   }
 }
 
-TEST_CASE("pushwire-conform: the RNIC's soak recorded as ibdump would (skewed, one-sided) exits 0; --complete says why", "[tools][conform][rnic]") {
+TEST_CASE("pushwire-conform: the RNIC's soak recorded as ibdump would (skewed, one-sided) exits 0, --complete says why", "[tools][conform][rnic]") {
   const std::string path = PUSHWIRE_WORKDIR "/conform-soak-clean.pcap";
   REQUIRE(test::run_rnic("soak --messages 100 --seed 3 --framing roce --pcap " + quoted(path)).status == 0);
   REQUIRE(conform("--complete " + quoted(path)).status == 0);
