@@ -3,10 +3,11 @@
 #               RNIC (a polled WRITE and a short soak over a faulty link), then show the captures
 #               in tshark with the Wireshark plugin
 #   make test   install missing Debian packages, then build (warnings as errors) and ctest three
-#               times: g++-12 Release (build/), clang++-14 Release (build-clang/), g++-12 ASan+UBSan
-#               (build-asan/; the plugin's tshark tests run in the first two), then the CRC and
-#               codec tests cross-built for aarch64 and run under qemu-aarch64 (build-aarch64/),
-#               then every libFuzzer target for 20 s (clang++-14, ASan+UBSan, build-fuzz/)
+#               times: g++-12 Release (build/; it alone compiles each header on its own), clang++-14
+#               Release (build-clang/), g++-12 ASan+UBSan (build-asan/; the plugin's tshark tests
+#               run in the first two), then the CRC and codec tests cross-built for aarch64 and
+#               run under qemu-aarch64 (build-aarch64/), then every libFuzzer target for 20 s
+#               (clang++-14, ASan+UBSan, build-fuzz/)
 # Both are idempotent and work as root on a fresh Debian 12 clone (or with sudo).
 
 SHELL := /bin/bash
