@@ -54,13 +54,15 @@ errc code_of(const result<T>& r) {
   return r.code();
 }
 
+/// A key no registration has.
+constexpr std::uint32_t nokey = make_key(900, 0);
+
 using probe = std::function<errc()>;
 using key = std::pair<std::string, std::string>;
 
 std::map<key, probe> cases() {
   std::map<key, probe> c;
   auto add = [&](std::string verb, std::string code, probe p) { c.emplace(key{std::move(verb), std::move(code)}, std::move(p)); };
-  const std::uint32_t nokey = make_key(900, 0);
 
   add("alloc_pd", "no_resources", [] {
     fixture f({.max_pds = 1});
@@ -112,7 +114,7 @@ std::map<key, probe> cases() {
       fixture f;
       return m(f, f.pd, f.mr.lkey, 0);  // an entry of 0 bytes
     });
-    add(verb, "no_such_key", [m, nokey] {
+    add(verb, "no_such_key", [m] {
       fixture f;
       return m(f, f.pd, nokey, 64);
     });
@@ -148,7 +150,7 @@ std::map<key, probe> cases() {
       return m(f, f.pd, f.mr.lkey, 64);
     });
   }
-  add("dereg_mr", "not_found", [nokey] { return fixture{}.dev->dereg_mr(nokey); });
+  add("dereg_mr", "not_found", [] { return fixture{}.dev->dereg_mr(nokey); });
   // prefetch checks each range as a local access.
   auto prefetch = [](std::function<sge(fixture&)> range, rnic::access need = rnic::access::local_write) {
     return [range, need] {
@@ -157,7 +159,7 @@ std::map<key, probe> cases() {
       return f.dev->prefetch(f.pd, std::span(&s, 1), need);
     };
   };
-  add("prefetch", "no_such_key", prefetch([nokey](fixture& f) { return sge{f.addr(), 64, nokey}; }));
+  add("prefetch", "no_such_key", prefetch([](fixture& f) { return sge{f.addr(), 64, nokey}; }));
   add("prefetch", "deregistered", prefetch([](fixture& f) {
         const auto k = *f.dev->reg_mr(f.pd, f.buf.data(), 64, all_access);
         (void)f.dev->dereg_mr(k.lkey);
@@ -179,7 +181,7 @@ std::map<key, probe> cases() {
       }));
   add("prefetch", "wraps", prefetch([](fixture& f) { return sge{~std::uint64_t{0} - 8, 64, f.mr.lkey}; }));
   add("prefetch", "out_of_range", prefetch([](fixture& f) { return sge{f.addr(f.buf.size() - 8), 64, f.mr.lkey}; }));
-  add("rereg_mr", "not_found", [nokey] {
+  add("rereg_mr", "not_found", [] {
     fixture f;
     return code_of(f.dev->rereg_mr(nokey, f.buf.data(), 64, all_access));
   });
