@@ -91,71 +91,74 @@ inline int pingpong_main(int argc, char** argv) {
     }
   };
   std::array<rnic::work_completion, 8> wc;
+  // The CM: its datagrams and its timer (a hello every 100 ms).
+  auto cm_read = [&](rnic::time_ns now) {
+    std::array<std::byte, 128> b;
+    for (ssize_t n; (n = ::recv(cm, b.data(), b.size(), MSG_DONTWAIT)) > 0;) apply(conn.on_datagram(std::span(b).first(static_cast<std::size_t>(n)), now));
+  };
   rnic::time_ns next_cm = 0;
-  // The device's I/O loop (net/loop.hpp), busy-polled: what the caller posted since the last
-  // turn leaves first, with the ACKs that turn made (an answer and the ACK of the request it
-  // answers go out in one sendmmsg), then what arrived goes in.
+  // The device's I/O loop (net/loop.hpp), busy-polled once connected. A turn's work polls the
+  // CQs and posts what the completions call for, so an answer leaves with the ACK of the
+  // request it answers, in one sendmmsg.
   net::device_loop loop(dev);
   loop.attach(0, udp);
-  // One turn: CM, then the loop; returns (sends done, receives done) this turn.
-  auto turn = [&](rnic::time_ns now) {
-    // The CM's socket once a millisecond: hellos come every 100 ms, and a syscall less per
-    // turn is latency saved.
-    if (now >= next_cm) {
-      std::array<std::byte, 128> b;
-      for (ssize_t n; (n = ::recv(cm, b.data(), b.size(), MSG_DONTWAIT)) > 0;) apply(conn.on_datagram(std::span(b).first(static_cast<std::size_t>(n)), now));
-      apply(conn.tick(now));
-      next_cm = now + 1'000'000;
-    }
-    std::pair<int, int> done{0, 0};
-    (void)loop.turn(now);
-    auto count = [&](rnic::cq_memory& q, int& n) {
-      for (std::size_t k = q.poll(wc), i = 0; i < k; ++i) {
-        if (wc[i].status == rnic::wc_status::success) {
-          ++n;
-        } else {
-          std::fprintf(stderr, "pushwire-rnic pingpong: completion %s (vendor %u)\n", std::string(wire::enum_name(wc[i].status)).c_str(), wc[i].vendor_err);
-          n = -1000;
-        }
-      }
-    };
-    count(scq, done.first);
-    count(rcq, done.second);
-    return done;
-  };
   const auto give_up = net::monotonic_ns() + 30'000'000'000;  // 30 s for the whole run
   // Completions so far; a round waits for counts, so none is lost between rounds.
   std::uint64_t sends = 0, recvs = 0, round_no = 0;
-  auto wait_for = [&](std::uint64_t want_sends, std::uint64_t want_recvs) -> bool {
-    while (sends < want_sends || recvs < want_recvs) {
+  bool failed = false;
+  auto count = [&](rnic::cq_memory& q, std::uint64_t& n) {
+    for (std::size_t k = q.poll(wc), i = 0; i < k; ++i) {
+      if (wc[i].status == rnic::wc_status::success) {
+        ++n;
+      } else {
+        std::fprintf(stderr, "pushwire-rnic pingpong: completion %s (vendor %u)\n", std::string(wire::enum_name(wc[i].status)).c_str(), wc[i].vendor_err);
+        failed = true;
+      }
+    }
+  };
+  // Turns until `want_sends` sends and `want_recvs` receives have completed, then `then()` runs
+  // inside that turn's work (its posts leave at the turn's end).
+  auto wait_then = [&](std::uint64_t want_sends, std::uint64_t want_recvs, auto&& then) -> bool {
+    bool done = false, ok = true;
+    while (!done && !failed) {
       const rnic::time_ns now = net::monotonic_ns();
       if (now > give_up) return std::fprintf(stderr, "pushwire-rnic pingpong: timed out\n"), false;
-      const auto [s, r] = turn(now);
-      if (s < 0 || r < 0) return false;
-      sends += static_cast<std::uint64_t>(s), recvs += static_cast<std::uint64_t>(r);
+      // The CM's socket once a millisecond: a syscall less per turn is latency saved.
+      if (now >= next_cm) {
+        cm_read(now);
+        apply(conn.tick(now));
+        next_cm = now + 1'000'000;
+      }
+      (void)loop.turn(now, [&](rnic::time_ns) {
+        count(scq, sends);
+        count(rcq, recvs);
+        if (!failed && sends >= want_sends && recvs >= want_recvs) done = true, ok = then();
+      });
     }
-    return true;
+    return ok && !failed;
   };
+  auto nothing = [] { return true; };
   // A round: the client sends and waits for the answer (and its own send's ACK); the server
   // waits for the ping and answers (its send completes during the next round).
   auto round = [&]() -> bool {
     ++round_no;
-    if (server) return wait_for(0, round_no) && post_recv() && post_send();
-    return post_send() && wait_for(round_no, round_no) && post_recv();
+    if (server) return wait_then(0, round_no, [&] { return post_recv() && post_send(); });
+    return post_send() && wait_then(round_no, round_no, post_recv);
   };
-  // Until connected, the loop sleeps between turns: on the sockets, at most until the CM's next
-  // datagram check.
-  loop.watch(cm, [](rnic::time_ns) {});
+  // Until connected, the loop sleeps between turns: on the sockets and the CM's, until the CM's
+  // next hello.
+  loop.watch(cm, cm_read);
+  loop.deadline([&] { return conn.next_deadline(); });
   while (!connected) {
     const rnic::time_ns now = net::monotonic_ns();
     if (now > give_up) return std::fprintf(stderr, "pushwire-rnic pingpong: no peer\n"), 1;
-    (void)turn(now);
-    (void)loop.wait(loop.timeout(net::monotonic_ns(), next_cm > now ? next_cm - now : 0));
+    (void)loop.turn(now, [&](rnic::time_ns t) { apply(conn.tick(t)); });
+    (void)loop.wait(loop.timeout(net::monotonic_ns(), give_up - now));
   }
   // The client lets the server's connect land (a datagram's time; RC would retransmit anyway).
   if (!server) {
     const auto until = net::monotonic_ns() + 20'000'000;
-    while (net::monotonic_ns() < until) (void)turn(net::monotonic_ns());
+    while (net::monotonic_ns() < until) (void)loop.turn(net::monotonic_ns());
   }
   for (int w = 0; w < 10; ++w)
     if (!round()) return std::fprintf(stderr, "pushwire-rnic pingpong: warm-up failed\n"), 1;
@@ -167,9 +170,9 @@ inline int pingpong_main(int argc, char** argv) {
   for (std::size_t i = 0; i < size; ++i)
     if (in[i] != static_cast<std::byte>(i * 7 + (server ? 0 : 1))) return std::fprintf(stderr, "pushwire-rnic pingpong: data differ\n"), 1;
   // Every send acknowledged; then a moment for the last ACK to leave.
-  if (!wait_for(round_no, round_no)) return 1;
+  if (!wait_then(round_no, round_no, nothing)) return 1;
   const auto until = net::monotonic_ns() + 50'000'000;
-  while (net::monotonic_ns() < until) (void)turn(net::monotonic_ns());
+  while (net::monotonic_ns() < until) (void)loop.turn(net::monotonic_ns());
   const double total = 2.0 * size * iterations;
   const double mbps = total / secs / 1e6, usec = secs * 1e6 / (2.0 * iterations);
   if (json) {

@@ -55,7 +55,7 @@ int usage() {
 struct options {
   std::uint64_t messages = 10000, seed = 1;
   double loss = 0, dup = 0, reorder = 0, corrupt = 0;
-  framing frame = framing::roce;
+  rnic::framing framing = rnic::framing::roce;
   std::string pcap;
   bool json = false;
   std::uint32_t mtu = 0, window = 0;  ///< 0: the framing's default
@@ -130,14 +130,14 @@ struct flight {
 class soak {
  public:
   explicit soak(const options& o)
-      : o_(o), a_(1, o.frame, lanes * window * slot_bytes, window_of(o)), b_(2, o.frame, lanes * window * slot_bytes + 4096, window_of(o)), fab_(o.seed),
+      : o_(o), a_(1, o.framing, lanes * window * slot_bytes, window_of(o)), b_(2, o.framing, lanes * window * slot_bytes + 4096, window_of(o)), fab_(o.seed),
         rng_(o.seed * 7919 + 13) {
     link_config l;
     l.latency = 2000;
     l.a_to_b = l.b_to_a = {.loss = o.loss, .duplicate = o.dup, .reorder = o.reorder, .corrupt = o.corrupt};
     (void)fab_.link(*a_.dev, 0, *b_.dev, 0, l);
     if (!o.pcap.empty() && fab_.tap(o.pcap) != errc{}) throw std::runtime_error("cannot write " + o.pcap);
-    const std::uint32_t mtu = o.mtu ? o.mtu : o.frame == framing::cell ? 512 : 4096;
+    const std::uint32_t mtu = o.mtu ? o.mtu : o.framing == framing::cell ? 512 : 4096;
     const address_vector to_b{.dmac = b_.dev->config().ports[0].mac, .dgid = b_.dev->config().ports[0].gid};
     const address_vector to_a{.dmac = a_.dev->config().ports[0].mac, .dgid = a_.dev->config().ports[0].gid};
     for (std::size_t i = 0; i < rc_lanes; ++i) {
@@ -165,7 +165,7 @@ class soak {
     }
   }
 
-  static std::uint32_t window_of(const options& o) { return o.window ? o.window : o.frame == framing::cell ? 8 : 16; }
+  static std::uint32_t window_of(const options& o) { return o.window ? o.window : o.framing == framing::cell ? 8 : 16; }
 
   totals run() {
     const auto wall0 = std::chrono::steady_clock::now();
@@ -464,8 +464,8 @@ int main(int argc, char** argv) {
       (a == "--loss" ? o.loss : a == "--dup" ? o.dup : a == "--reorder" ? o.reorder : o.corrupt) = *p;
     } else if (a == "--framing") {
       const auto v = value();
-      if (v == "roce") o.frame = framing::roce;
-      else if (v == "cell") o.frame = framing::cell;
+      if (v == "roce") o.framing = framing::roce;
+      else if (v == "cell") o.framing = framing::cell;
       else return usage();
     } else if (a == "--pcap") {
       const auto v = value();

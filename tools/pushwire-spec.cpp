@@ -540,19 +540,15 @@ std::optional<std::string> render(std::string_view key) {
     // codes their comments document.
     std::vector<std::string_view> codes;
     for (const auto& e : rnic::errc_table) codes.push_back(e.name);
-    std::string s = "| Verb | Error | When |\n|---|---|---|\n";
-    for (const char* h : {"/pushwire/rnic/device.hpp", "/pushwire/rnic/engine.hpp"}) {
-      std::ifstream in(std::string{PUSHWIRE_INCLUDE_DIR} + h, std::ios::binary);
-      std::stringstream text;
-      text << in.rdbuf();
-      std::string bad;
-      const auto rows = specgen::verb_errors(text.str(), codes, bad);
-      if (!in || rows.empty()) return std::nullopt;
-      std::string last;
-      for (const auto& r : rows) {
-        s += "| " + (r.verb == last ? std::string{} : "`" + r.verb + "`") + " | `" + r.code + "` | " + r.when + " |\n";
-        last = r.verb;
-      }
+    std::string s = "| Verb | Error | When |\n|---|---|---|\n", bad, last;
+    const auto rows = specgen::device_verb_errors(PUSHWIRE_INCLUDE_DIR, codes, bad);
+    if (rows.empty()) {
+      std::cerr << "pushwire-spec: rnic_verb_errors: " << bad << "\n";
+      return std::nullopt;
+    }
+    for (const auto& r : rows) {
+      s += "| " + (r.verb == last ? std::string{} : "`" + r.verb + "`") + " | `" + r.code + "` | " + r.when + " |\n";
+      last = r.verb;
     }
     out = s;
   } else if (kind == "pp_errors") {

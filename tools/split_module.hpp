@@ -433,7 +433,7 @@ class module {
       av.dgid = rnic::gid_v4(o_.peer[0], o_.peer[1], o_.peer[2], o_.peer[3]);
       if (link_.cells()) {  // cells are addressed by MAC: the peer's, as ARP found it for the hellos
         const auto mac = arp_lookup(o_.peer);
-        av.dmac = mac ? *mac : wire::mac_address{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
+        av.dmac = mac ? *mac : wire::broadcast_mac;
         if (!mac) log("no ARP entry for the peer: cells go to the broadcast MAC");
       }
       if (ep_->connect({.control_qpn = a.connect->control_qpn, .data_qpn = a.connect->data_qpn, .av = av, .send_max = a.connect->send_max}) ==

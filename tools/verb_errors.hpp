@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cctype>
+#include <fstream>
+#include <sstream>
 #include <cstddef>
 #include <span>
 #include <string>
@@ -103,6 +105,28 @@ inline std::vector<verb_error> verb_errors(std::string_view header, std::span<co
     if (!seen) out.insert(out.end(), mine.begin(), mine.end());
   }
   return out;
+}
+
+/// The headers whose functions are rnic::device's verbs: the device and the data path it inherits.
+inline constexpr std::string_view device_headers[] = {"/pushwire/rnic/device.hpp", "/pushwire/rnic/engine.hpp"};
+
+/// The documented errors of rnic::device's verbs, read from the headers under `include_dir`
+/// (verb_errors() of each of device_headers, in order). Empty, with `bad` saying why, when a
+/// header cannot be read or documents a code not in `codes`.
+inline std::vector<verb_error> device_verb_errors(const std::string& include_dir, std::span<const std::string_view> codes, std::string& bad) {
+  std::vector<verb_error> all;
+  for (std::string_view h : device_headers) {
+    std::ifstream in(include_dir + std::string{h}, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    const auto rows = in ? verb_errors(text.str(), codes, bad) : std::vector<verb_error>{};
+    if (rows.empty()) {
+      if (bad.empty()) bad = std::string{h} + ": no documented errors (or unreadable)";
+      return {};
+    }
+    all.insert(all.end(), rows.begin(), rows.end());
+  }
+  return all;
 }
 
 }  // namespace pushwire::specgen

@@ -123,6 +123,9 @@ constexpr rnic::time_ns ack_delay = 50'000;
 /// interrupted. A program waiting otherwise (on memory a peer writes, in a TCP read) is served
 /// by the thread.
 constexpr rnic::time_ns app_grace = 200'000;
+/// The longest the progress thread sleeps with nothing due: nothing wakes it sooner but a
+/// datagram, its wake-up eventfd, or a deadline.
+constexpr rnic::time_ns idle_limit = 10'000'000'000;
 
 void warn(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 void warn(const char* fmt, ...) {
@@ -400,6 +403,9 @@ struct engine {
   std::atomic<bool> stop{false};
   /// When the program last polled an empty CQ, running the device itself; CLOCK_MONOTONIC ns.
   std::atomic<rnic::time_ns> app_active{0};
+  /// Until when the progress thread sleeps (CLOCK_MONOTONIC ns): a program thread that runs the
+  /// device and leaves it with an earlier deadline (a retransmission timer it armed) wakes it.
+  std::atomic<rnic::time_ns> sleeps_until{0};
   std::thread th;
   int refs = 0;
   std::uint32_t index = 0;
@@ -457,6 +463,7 @@ void engine::step() {
   const rnic::time_ns now = net::monotonic_ns();
   for (int round = 0; round < 16; ++round)
     if (loop->turn(now) == 0 && !dev->busy()) break;
+  if (now + loop->timeout(now, idle_limit) < sleeps_until.load(std::memory_order_relaxed)) wake();
   for (const rnic::async_event& e : dev->take_events()) {
     ibv_async_event a{};
     switch (e.type) {
@@ -510,10 +517,13 @@ void engine::run() {
     rnic::time_ns timeout;
     {
       std::lock_guard g(mu, std::adopt_lock);
-      timeout = loop->timeout(net::monotonic_ns(), 100'000'000);
+      now = net::monotonic_ns();
+      timeout = loop->timeout(now, idle_limit);
+      sleeps_until.store(now + timeout, std::memory_order_relaxed);
       loop->prepare_wait();
     }
     (void)loop->block(timeout);  // the socket, wake_fd, or the earliest deadline
+    sleeps_until.store(0, std::memory_order_relaxed);
     if (stop) break;
     if (!mu.try_lock()) continue;  // the program is running it
     loop->mark();
@@ -2007,7 +2017,7 @@ PW_EXPORT int ibv_init_ah_from_wc(ibv_context* c, std::uint8_t port, ibv_wc* wc,
   }
   const engine& e = eng_of(c);
   int index = -1;
-  for (int i = 0; i < e.gid_count(); ++i)
+  for (int i = 0; i < e.gid_count() && index < 0; ++i)
     if (e.gid_at(static_cast<std::uint32_t>(i)) == g->dgid) index = i;
   if (index < 0) {
     errno = EINVAL;  // not sent to this device

@@ -354,17 +354,10 @@ std::map<key, probe> cases() {
 std::vector<specgen::verb_error> documented() {
   std::vector<std::string_view> codes;
   for (const auto& e : errc_table) codes.push_back(e.name);
-  std::vector<specgen::verb_error> all;
-  for (const char* h : {"/pushwire/rnic/device.hpp", "/pushwire/rnic/engine.hpp"}) {
-    std::ifstream in(std::string{PUSHWIRE_INCLUDE_DIR} + h, std::ios::binary);
-    std::stringstream s;
-    s << in.rdbuf();
-    std::string bad;
-    const auto rows = specgen::verb_errors(s.str(), codes, bad);
-    INFO(h << ": " << bad);
-    REQUIRE(!rows.empty());
-    all.insert(all.end(), rows.begin(), rows.end());
-  }
+  std::string bad;
+  auto all = specgen::device_verb_errors(PUSHWIRE_INCLUDE_DIR, codes, bad);
+  INFO(bad);
+  REQUIRE(!all.empty());
   return all;
 }
 

@@ -4,6 +4,7 @@
 // delivered exactly once, in order per QP, byte for byte.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -169,7 +170,46 @@ TEST_CASE("a SEND longer than the receive buffer: NAK invalid request, local len
     CHECK(rc[0].status == wc_status::local_length_error);
     // Bytes past the 1000-byte buffer are untouched (the first 1024-byte packet did not fit).
     CHECK(std::equal(snapshot.begin() + 0x1000 + 1000, snapshot.end(), p.b.buf.begin() + 0x1000 + 1000));
+    // The responder's QP went to ERR with the event verbs reports an invalid request by.
+    CHECK(*p.b.dev->query_qp(qb) == qp_state::err);
+    const auto ev = p.b.dev->take_events();
+    REQUIRE(ev.size() == 1);
+    CHECK(ev[0].type == event_type::qp_request_error);
+    CHECK(ev[0].object == qb);
   }
+}
+
+TEST_CASE("a request out of its message's opcode sequence: NAK invalid request, qp_request_error, the QP in ERR", "[rnic][security]") {
+  pair p;
+  const auto [qa, qb] = p.connect(qp_type::rc);
+  (void)qa;
+  // A WRITE MIDDLE where no WRITE began, with the PSN B expects.
+  const flow::packet middle{.opcode = ib::opcode::rc_rdma_write_middle, .psn = 0, .dest_qp = qb, .length = 1024};
+  const std::vector<std::byte> payload(1024, std::byte{0x77});
+  ib::roce_packet r = flow::to_roce(middle, {});
+  r.eth.src = p.a.dev->config().ports[0].mac;
+  r.eth.dst = p.b.dev->config().ports[0].mac;
+  const auto s4 = ib::v4_of(p.a.dev->config().ports[0].gid), d4 = ib::v4_of(p.b.dev->config().ports[0].gid);
+  std::copy(s4.begin(), s4.end(), r.ip4.src.begin());
+  std::copy(d4.begin(), d4.end(), r.ip4.dst.begin());
+  r.payload = payload;
+  std::vector<std::byte> frame(2048);
+  const auto n = ib::build(r, frame);
+  REQUIRE(n.has_value());
+  const auto before = p.b.buf;
+  p.b.dev->receive(0, std::span(frame).first(*n), 1);
+  p.b.dev->progress(2);
+  CHECK(*p.b.dev->query_qp(qb) == qp_state::err);
+  const auto ev = p.b.dev->take_events();
+  REQUIRE(ev.size() == 1);
+  CHECK(ev[0].type == event_type::qp_request_error);
+  CHECK(p.b.buf == before);
+  // Its NAK went out: invalid request.
+  const auto nak = p.b.dev->take_frame(0);
+  REQUIRE(nak.has_value());
+  ib::roce_view v;
+  REQUIRE(ib::inspect(*nak, v).code == wire::errc{});
+  CHECK(ib::syndrome_of(flow::from_roce(v).aeth).nak_reason() == ib::nak_code::invalid_request);
 }
 
 TEST_CASE("faults: over 200 seeds every message arrives exactly once, in order per QP, byte for byte", "[rnic][faults]") {
@@ -358,7 +398,9 @@ TEST_CASE("security: an RC or UC QP takes packets from its peer only (source add
           // A's MAC from a QP that is not A's: dropped too (cells name the sending QP).
           node imposter(port_of(1, f, v6));
           (void)imposter.qp(t);  // so its next QP number is not qa's
+          const auto d = b.dev->counters().dropped_wrong_source;
           REQUIRE(write_from(imposter, 64, 0xD5) > 0);
+          CHECK(b.dev->counters().dropped_wrong_source > d);
           CHECK(b.buf == before);
         }
         // From the peer's address (and on cells its QP number): written.
@@ -368,4 +410,48 @@ TEST_CASE("security: an RC or UC QP takes packets from its peer only (source add
         CHECK(std::equal(b.buf.begin() + 192, b.buf.end(), before.begin() + 192));
       }
     }
+}
+
+TEST_CASE("security: a packet to another GID of the QP's port, or the middle of a peer's WRITE from another address, places nothing", "[rnic][security]") {
+  // B's port has a second GID; B's RC QP is connected to A from GID 0.
+  port_config pb = port_of(2, framing::roce, false);
+  pb.extra_gids = {gid_v4(198, 18, 9, 2)};
+  node a(port_of(1, framing::roce, false)), b(pb), c(port_of(3, framing::roce, false)), twin(port_of(1, framing::roce, false));
+  const std::uint32_t qa = a.qp(qp_type::rc), qb = b.qp(qp_type::rc);
+  REQUIRE(pushwire::rnic::bring_up(*b.dev, qb, {.type = qp_type::rc, .peer_qpn = qa, .av = address_of(*a.dev)}) == errc{});
+  // The frames of a 3000-byte WRITE to qb at PSN 0 from `n`, sent to B's GID `gid`.
+  auto frames_of = [&](node& n, const ib::gid& gid, std::uint8_t fill) {
+    const std::uint32_t q = n.qp(qp_type::rc);
+    address_vector av = address_of(*b.dev);
+    av.dgid = gid;
+    REQUIRE(pushwire::rnic::bring_up(*n.dev, q, {.type = qp_type::rc, .peer_qpn = qb, .av = av}) == errc{});
+    std::fill(n.buf.begin(), n.buf.begin() + 3000, std::byte{fill});
+    const sge s{reinterpret_cast<std::uintptr_t>(n.buf.data()), 3000, n.mr.lkey};
+    REQUIRE(n.dev->post_send(q, {.wr_id = 1, .opcode = wr_opcode::rdma_write, .sg_list = std::span(&s, 1), .remote_addr = b.mr.addr,
+                                 .rkey = b.mr.rkey}) == errc{});
+    return n.frames();
+  };
+  const auto before = b.buf;
+  // From A's address, to B's second GID: B's, but not the one its QP speaks from.
+  node twin2(port_of(1, framing::roce, false));
+  const auto other = frames_of(twin2, pb.extra_gids[0], 0xB2);
+  REQUIRE(other.size() == 3);
+  for (const auto& fr : other) b.dev->receive(0, fr, 2);
+  CHECK(b.dev->counters().dropped_wrong_source == 3);
+  CHECK(b.buf == before);
+  // The peer's FIRST packet, then C's MIDDLE with the next PSN (a payload the responder would
+  // place while its ICRC is computed, if it came from the peer): nothing of C's is placed.
+  const auto peer = frames_of(twin, pb.gid, 0xA1);
+  const auto attacker = frames_of(c, pb.gid, 0xC3);
+  REQUIRE(peer.size() == 3);
+  REQUIRE(attacker.size() == 3);
+  b.dev->receive(0, peer[0], 3);
+  b.dev->receive(0, attacker[1], 4);
+  CHECK(b.dev->counters().dropped_wrong_source == 4);
+  CHECK(std::all_of(b.buf.begin(), b.buf.begin() + 1024, [](std::byte x) { return x == std::byte{0xA1}; }));
+  CHECK(std::equal(b.buf.begin() + 1024, b.buf.end(), before.begin() + 1024));
+  // The peer's own MIDDLE and LAST complete the message.
+  b.dev->receive(0, peer[1], 5);
+  b.dev->receive(0, peer[2], 6);
+  CHECK(std::all_of(b.buf.begin(), b.buf.begin() + 3000, [](std::byte x) { return x == std::byte{0xA1}; }));
 }

@@ -1,19 +1,23 @@
 #!/usr/bin/python3
-"""An RC QP takes requests from its peer's address only (spec/rnic.md §7; rxe's check_addr),
-through the verbs provider: rdma-core's pyverbs makes an RC QP connected to 127.0.0.2 and a
-4 KiB region with remote write; scapy (an implementation independent of pushwire) builds RDMA
-WRITE ONLY packets with the QP's number, its expected PSN and the region's R_Key, ICRC
-included, and sends them as datagrams to the device's UDP port 4791:
-  - from 127.0.0.3 (any other address): the region does not change;
-  - from 127.0.0.2, the same packet otherwise: the 64 bytes land where its RETH says.
-usage (under the provider): source_check.py     exit 0 pass, 1 fail, 77 a tool is missing"""
+"""An RC or UC QP takes requests from its peer's address only (spec/rnic.md §7; rxe's
+check_addr), through the verbs provider. rdma-core's pyverbs makes two QPs and a 4 KiB region
+with remote write; scapy (an implementation independent of pushwire) builds RDMA WRITE ONLY
+packets with a QP's number, its expected PSN and the region's R_Key, ICRC included, and sends
+them as datagrams to the device's UDP port 4791.
+  IPv4 (GID 0): both QPs are connected to 127.0.0.2. From 127.0.0.3 (any other address) the
+    region does not change; from 127.0.0.2, the same packet otherwise writes its 64 bytes.
+  IPv6 (GID 1, the device configured NAME:auto@::1): loopback has one IPv6 address, so the
+    sender is always ::1. The first QP is connected to fd00::2: nothing written; the second to
+    ::1: written.
+usage (under the provider): source_check.py rc|uc [v6]    exit 0 pass, 1 fail, 77 a tool is missing"""
 import socket
 import struct
 import sys
 import time
+import zlib
 
 try:
-    from scapy.all import IP, UDP, Raw, raw
+    from scapy.all import IP, IPv6, UDP, Raw, raw
     from scapy.contrib.roce import BTH
     import pyverbs.enums as e
     from pyverbs.addr import AHAttr, GID, GlobalRoute
@@ -26,70 +30,116 @@ except ImportError as x:
     print(f"SKIPPED: {x}")
     sys.exit(77)
 
-RC_RDMA_WRITE_ONLY = 0x0A
-PEER, OTHER = "127.0.0.2", "127.0.0.3"
-PEER_QPN, RQ_PSN = 0x000123, 100
+kind = sys.argv[1] if len(sys.argv) > 1 else "rc"
+v6 = len(sys.argv) > 2 and sys.argv[2] == "v6"
+WRITE_ONLY = {"rc": 0x0A, "uc": 0x2A}[kind]
+QP_TYPE = {"rc": e.IBV_QPT_RC, "uc": e.IBV_QPT_UC}[kind]
+RQ_PSN = 100
+
+
+def gid_text(addr):
+    """pyverbs' GID text (8 groups of 4 hex digits) of an IPv4 (mapped) or IPv6 address."""
+    b = socket.inet_pton(socket.AF_INET6, addr) if ":" in addr else b"\0" * 10 + b"\xff\xff" + socket.inet_aton(addr)
+    h = b.hex()
+    return ":".join(h[i:i + 4] for i in range(0, 32, 4))
+
 
 names = [d.name.decode() for d in get_device_list()]
 if not names:
     print("FAIL: no device (is the provider loaded?)")
     sys.exit(1)
 ctx = Context(name=names[0])
-gid = str(ctx.query_gid(1, 0))  # e.g. 0000:0000:0000:0000:0000:ffff:7f00:0001
-words = gid.split(":")
-dev_ip = socket.inet_ntoa(bytes.fromhex(words[-2] + words[-1]))
+sgid_index = 1 if v6 else 0
+gid = str(ctx.query_gid(1, sgid_index))
+raw_gid = bytes.fromhex(gid.replace(":", ""))
+dev_ip = socket.inet_ntop(socket.AF_INET6, raw_gid) if v6 else socket.inet_ntoa(raw_gid[12:])
+if v6:
+    sender = "::1"
+    peers = {"other": "fd00::2", "peer": "::1"}  # the first QP's peer is not the sender, the second's is
+    sources = {"other": sender, "peer": sender}
+else:
+    peers = {"other": "127.0.0.2", "peer": "127.0.0.2"}
+    sources = {"other": "127.0.0.3", "peer": "127.0.0.2"}
 pd = PD(ctx)
 cq = CQ(ctx, 8, None, None, 0)
 mr = MR(pd, 4096, e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE)
 mr.write(b"\x5a" * 4096, 4096)
-cap = QPCap(max_send_wr=4, max_recv_wr=4, max_send_sge=1, max_recv_sge=1)
-qp = QP(pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq, cap=cap))
-attr = QPAttr()
-attr.qp_access_flags = e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE
-attr.path_mtu = e.IBV_MTU_1024
-attr.dest_qp_num = PEER_QPN
-attr.rq_psn = RQ_PSN
-attr.max_dest_rd_atomic = 1
-attr.min_rnr_timer = 1
-peer = socket.inet_aton(PEER).hex()
-attr.ah_attr = AHAttr(port_num=1, is_global=1, gr=GlobalRoute(dgid=GID(f"0000:0000:0000:0000:0000:ffff:{peer[:4]}:{peer[4:]}"), sgid_index=0))
-qp.to_init(attr)
-qp.to_rtr(attr)
-print(f"device {names[0]} at {dev_ip}: RC QP 0x{qp.qp_num:06x} connected to {PEER} QP 0x{PEER_QPN:06x}, "
-      f"expects PSN {RQ_PSN}; region 0x{mr.buf:x} R_Key 0x{mr.rkey:08x}")
 
 
-def write_from(src, offset, fill):
-    """One RDMA WRITE ONLY of 64 bytes of `fill` to offset `offset` of the region, from `src`."""
-    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    s.setsockopt(socket.IPPROTO_IP, 10, 2)  # IP_MTU_DISCOVER = IP_PMTUDISC_DO: DF, identification 0
+def connected_qp(peer):
+    cap = QPCap(max_send_wr=4, max_recv_wr=4, max_send_sge=1, max_recv_sge=1)
+    qp = QP(pd, QPInitAttr(qp_type=QP_TYPE, scq=cq, rcq=cq, cap=cap))
+    attr = QPAttr()
+    attr.qp_access_flags = e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE
+    attr.path_mtu = e.IBV_MTU_1024
+    attr.dest_qp_num = 0x000123
+    attr.rq_psn = RQ_PSN
+    attr.max_dest_rd_atomic = 1
+    attr.min_rnr_timer = 1
+    attr.ah_attr = AHAttr(port_num=1, is_global=1, gr=GlobalRoute(dgid=GID(gid_text(peer)), sgid_index=sgid_index))
+    qp.to_init(attr)
+    qp.to_rtr(attr)
+    return qp
+
+
+qps = {role: connected_qp(peer) for role, peer in peers.items()}
+print(f"device {names[0]} at {dev_ip}: {kind.upper()} QPs 0x{qps['other'].qp_num:06x} (peer {peers['other']}) and "
+      f"0x{qps['peer'].qp_num:06x} (peer {peers['peer']}), expecting PSN {RQ_PSN}; region 0x{mr.buf:x} R_Key 0x{mr.rkey:08x}")
+
+
+def icrc_v6(pkt):
+    """The ICRC of an IPv6 RoCEv2 packet (IBTA annex A17: traffic class, flow label and hop
+    limit masked to ones; scapy computes IPv4's only)."""
+    ps = Raw(b"\xff" * 8) / pkt[IPv6].copy()
+    ps[IPv6].tc = 0xFF
+    ps[IPv6].fl = 0xFFFFF
+    ps[IPv6].hlim = 0xFF
+    ps[UDP].chksum = 0xFFFF
+    ps[BTH].fecn = 1
+    ps[BTH].becn = 1
+    ps[BTH].resv6 = 0xFF
+    return BTH.pack_icrc(zlib.crc32(raw(ps)[:-4]) & 0xFFFFFFFF)
+
+
+def write(role, offset, fill):
+    """One RDMA WRITE ONLY of 64 bytes of `fill` to offset `offset` of the region, to QP `role`."""
+    src = sources[role]
+    s = socket.socket(socket.AF_INET6 if v6 else socket.AF_INET, socket.SOCK_DGRAM)
+    if v6:
+        s.setsockopt(socket.IPPROTO_IPV6, 23, 2)  # IPV6_MTU_DISCOVER = IPV6_PMTUDISC_DO
+    else:
+        s.setsockopt(socket.IPPROTO_IP, 10, 2)  # IP_MTU_DISCOVER = IP_PMTUDISC_DO: DF, identification 0
     s.bind((src, 0))
     sport = s.getsockname()[1]
     reth = struct.pack(">QII", mr.buf + offset, mr.rkey, 64)
-    pkt = (IP(src=src, dst=dev_ip, flags="DF", id=0, ttl=64) / UDP(sport=sport, dport=4791) /
-           BTH(opcode=RC_RDMA_WRITE_ONLY, dqpn=qp.qp_num, psn=RQ_PSN, ackreq=1) / Raw(reth + bytes([fill]) * 64))
-    s.sendto(raw(pkt[BTH]), (dev_ip, 4791))
+    bth = BTH(opcode=WRITE_ONLY, dqpn=qps[role].qp_num, psn=RQ_PSN, ackreq=1, icrc=0 if v6 else None)
+    net = IPv6(src=src, dst=dev_ip, hlim=64) if v6 else IP(src=src, dst=dev_ip, flags="DF", id=0, ttl=64)
+    pkt = net / UDP(sport=sport, dport=4791) / bth / Raw(reth + bytes([fill]) * 64)
+    body = raw(pkt[BTH])
+    if v6:
+        body = body[:-4] + icrc_v6(IPv6(raw(pkt)))
+    s.sendto(body, (dev_ip, 4791))
     s.close()
     time.sleep(0.5)  # the provider's progress thread takes it
 
 
 before = mr.read(4096, 0)
-write_from(OTHER, 128, 0xC3)
+write("other", 128, 0xC3)
 after_other = mr.read(4096, 0)
-write_from(PEER, 256, 0xA1)
+write("peer", 256, 0xA1)
 after_peer = mr.read(4096, 0)
 ok = True
 if after_other != before:
     changed = [i for i in range(4096) if after_other[i] != before[i]]
-    print(f"FAIL: a WRITE from {OTHER} changed {len(changed)} bytes (first at offset {changed[0]})")
+    print(f"FAIL: a WRITE from {sources['other']} to the QP whose peer is {peers['other']} changed {len(changed)} bytes (first at offset {changed[0]})")
     ok = False
 else:
-    print(f"a WRITE from {OTHER}: nothing written")
+    print(f"a WRITE from {sources['other']} to the QP whose peer is {peers['other']}: nothing written")
 want = before[:256] + bytes([0xA1]) * 64 + before[320:]
 if after_peer != want:
-    print(f"FAIL: the same WRITE from {PEER} did not write exactly its 64 bytes at offset 256")
+    print(f"FAIL: the same WRITE from {sources['peer']} to the QP whose peer it is did not write exactly its 64 bytes at offset 256")
     ok = False
 else:
-    print(f"the same WRITE from {PEER}: its 64 bytes at offset 256, nothing else")
+    print(f"the same WRITE from {sources['peer']} to the QP whose peer it is: its 64 bytes at offset 256, nothing else")
 print("PASS" if ok else "FAIL")
 sys.exit(0 if ok else 1)

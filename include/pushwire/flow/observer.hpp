@@ -56,6 +56,10 @@ struct observed_pool {
   std::uint32_t ref = 0, elements = 0, element_size = 0;
   std::uint64_t address = 0;
   std::uint64_t frame = 0;
+  /// The element address `va` lands in, and the bytes from that element's start (va must be in
+  /// the pool, element_size nonzero).
+  constexpr std::uint64_t element_of(std::uint64_t va) const { return (va - address) / element_size; }
+  constexpr std::uint64_t offset_of(std::uint64_t va) const { return (va - address) % element_size; }
   friend constexpr bool operator==(const observed_pool&, const observed_pool&) = default;
 };
 
@@ -65,10 +69,10 @@ struct write_place {
   observed_pool pool{};
   std::uint64_t start = 0, va = 0;
   /// This packet's first byte: element index and bytes from the element's start.
-  constexpr std::uint64_t element() const { return (va - pool.address) / pool.element_size; }
-  constexpr std::uint64_t offset() const { return (va - pool.address) % pool.element_size; }
+  constexpr std::uint64_t element() const { return pool.element_of(va); }
+  constexpr std::uint64_t offset() const { return pool.offset_of(va); }
   /// The element of the write's first byte.
-  constexpr std::uint64_t start_element() const { return (start - pool.address) / pool.element_size; }
+  constexpr std::uint64_t start_element() const { return pool.element_of(start); }
 };
 
 /// A last cell's packet CRC, as the reassembler found it: none (not a last cell), good (the
@@ -282,7 +286,7 @@ class observer {
         c->start = c->va = reth->va;
         if (c->pool && reth->dmalen) {
           const observed_pool& p = *c->pool;
-          n.outside = (reth->va - p.address) % p.element_size + reth->dmalen > p.element_size;
+          n.outside = p.offset_of(reth->va) + reth->dmalen > p.element_size;
         }
       }
     }
@@ -328,7 +332,7 @@ class observer {
       if (w && w->pool) {
         const observed_pool& p = *w->pool;
         const msg::idata d = msg::from_imm(*c.idata);
-        n.idata_mismatch = d.pool_ref != p.ref || d.element_index != (w->va - p.address) / p.element_size;
+        n.idata_mismatch = d.pool_ref != p.ref || d.element_index != p.element_of(w->va);
       }
     }
     if (h.type == cell::cell_type::page_fault_delay)

@@ -67,7 +67,9 @@ struct packet {
   /// RDETH: the EE context, 24 bits. On DC data packets (spec/roce.md §5) it names the DCI.
   std::uint32_t eecnxt = 0;
   // UD.
-  std::uint32_t q_key = 0, src_qp = 0;  ///< DETH
+  /// DETH: the Q_Key, and the sending QP. src_qp is the sending QP on cells too (a cell names
+  /// both QPs, spec/cells.md; flow/frame.hpp).
+  std::uint32_t q_key = 0, src_qp = 0;
   /// The payload bytes, when the packet came from a frame or the caller attached them (see the
   /// top of this header); length is their count then.
   std::span<const std::byte> payload{};

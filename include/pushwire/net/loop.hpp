@@ -27,8 +27,8 @@ namespace pushwire::net {
 
 struct loop_counters {
   std::uint64_t turns = 0;    ///< turn() calls
-  std::uint64_t waits = 0;    ///< wait() calls that slept (a timeout above 0)
-  std::uint64_t wakeups = 0;  ///< waits that ended with a descriptor ready
+  std::uint64_t waits = 0;    ///< sleeps in ppoll() with a timeout above 0 (wait() or block())
+  std::uint64_t wakeups = 0;  ///< sleeps that ended with a descriptor ready
   std::uint64_t frames_in = 0, frames_out = 0;
 };
 
@@ -39,7 +39,11 @@ class device_loop {
   device_loop& operator=(const device_loop&) = delete;
 
   rnic::device& device() { return dev_; }
-  const loop_counters& stats() const { return stats_; }
+  loop_counters stats() const {
+    loop_counters s = stats_;
+    s.waits = waits_, s.wakeups = wakeups_;
+    return s;
+  }
 
   /// Attaches transport `t` (receive_into, send_from, fds() or fd(), next_due()) to device port
   /// `port`. `t` must outlive the loop.
@@ -132,7 +136,6 @@ class device_loop {
   }
   /// Marks what block() found readable, for the next turn.
   void mark() {
-    stats_.waits = waits_, stats_.wakeups = wakeups_;
     waited_ = true;
     for (link& l : links_) {
       l.ready = false;

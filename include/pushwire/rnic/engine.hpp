@@ -747,7 +747,7 @@ class qp_engine {
     if (!q.is(qp_type::rc) && !q.is(qp_type::uc)) return true;
     const address_vector& av = q.attr.av;
     if (rx.from.port != av.port || av.port >= ports_.size()) return false;
-    if (rx.cells()) return (av.dmac == wire::mac_address{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF} || rx.from.dmac == av.dmac) && p.src_qp == q.attr.dest_qp_num;
+    if (rx.cells()) return (av.dmac == wire::broadcast_mac || rx.from.dmac == av.dmac) && p.src_qp == q.attr.dest_qp_num;
     const ib::gid* own = ports_[av.port].config().gid_at(av.sgid_index);
     return own && rx.to == *own && rx.from.dgid == av.dgid;
   }

@@ -83,13 +83,13 @@ struct rereg_options {
   bool new_key = true;
 };
 
-/// The key table of one device.
 /// A registered region as reg_mr returns it.
 struct memory_region {
   std::uint32_t lkey = 0, rkey = 0;  ///< the same key
   std::uint64_t addr = 0, length = 0;
 };
 
+/// The key table of one device.
 class memory_table {
  public:
   /// A table of at most `capacity` keys (1 .. max_keys).

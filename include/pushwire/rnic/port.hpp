@@ -127,11 +127,11 @@ class port {
   // ---- receiving --------------------------------------------------------------------------------
   /// Takes a frame that arrived at `now`. A valid packet for this port is handed to
   /// `deliver(const flow::packet&, const rx_context&)`, before receive() returns and while its
-  /// payload is valid. `place(p, copy)` is asked, for a RoCE WRITE MIDDLE or LAST packet of
-  /// cut_through_min bytes or more, where its payload goes: if its responder would place it
-  /// now, it visits that memory with copy(byte*, n) and returns the placement (nullopt
-  /// otherwise); the copy computes the ICRC as it goes. Returns why a frame was dropped.
-  /// (The callbacks are `place(const flow::packet&, const rx_context&, copy)`.)
+  /// payload is valid. `place(const flow::packet&, const rx_context&, copy)` is asked, for a RoCE
+  /// WRITE MIDDLE or LAST packet of cut_through_min bytes or more, where its payload goes: if its
+  /// responder would place it now, it visits that memory with copy(byte*, n) and returns the
+  /// placement (nullopt otherwise); the copy computes the ICRC as it goes. Returns why a frame
+  /// was dropped.
   template <class Place, class Deliver>
   rx_drop receive(std::span<const std::byte> frame, time_ns now, Place&& place, Deliver&& deliver) {
     return cells() ? receive_cell(frame, now, deliver) : receive_roce(frame, place, deliver);

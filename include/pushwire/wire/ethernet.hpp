@@ -13,6 +13,8 @@
 namespace pushwire::wire {
 
 using mac_address = std::array<std::uint8_t, 6>;
+/// The broadcast address ff:ff:ff:ff:ff:ff.
+inline constexpr mac_address broadcast_mac{0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
 
 inline constexpr std::uint16_t ethertype_vlan = 0x8100;
 /// Bytes in an Ethernet II header, and in one 802.1Q tag.

@@ -497,7 +497,6 @@ inline std::vector<std::string> skipped_text(const reader& r) {
   return lines;
 }
 
-/// Appends a classic pcap file to a byte vector.
 /// A classic pcap file header (little-endian).
 inline std::array<std::byte, file_header_size> file_header(resolution res = resolution::micro, std::uint32_t linktype = linktype_ethernet,
                                                            std::uint32_t snaplen = max_record) {
@@ -523,7 +522,7 @@ inline std::array<std::byte, record_header_size> record_header(std::uint64_t ts_
   return h;
 }
 
-/// Writes a classic pcap into `out`: the file header, then one record per add().
+/// Appends a classic pcap file to a byte vector: the file header, then one record per add().
 class writer {
  public:
   explicit writer(std::vector<std::byte>& out, resolution res = resolution::micro,
