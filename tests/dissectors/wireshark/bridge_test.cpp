@@ -28,7 +28,9 @@ bool fail_allocations = false;
 
 }  // namespace
 
-// (g++ sees free() meet operator new's pointer where it inlines these: they are one pair here.)
+// Every form of the plain operator new and delete is replaced, so that none of this program's
+// allocations meets another's deallocation (AddressSanitizer checks the pairs). (g++ sees free()
+// meet operator new's pointer where it inlines these: they are one pair here.)
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
@@ -38,8 +40,15 @@ void* operator new(std::size_t n) {
   if (void* p = std::malloc(n ? n : 1)) return p;
   throw std::bad_alloc();
 }
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return fail_allocations ? nullptr : std::malloc(n ? n : 1); }
+void* operator new[](std::size_t n) { return ::operator new(n); }
+void* operator new[](std::size_t n, const std::nothrow_t& t) noexcept { return ::operator new(n, t); }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
