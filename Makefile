@@ -40,7 +40,7 @@ export CCACHE_NOHASHDIR := 1
 WERROR := -DPUSHWIRE_WERROR=ON
 CMAKE_COMMON := -DCMAKE_BUILD_TYPE=RelWithDebInfo $(WERROR)
 # The fuzz replays run in the ASan+UBSan build, where they find the most; the other two skip
-# them to keep `make test` inside CI's 45 minutes on 2 cores. The verbs provider's tests (label
+# them to keep `make test` under 40 minutes on 2 cores. The verbs provider's tests (label
 # verbs: pyverbs, pingpongs, perftest) run in the g++ build and under ASan+UBSan (the sanitizer
 # runtimes preloaded before the provider); the clang++ build only builds it.
 # The C compiler builds the Wireshark plugin's dissector (dissectors/wireshark/). The g++ and

@@ -7,24 +7,10 @@ usage: icrc_check.py CAPTURE MIN_FRAMES   (prints counts by opcode; exit 1 on a 
 import collections
 import sys
 
-import zlib
-
-from scapy.all import IPv6, PcapReader, Raw, raw, UDP
+from scapy.all import IPv6, PcapReader, raw, UDP
 from scapy.contrib.roce import BTH
 
-
-def icrc_v6(pkt):
-    ps = Raw(b"\xff" * 8) / pkt[IPv6].copy()
-    ps[IPv6].tc = 0xFF
-    ps[IPv6].fl = 0xFFFFF
-    ps[IPv6].hlim = 0xFF
-    ps[UDP].chksum = 0xFFFF
-    ps[BTH].fecn = 1
-    ps[BTH].becn = 1
-    ps[BTH].resv6 = 0xFF
-    crc = zlib.crc32(raw(ps)[:-4]) & 0xFFFFFFFF
-    return BTH.pack_icrc(crc)
-
+from roce_icrc import icrc_v6
 
 path, minimum = sys.argv[1], int(sys.argv[2])
 good = bad = 0

@@ -14,11 +14,11 @@ import socket
 import struct
 import sys
 import time
-import zlib
 
 try:
     from scapy.all import IP, IPv6, UDP, Raw, raw
     from scapy.contrib.roce import BTH
+    from roce_icrc import icrc_v6
     import pyverbs.enums as e
     from pyverbs.addr import AHAttr, GID, GlobalRoute
     from pyverbs.cq import CQ
@@ -85,20 +85,6 @@ def connected_qp(peer):
 qps = {role: connected_qp(peer) for role, peer in peers.items()}
 print(f"device {names[0]} at {dev_ip}: {kind.upper()} QPs 0x{qps['other'].qp_num:06x} (peer {peers['other']}) and "
       f"0x{qps['peer'].qp_num:06x} (peer {peers['peer']}), expecting PSN {RQ_PSN}; region 0x{mr.buf:x} R_Key 0x{mr.rkey:08x}")
-
-
-def icrc_v6(pkt):
-    """The ICRC of an IPv6 RoCEv2 packet (IBTA annex A17: traffic class, flow label and hop
-    limit masked to ones; scapy computes IPv4's only)."""
-    ps = Raw(b"\xff" * 8) / pkt[IPv6].copy()
-    ps[IPv6].tc = 0xFF
-    ps[IPv6].fl = 0xFFFFF
-    ps[IPv6].hlim = 0xFF
-    ps[UDP].chksum = 0xFFFF
-    ps[BTH].fecn = 1
-    ps[BTH].becn = 1
-    ps[BTH].resv6 = 0xFF
-    return BTH.pack_icrc(zlib.crc32(raw(ps)[:-4]) & 0xFFFFFFFF)
 
 
 def write(role, offset, fill):
