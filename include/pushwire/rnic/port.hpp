@@ -269,22 +269,24 @@ class port {
     return b;
   }
 
+  // Reads only the fields a QP uses, each where the frame holds it (decoding whole headers costs
+  // a tenth of a small SEND's handling).
   rx_context context_of(const ib::roce_view& v) const {
     rx_context rx;
-    const auto eth = v.eth();
+    const std::byte* ip = v.frame.data() + v.ip_offset;
     rx.from.port = index_;
-    rx.from.dmac = eth.src;
+    rx.from.dmac = wire::read<wire::eth_header, "src">(v.frame.data());
     if (v.v6) {
-      const auto h = v.ipv6();
-      std::copy(h.src.begin(), h.src.end(), rx.from.dgid.begin());
-      std::copy(h.dst.begin(), h.dst.end(), rx.to.begin());
+      const auto src = wire::read<ib::ipv6_header, "src">(ip), dst = wire::read<ib::ipv6_header, "dst">(ip);
+      std::copy(src.begin(), src.end(), rx.from.dgid.begin());
+      std::copy(dst.begin(), dst.end(), rx.to.begin());
     } else {
-      const auto h = v.ipv4();
-      rx.from.dgid = ib::gid_v4(h.src);
-      rx.to = ib::gid_v4(h.dst);
+      rx.from.dgid = ib::gid_v4(wire::read<ib::ipv4_header, "src">(ip));
+      rx.to = ib::gid_v4(wire::read<ib::ipv4_header, "dst">(ip));
     }
-    const auto udp = v.udp();
-    rx.tuple = {.src = rx.from.dgid, .dst = rx.to, .sport = udp.srcport, .dport = udp.dstport};
+    const std::byte* udp = v.frame.data() + v.udp_offset;
+    rx.tuple = {.src = rx.from.dgid, .dst = rx.to, .sport = wire::read<ib::udp_header, "srcport">(udp),
+                .dport = wire::read<ib::udp_header, "dstport">(udp)};
     rx.ip = v.frame.subspan(v.ip_offset, v.ip_header_len);
     rx.v6 = v.v6;
     rx.frame = v.frame;
@@ -297,7 +299,7 @@ class port {
     const flow::packet p = flow::from_roce(v);
     rx_context rx = context_of(v);
     // (the default partition is the only one)
-    const bool mine = v.eth().dst == cfg_.mac && cfg_.has_gid(rx.to) && p.p_key == 0xFFFF;
+    const bool mine = wire::read<wire::eth_header, "dst">(v.frame.data()) == cfg_.mac && cfg_.has_gid(rx.to) && p.p_key == 0xFFFF;
     bool verified = false;
     if (mine && v.payload.size() >= cut_through_min && p.known() && p.info().is(ib::op_class::write) && !p.info().starts()) {
       // Cut-through (spec/rnic.md §7): the payload goes to its place in the pass that computes
