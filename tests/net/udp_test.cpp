@@ -358,3 +358,43 @@ TEST_CASE("loop: it sleeps until a frame, a watched descriptor or a deadline, ne
   ::close(fds[0]);
   ::close(fds[1]);
 }
+
+TEST_CASE("loop: a linger policy caps each sleep at its tick while traffic is recent and not at rest", "[net][loop]") {
+  node a(9), b(10);
+  REQUIRE(a.udp.ok());
+  REQUIRE(b.udp.ok());
+  a.loop.linger({.window = 100'000'000, .tick = 1'000'000});
+  rnic::cq_memory acq(16), bcq(16);
+  rnic::sq_memory asq(16), bsq(16);
+  rnic::rq_memory arq(16), brq(16);
+  const auto apd = *a.dev.alloc_pd(), bpd = *b.dev.alloc_pd();
+  std::vector<std::byte> src(64, std::byte{3}), dst(64);
+  const auto smr = *a.dev.reg_mr(apd, src.data(), src.size(), rnic::access::local_write);
+  const auto dmr = *b.dev.reg_mr(bpd, dst.data(), dst.size(), rnic::access::local_write | rnic::access::remote_write);
+  const auto ac = *a.dev.create_cq(acq), bc = *b.dev.create_cq(bcq);
+  const auto qa = *a.dev.create_qp({.pd = apd, .send_cq = ac, .recv_cq = ac, .sq = &asq, .rq = &arq});
+  const auto qb = *b.dev.create_qp({.pd = bpd, .send_cq = bc, .recv_cq = bc, .sq = &bsq, .rq = &brq});
+  REQUIRE(rnic::bring_up(a.dev, qa, {.peer_qpn = qb, .av = rnic::address_of(b.dev), .mtu = 1024, .timeout = 14}) == rnic::errc{});
+  REQUIRE(rnic::bring_up(b.dev, qb, {.peer_qpn = qa, .av = rnic::address_of(a.dev), .mtu = 1024}) == rnic::errc{});
+  // Nothing has moved yet: the limit is all it would sleep.
+  const auto t0 = net::monotonic_ns();
+  CHECK(a.loop.timeout(t0, 30'000'000) == 30'000'000u);
+  const rnic::sge s{smr.addr, 64, smr.lkey};
+  REQUIRE(a.dev.post_send(qa, {.wr_id = 1, .opcode = rnic::wr_opcode::rdma_write, .sg_list = {&s, 1}, .remote_addr = dmr.addr,
+                               .rkey = dmr.rkey}) == rnic::errc{});
+  CHECK(a.loop.turn(t0) == 1u);  // the WRITE leaves
+  REQUIRE(b.loop.wait(1'000'000'000) >= 1);
+  (void)b.loop.turn(net::monotonic_ns());
+  REQUIRE(a.loop.wait(1'000'000'000) >= 1);
+  const auto t1 = net::monotonic_ns();
+  CHECK(a.loop.turn(t1) == 1u);  // the ACK comes in
+  rnic::work_completion wc[1];
+  REQUIRE(acq.poll(wc) == 1);
+  // Acknowledged, nothing scheduled: within the window each sleep is one tick; after it, the limit.
+  CHECK(a.loop.timeout(t1 + 1'000, 30'000'000) == 1'000'000u);
+  CHECK(a.loop.timeout(t1 + 99'000'000, 30'000'000) == 1'000'000u);
+  CHECK(a.loop.timeout(t1 + 100'000'000, 30'000'000) == 30'000'000u);
+  // A turn that moves nothing does not extend it.
+  CHECK(a.loop.turn(t1 + 50'000'000) == 0u);
+  CHECK(a.loop.timeout(t1 + 100'000'000, 30'000'000) == 30'000'000u);
+}

@@ -25,6 +25,14 @@
 
 namespace pushwire::net {
 
+/// How wait() sleeps while traffic is recent: for `window` ns after a turn that moved frames, at
+/// most `tick` ns at a time. A thread of a virtual machine that sleeps for milliseconds wakes
+/// measurably later than one that sleeps less (spec/net.md §3). window 0: off.
+struct linger_policy {
+  rnic::time_ns window = 0;        ///< ns after the last frame moved, 0: off
+  rnic::time_ns tick = 1'000'000;  ///< the longest sleep while it lasts, ns (> 0)
+};
+
 struct loop_counters {
   std::uint64_t turns = 0;    ///< turn() calls
   std::uint64_t waits = 0;    ///< sleeps in ppoll() with a timeout above 0 (wait() or block())
@@ -68,6 +76,8 @@ class device_loop {
   void watch(int fd, std::function<void(rnic::time_ns)> on_ready, std::function<bool()> interested = {}) {
     watches_.push_back({fd, std::move(on_ready), std::move(interested), false});
   }
+  /// Sets how wait() sleeps while traffic is recent (default: off).
+  void linger(linger_policy p) { linger_ = p; }
   /// A deadline of the program's (a protocol timer): wait() wakes by then; nullopt: none now.
   void deadline(std::function<std::optional<rnic::time_ns>()> next) { deadlines_.push_back(std::move(next)); }
 
@@ -80,19 +90,24 @@ class device_loop {
     std::size_t moved = half_turn(now);
     work(now);
     dev_.progress(now);
-    return moved + send_all(now);
+    moved += send_all(now);
+    if (moved) last_moved_ = now;
+    return moved;
   }
   /// A turn with no work of the program's: posted frames leave, received ones go in, the device
   /// progresses and what it made leaves.
   std::size_t turn(rnic::time_ns now) {
-    const std::size_t moved = half_turn(now);
-    return moved + send_all(now);
+    const std::size_t moved = half_turn(now) + send_all(now);
+    if (moved) last_moved_ = now;
+    return moved;
   }
 
   /// How long wait() may sleep at `now`: 0 when the device has work now, else until the earliest
-  /// of the device's, the transports' and the program's deadlines, at most `limit`.
+  /// of the device's, the transports' and the program's deadlines, at most `limit` (and at most
+  /// the linger tick while traffic is recent).
   rnic::time_ns timeout(rnic::time_ns now, rnic::time_ns limit) const {
     if (dev_.busy()) return 0;
+    if (linger_.window > 0 && now - last_moved_ < linger_.window) limit = std::min(limit, linger_.tick);
     std::optional<rnic::time_ns> due = dev_.next_deadline();
     auto take = [&](std::optional<rnic::time_ns> d) {
       if (d && (!due || *d < *due)) due = d;
@@ -200,6 +215,8 @@ class device_loop {
   std::vector<std::function<std::optional<rnic::time_ns>()>> deadlines_;
   std::vector<pollfd> fds_;
   bool waited_ = false;  ///< the last wait() marked which transports are readable
+  linger_policy linger_{};
+  rnic::time_ns last_moved_ = 0;  ///< the last turn that moved frames
   std::uint64_t waits_ = 0, wakeups_ = 0;  ///< block()'s, kept apart from what a turn touches
   loop_counters stats_;
 };
