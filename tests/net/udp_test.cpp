@@ -293,27 +293,45 @@ TEST_CASE("udp: sessions are distinct source ports: a session QP's messages leav
   CHECK(b.dev.counters().session_unknown_tuple == 0);  // every datagram came from a bound tuple
 }
 
+namespace {
+
+/// An RC QP on each of two nodes, connected to each other, and a region on each: `src` on a
+/// (local write), `dst` on b (remote write), of `bytes` bytes.
+struct rc_pair {
+  rnic::cq_memory acq{16}, bcq{16};
+  rnic::sq_memory asq{16}, bsq{16};
+  rnic::rq_memory arq{16}, brq{16};
+  std::vector<std::byte> src, dst;
+  rnic::memory_region smr{}, dmr{};
+  std::uint32_t qa = 0, qb = 0;
+  rc_pair(node& a, node& b, std::size_t bytes) : src(bytes, std::byte{7}), dst(bytes) {
+    const auto apd = *a.dev.alloc_pd(), bpd = *b.dev.alloc_pd();
+    smr = *a.dev.reg_mr(apd, src.data(), src.size(), rnic::access::local_write);
+    dmr = *b.dev.reg_mr(bpd, dst.data(), dst.size(), rnic::access::local_write | rnic::access::remote_write);
+    const auto ac = *a.dev.create_cq(acq), bc = *b.dev.create_cq(bcq);
+    qa = *a.dev.create_qp({.pd = apd, .send_cq = ac, .recv_cq = ac, .sq = &asq, .rq = &arq});
+    qb = *b.dev.create_qp({.pd = bpd, .send_cq = bc, .recv_cq = bc, .sq = &bsq, .rq = &brq});
+    REQUIRE(rnic::bring_up(a.dev, qa, {.peer_qpn = qb, .av = rnic::address_of(b.dev), .mtu = 1024, .timeout = 14}) == rnic::errc{});
+    REQUIRE(rnic::bring_up(b.dev, qb, {.peer_qpn = qa, .av = rnic::address_of(a.dev), .mtu = 1024}) == rnic::errc{});
+  }
+  /// Posts one RDMA WRITE of all of src to dst on a.
+  rnic::errc write(node& a) {
+    const rnic::sge s{smr.addr, static_cast<std::uint32_t>(src.size()), smr.lkey};
+    return a.dev.post_send(qa, {.wr_id = 1, .opcode = rnic::wr_opcode::rdma_write, .sg_list = {&s, 1}, .remote_addr = dmr.addr,
+                                .rkey = dmr.rkey});
+  }
+};
+
+}  // namespace
+
 TEST_CASE("loop: it sleeps until a frame, a watched descriptor or a deadline, never on a tick", "[net][loop]") {
   node a(7), b(8);
   REQUIRE(a.udp.ok());
   REQUIRE(b.udp.ok());
   // Idle, nothing scheduled: the limit is all the loop would sleep.
   CHECK(a.loop.timeout(net::monotonic_ns(), 5'000'000'000) == 5'000'000'000u);
-  rnic::cq_memory acq(16), bcq(16);
-  rnic::sq_memory asq(16), bsq(16);
-  rnic::rq_memory arq(16), brq(16);
-  const auto apd = *a.dev.alloc_pd(), bpd = *b.dev.alloc_pd();
-  std::vector<std::byte> src(4000, std::byte{7}), dst(4000);
-  const auto smr = *a.dev.reg_mr(apd, src.data(), src.size(), rnic::access::local_write);
-  const auto dmr = *b.dev.reg_mr(bpd, dst.data(), dst.size(), rnic::access::local_write | rnic::access::remote_write);
-  const auto ac = *a.dev.create_cq(acq), bc = *b.dev.create_cq(bcq);
-  const auto qa = *a.dev.create_qp({.pd = apd, .send_cq = ac, .recv_cq = ac, .sq = &asq, .rq = &arq});
-  const auto qb = *b.dev.create_qp({.pd = bpd, .send_cq = bc, .recv_cq = bc, .sq = &bsq, .rq = &brq});
-  REQUIRE(rnic::bring_up(a.dev, qa, {.peer_qpn = qb, .av = rnic::address_of(b.dev), .mtu = 1024, .timeout = 14}) == rnic::errc{});
-  REQUIRE(rnic::bring_up(b.dev, qb, {.peer_qpn = qa, .av = rnic::address_of(a.dev), .mtu = 1024}) == rnic::errc{});
-  const rnic::sge s{smr.addr, 4000, smr.lkey};
-  REQUIRE(a.dev.post_send(qa, {.wr_id = 1, .opcode = rnic::wr_opcode::rdma_write, .sg_list = {&s, 1}, .remote_addr = dmr.addr,
-                               .rkey = dmr.rkey}) == rnic::errc{});
+  rc_pair q(a, b, 4000);
+  REQUIRE(q.write(a) == rnic::errc{});
   // Posted: the device has work now, so the loop does not sleep.
   CHECK(a.loop.timeout(net::monotonic_ns(), 5'000'000'000) == 0u);
   (void)a.loop.turn(net::monotonic_ns());
@@ -329,9 +347,9 @@ TEST_CASE("loop: it sleeps until a frame, a watched descriptor or a deadline, ne
   CHECK(a.loop.wait(1'000'000'000) >= 1);  // the ACK
   (void)a.loop.turn(net::monotonic_ns());
   rnic::work_completion wc[2];
-  REQUIRE(acq.poll(wc) == 1);
+  REQUIRE(q.acq.poll(wc) == 1);
   CHECK(wc[0].status == rnic::wc_status::success);
-  CHECK(dst == src);
+  CHECK(q.dst == q.src);
   // Idle again: a wait of 30 ms sleeps the whole time (no tick wakes it), then times out.
   REQUIRE(a.loop.timeout(net::monotonic_ns(), 30'000'000) == 30'000'000u);
   const auto t1 = net::monotonic_ns();
@@ -364,24 +382,11 @@ TEST_CASE("loop: a linger policy caps each sleep at its tick while traffic is re
   REQUIRE(a.udp.ok());
   REQUIRE(b.udp.ok());
   a.loop.linger({.window = 100'000'000, .tick = 1'000'000});
-  rnic::cq_memory acq(16), bcq(16);
-  rnic::sq_memory asq(16), bsq(16);
-  rnic::rq_memory arq(16), brq(16);
-  const auto apd = *a.dev.alloc_pd(), bpd = *b.dev.alloc_pd();
-  std::vector<std::byte> src(64, std::byte{3}), dst(64);
-  const auto smr = *a.dev.reg_mr(apd, src.data(), src.size(), rnic::access::local_write);
-  const auto dmr = *b.dev.reg_mr(bpd, dst.data(), dst.size(), rnic::access::local_write | rnic::access::remote_write);
-  const auto ac = *a.dev.create_cq(acq), bc = *b.dev.create_cq(bcq);
-  const auto qa = *a.dev.create_qp({.pd = apd, .send_cq = ac, .recv_cq = ac, .sq = &asq, .rq = &arq});
-  const auto qb = *b.dev.create_qp({.pd = bpd, .send_cq = bc, .recv_cq = bc, .sq = &bsq, .rq = &brq});
-  REQUIRE(rnic::bring_up(a.dev, qa, {.peer_qpn = qb, .av = rnic::address_of(b.dev), .mtu = 1024, .timeout = 14}) == rnic::errc{});
-  REQUIRE(rnic::bring_up(b.dev, qb, {.peer_qpn = qa, .av = rnic::address_of(a.dev), .mtu = 1024}) == rnic::errc{});
+  rc_pair q(a, b, 64);
   // Nothing has moved yet: the limit is all it would sleep.
   const auto t0 = net::monotonic_ns();
   CHECK(a.loop.timeout(t0, 30'000'000) == 30'000'000u);
-  const rnic::sge s{smr.addr, 64, smr.lkey};
-  REQUIRE(a.dev.post_send(qa, {.wr_id = 1, .opcode = rnic::wr_opcode::rdma_write, .sg_list = {&s, 1}, .remote_addr = dmr.addr,
-                               .rkey = dmr.rkey}) == rnic::errc{});
+  REQUIRE(q.write(a) == rnic::errc{});
   CHECK(a.loop.turn(t0) == 1u);  // the WRITE leaves
   REQUIRE(b.loop.wait(1'000'000'000) >= 1);
   (void)b.loop.turn(net::monotonic_ns());
@@ -389,7 +394,7 @@ TEST_CASE("loop: a linger policy caps each sleep at its tick while traffic is re
   const auto t1 = net::monotonic_ns();
   CHECK(a.loop.turn(t1) == 1u);  // the ACK comes in
   rnic::work_completion wc[1];
-  REQUIRE(acq.poll(wc) == 1);
+  REQUIRE(q.acq.poll(wc) == 1);
   // Acknowledged, nothing scheduled: within the window each sleep is one tick; after it, the limit.
   CHECK(a.loop.timeout(t1 + 1'000, 30'000'000) == 1'000'000u);
   CHECK(a.loop.timeout(t1 + 99'000'000, 30'000'000) == 1'000'000u);
