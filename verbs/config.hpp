@@ -2,10 +2,13 @@
 // from the environment. Pure parsing, tested in tests/verbs/config_test.cpp.
 //
 //   PUSHWIRE_VERBS="pw0:198.18.0.1 pw1:127.0.0.2:1024"   devices, separated by spaces or commas
-//   PUSHWIRE_VERBS_FILE=/path                           the same list, read from a file ('#' comments)
+//   PUSHWIRE_VERBS_FILE=/path                           the same list, read from a file ('#' comments,
+//                                                       at a line's start or after a blank)
 //   PUSHWIRE_VERBS_FAULTS="loss=0.05,reorder=0.05,seed=7"   faults on what every device sends
 //
-// An entry is NAME:ADDRESS[:MTU][@IPV6].
+// An entry is NAME:ADDRESS[:MTU][@IPV6] (a device of the process's own), or NAME@PATH[#FUNCTION]
+// (a function of a shared device, pushwire-rnicd, attached through its control socket PATH:
+// spec/rnicd.md §4; FUNCTION is `pf` (the default) or `vfN`).
 // - NAME: 1..63 characters of [A-Za-z0-9_.-].
 // - ADDRESS: the IPv4 address the device's UDP socket binds (port 4791), which is its GID; or
 //   `auto`: the first of 127.0.0.1 .. 127.0.0.254 whose port 4791 is free when the device is
@@ -39,6 +42,10 @@ struct device_spec {
   std::optional<std::array<std::uint8_t, 4>> address;  ///< nullopt: auto
   std::uint32_t mtu = 4096;
   std::optional<std::array<std::uint8_t, 16>> address6;  ///< GID 1, when given
+  /// A function of a device process: its control socket (empty: a device of the process's own)
+  /// and its number (0: the PF; n: VF n).
+  std::string attach;
+  std::uint16_t function = 0;
   friend bool operator==(const device_spec&, const device_spec&) = default;
 };
 
@@ -99,13 +106,49 @@ inline bool valid_name(std::string_view n) {
 /// Parses a device list (see the top). Names must be distinct; at most 16 devices.
 inline parsed<std::vector<device_spec>> parse_devices(std::string_view text) {
   parsed<std::vector<device_spec>> r;
-  std::string cleaned;  // '#' comments removed (file form)
+  std::string cleaned;  // comments removed (file form): '#' at the start of a line or after a blank
   for (const auto line : detail::split(text, "\n")) {
-    cleaned.append(line.substr(0, line.find('#')));
+    std::size_t hash = 0;
+    while ((hash = line.find('#', hash)) != std::string_view::npos && hash > 0 && line[hash - 1] != ' ' && line[hash - 1] != '\t') ++hash;
+    cleaned.append(line.substr(0, hash));
     cleaned.push_back(' ');
   }
   for (const auto whole : detail::split(cleaned, " ,\t\r")) {
     const std::size_t at = whole.find('@');
+    if (at != std::string_view::npos && whole.substr(0, at).find(':') == std::string_view::npos) {
+      // NAME@PATH[#pf|#vfN]
+      device_spec d;
+      if (!detail::valid_name(whole.substr(0, at))) {
+        r.error = detail::why(whole.substr(0, at), "a name is 1..63 characters of A-Z a-z 0-9 _ . -");
+        return r;
+      }
+      d.name = whole.substr(0, at);
+      std::string_view path = whole.substr(at + 1);
+      if (const std::size_t hash = path.rfind('#'); hash != std::string_view::npos) {
+        const std::string_view f = path.substr(hash + 1);
+        unsigned n = 0;
+        if (f == "pf") n = 0;
+        else if (!f.starts_with("vf") || std::from_chars(f.data() + 2, f.data() + f.size(), n).ptr != f.data() + f.size() || f.size() < 3 ||
+                 n < 1 || n > 127) {
+          r.error = detail::why(f, "a function is pf or vf1..vf127");
+          return r;
+        }
+        d.function = static_cast<std::uint16_t>(n);
+        path = path.substr(0, hash);
+      }
+      if (path.empty() || path.size() > 107) {
+        r.error = detail::why(path, "a control socket's path is 1..107 bytes");
+        return r;
+      }
+      d.attach = path;
+      for (const auto& e : r.value)
+        if (e.name == d.name) {
+          r.error = detail::why(d.name, "named twice");
+          return r;
+        }
+      r.value.push_back(std::move(d));
+      continue;
+    }
     const std::string_view entry = whole.substr(0, at);
     std::optional<std::array<std::uint8_t, 16>> v6;
     if (at != std::string_view::npos) {

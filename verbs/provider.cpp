@@ -43,7 +43,9 @@
 #include <vector>
 
 #include <pushwire/net/loop.hpp>
+#include <pushwire/net/shm.hpp>
 #include <pushwire/net/udp.hpp>
+#include <pushwire/rnic/attach.hpp>
 #include <pushwire/rnic/device.hpp>
 #include <pushwire/version.hpp>
 
@@ -379,28 +381,40 @@ struct qp_impl {
   int batch_error = 0;
 };
 
-// ---- the engine: one device, its socket and its progress thread ----------------------------
+// ---- the engine: one device, its transport and its progress thread -------------------------
 using wire_mac = pushwire::wire::mac_address;
 /// A port's MAC: 02:00 and its IPv4 address (locally administered).
 wire_mac mac_of(const std::array<std::uint8_t, 4>& ip) { return {0x02, 0x00, ip[0], ip[1], ip[2], ip[3]}; }
-/// The node GUID: the EUI-64 of the port's MAC.
-std::uint64_t guid_of(const wire_mac& m) {
-  return std::uint64_t{m[0] ^ 2u} << 56 | std::uint64_t{m[1]} << 48 | std::uint64_t{m[2]} << 40 | 0xFFFEull << 24 |
-         std::uint64_t{m[3]} << 16 | std::uint64_t{m[4]} << 8 | m[5];
-}
+
+/// A function of a device process the engine is attached to (spec/rnicd.md §4): its control
+/// socket, its region and eventfds, and its ring transport.
+struct attachment {
+  net::unique_fd sock, doorbell, wake;
+  net::shared_region region;
+  pushwire::rnic::fn::region_view view;
+  std::unique_ptr<net::shm_port> port;
+  std::mutex sock_mu;  ///< one request and its reply at a time (reserve)
+  std::uint16_t tag = 0;
+};
 
 struct engine {
   std::mutex mu;
-  std::unique_ptr<net::udp_port> udp;
+  std::unique_ptr<net::udp_port> udp;   ///< a device of the process's own
+  std::unique_ptr<attachment> att;      ///< or a function of a device process
   std::unique_ptr<rnic::device> dev;
-  /// The device's I/O loop over the socket (net/loop.hpp); the progress thread also waits on
+  /// The device's I/O loop over its transport (net/loop.hpp); the progress thread also waits on
   /// wake_fd through it.
   std::unique_ptr<net::device_loop> loop;
-  std::array<std::uint8_t, 4> ip{};
   wire_mac mac{};
   std::uint32_t mtu = 4096;
+  /// GID 0 (the IPv4-mapped address), then the others (an IPv6 one).
+  std::vector<std::array<std::uint8_t, 16>> gids;
   int wake_fd = -1;
   std::atomic<bool> stop{false};
+  /// The device process is gone, stopping, or broke the rings: every QP fails once (fail_all),
+  /// IBV_EVENT_DEVICE_FATAL goes to every context, and nothing more is sent or received.
+  std::atomic<bool> dead{false};
+  bool failed = false;
   /// When the program last polled an empty CQ, running the device itself; CLOCK_MONOTONIC ns.
   std::atomic<rnic::time_ns> app_active{0};
   /// Until when the progress thread sleeps (CLOCK_MONOTONIC ns): a program thread that runs the
@@ -412,6 +426,7 @@ struct engine {
   std::unordered_map<std::uint32_t, std::pair<ibv_qp*, context_impl*>> qps;
   std::unordered_map<std::uint32_t, std::pair<ibv_cq*, context_impl*>> cqs;
   std::unordered_map<std::uint32_t, std::pair<ibv_srq*, context_impl*>> srqs;
+  std::vector<context_impl*> contexts;
 
   ~engine() {
     stop = true;
@@ -430,16 +445,18 @@ struct engine {
   /// Receives, runs the device, sends, and hands out events (the caller holds mu).
   void step();
   void run();
-  std::uint64_t guid() const { return guid_of(mac); }
-  std::array<std::uint8_t, 16> gid() const { return rnic::gid_v4(ip[0], ip[1], ip[2], ip[3]); }
-  std::optional<std::array<std::uint8_t, 16>> ip6;  ///< GID 1, when configured
-  /// GID index i of port 1 (0: the IPv4-mapped one; 1: the IPv6 one), nullopt beyond the table.
+  /// The device failed (the caller holds mu): every QP to ERR, DEVICE_FATAL to every context.
+  void fail_all();
+  std::uint64_t guid() const { return pushwire::ib::node_guid_of(mac); }
+  /// GID index i of port 1, nullopt beyond the table.
   std::optional<std::array<std::uint8_t, 16>> gid_at(std::uint32_t i) const {
-    if (i == 0) return gid();
-    if (i == 1 && ip6) return *ip6;
+    if (i < gids.size()) return gids[i];
     return std::nullopt;
   }
-  int gid_count() const { return ip6 ? 2 : 1; }
+  int gid_count() const { return static_cast<int>(gids.size()); }
+  /// Counts `delta` of `kind` against the function's limits (attached engines; others: 0).
+  /// ENOMEM past a limit, EIO when the device process is gone.
+  int reserve(pushwire::rnic::ctl::resource kind, std::int64_t delta);
 };
 struct context_impl {
   engine* eng = nullptr;
@@ -459,8 +476,65 @@ void push_async(context_impl* c, const ibv_async_event& e) {
   (void)!::write(c->async_fd, &one, sizeof one);
 }
 
+void engine::fail_all() {
+  failed = true;
+  rnic::qp_attr a;
+  a.state = rnic::qp_state::err;
+  for (const auto& [qpn, q] : qps) (void)dev->modify_qp(qpn, a, rnic::qp_attr_mask::state);
+  ibv_async_event ev{};
+  ev.event_type = IBV_EVENT_DEVICE_FATAL;
+  for (context_impl* c : contexts) push_async(c, ev);
+}
+
+int engine::reserve(pushwire::rnic::ctl::resource kind, std::int64_t delta) {
+  namespace ctl = pushwire::rnic::ctl;
+  if (!att || delta == 0) return 0;
+  if (dead) return EIO;
+  std::lock_guard g(att->sock_mu);
+  ctl::reserve_request m{};
+  m.header = {ctl::msg_type::reserve, pushwire::rnic::fn::version, 0, ++att->tag};
+  m.kind = kind;
+  m.count = static_cast<std::uint64_t>(delta);
+  std::array<std::byte, 64> out{}, in{};
+  const auto n = pushwire::wire::encode(m, out);
+  if (!n || !net::send_message(att->sock.get(), std::span<const std::byte>(out.data(), *n))) {
+    dead = true;
+    wake();
+    return EIO;
+  }
+  for (;;) {
+    const ssize_t k = net::receive_message(att->sock.get(), in);
+    const auto h = k > 0 ? ctl::peek_header(std::span<const std::byte>(in.data(), static_cast<std::size_t>(k))) : std::nullopt;
+    if (!h || h->type == ctl::msg_type::notice) {  // gone, or stopping
+      dead = true;
+      wake();
+      return EIO;
+    }
+    if (h->type != ctl::msg_type::reserved || h->tag != att->tag) continue;
+    if (h->status == 0) return 0;
+    return static_cast<pushwire::rnic::fn_errc>(h->status) == pushwire::rnic::fn_errc::limit_reached ? ENOMEM : EIO;
+  }
+}
+
+/// A reservation against an attached function's limits, given back unless kept.
+struct held {
+  engine& e;
+  pushwire::rnic::ctl::resource kind;
+  std::int64_t n = 0;
+  bool kept = false;
+  ~held() {
+    if (!kept && n) (void)e.reserve(kind, -n);
+  }
+};
+using res = pushwire::rnic::ctl::resource;
+
 void engine::step() {
   const rnic::time_ns now = net::monotonic_ns();
+  if (att && !failed &&
+      (dead || att->port->broken() || att->view.state() != pushwire::rnic::fn::device_state::up)) {
+    dead = true;
+    fail_all();
+  }
   for (int round = 0; round < 16; ++round)
     if (loop->turn(now) == 0 && !dev->busy()) break;
   if (now + loop->timeout(now, idle_limit) < sleeps_until.load(std::memory_order_relaxed)) wake();
@@ -532,6 +606,118 @@ void engine::run() {
   }
 }
 
+/// The device an engine runs: one port with the engine's MAC, GIDs and MTU.
+rnic::device_config engine_config(const engine& e) {
+  rnic::device_config dc;
+  dc.ports[0].mac = e.mac;
+  dc.ports[0].gid = e.gids[0];
+  dc.ports[0].extra_gids.assign(e.gids.begin() + 1, e.gids.end());
+  dc.ports[0].mtu = e.mtu;
+  dc.ports[0].udp_sport = pushwire::ib::roce_port;
+  dc.linger = linger_max;
+  dc.ack_delay = ack_delay;
+  return dc;
+}
+/// Starts an engine whose device and loop are made: its wake-up eventfd and progress thread.
+engine* start_engine(registry& r, std::uint32_t index, std::unique_ptr<engine> e) {
+  e->index = index;
+  e->wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (e->wake_fd < 0) return nullptr;
+  engine* self = e.get();
+  e->loop->watch(e->wake_fd, [self](rnic::time_ns) { self->drain_wake(); });
+  e->refs = 1;
+  engine* raw = e.release();
+  raw->th = std::thread([raw] { raw->run(); });
+  r.engines[index] = raw;
+  return raw;
+}
+/// Attaches to function s.function of the device process at s.attach (spec/rnicd.md §4): the
+/// engine's device takes the function's MAC, GIDs, MTU and QPN block; its port is the region's
+/// rings. nullptr with errno (ENODEV: no device process answers; EPERM, EBUSY, ENOSPC: it refused).
+engine* attach_engine(registry& r, std::uint32_t index, std::unique_ptr<engine> e) {
+  namespace ctl = pushwire::rnic::ctl;
+  namespace fn = pushwire::rnic::fn;
+  const cfg::device_spec& s = r.specs[index];
+  auto a = std::make_unique<attachment>();
+  a->sock = net::connect_seqpacket(s.attach);
+  if (!a->sock) {
+    warn("%s: cannot reach the device process at %s: %s", s.name.c_str(), s.attach.c_str(), std::strerror(errno));
+    errno = ENODEV;
+    return nullptr;
+  }
+  ctl::attach_request req{};
+  req.header = {ctl::msg_type::attach, fn::version, 0, 1};
+  req.function = s.function;
+  req.pid = static_cast<std::uint32_t>(::getpid());
+  std::array<std::byte, 64> out{};
+  std::vector<std::byte> in(ctl::max_message);
+  std::vector<net::unique_fd> fds;
+  const auto n = pushwire::wire::encode(req, out);
+  const ssize_t k = n && net::send_message(a->sock.get(), std::span<const std::byte>(out.data(), *n))
+                        ? net::receive_message(a->sock.get(), in, &fds)
+                        : -1;
+  const auto rep = k > 0 ? pushwire::wire::decode<ctl::attach_reply>(std::span<const std::byte>(in.data(), static_cast<std::size_t>(k)))
+                         : pushwire::wire::result<ctl::attach_reply>(pushwire::wire::errc::truncated);
+  if (!rep || rep->header.type != ctl::msg_type::attached) {
+    warn("%s: the device process at %s did not answer the attach", s.name.c_str(), s.attach.c_str());
+    errno = ENODEV;
+    return nullptr;
+  }
+  if (rep->header.status) {
+    const auto why = static_cast<pushwire::rnic::fn_errc>(rep->header.status);
+    const std::string_view name = pushwire::wire::enum_name(why);
+    warn("%s: %s refused the attach: %.*s", s.name.c_str(), s.attach.c_str(), static_cast<int>(name.size()), name.data());
+    errno = why == pushwire::rnic::fn_errc::no_such_function ? ENODEV : why == pushwire::rnic::fn_errc::no_attachments_left ? ENOSPC : EIO;
+    return nullptr;
+  }
+  if (fds.size() != 3 || !fn::valid_slots(rep->slots) || (rep->mtu != 1024 && rep->mtu != 4096) || rep->qpn_count == 0 ||
+      rep->qpn_first < 2 || rep->qpn_first + std::uint64_t{rep->qpn_count} > 0x1000000) {
+    warn("%s: %s: a malformed attach reply", s.name.c_str(), s.attach.c_str());
+    errno = EPROTO;
+    return nullptr;
+  }
+  a->region = net::shared_region::open(std::move(fds[0]), fn::region_bytes(rep->slots));
+  a->doorbell = std::move(fds[1]);
+  a->wake = std::move(fds[2]);
+  if (!a->region.ok() || fn::check_region(a->region.bytes(), a->view) || a->view.slots != rep->slots) {
+    warn("%s: %s: the function's region does not check", s.name.c_str(), s.attach.c_str());
+    errno = EPROTO;
+    return nullptr;
+  }
+  a->port = std::make_unique<net::shm_port>(a->view, a->doorbell.get(), a->wake.get());
+  e->mac = rep->mac;
+  e->mtu = rep->mtu;
+  for (const auto& g : rep->gids) e->gids.push_back(g);
+  rnic::device_config dc = engine_config(*e);
+  dc.qpn_first = rep->qpn_first;
+  dc.qpn_count = rep->qpn_count;
+  dc.max_qps = std::min(dc.max_qps, rep->max_qps);
+  dc.max_cqs = std::min(dc.max_cqs, rep->max_cqs);
+  e->dev = std::make_unique<rnic::device>(dc);
+  e->loop = std::make_unique<net::device_loop>(*e->dev);
+  e->loop->attach(0, *a->port);
+  engine* self = e.get();
+  // The control socket: end of stream (the device process died) or a notice (it stops).
+  e->loop->watch(
+      a->sock.get(),
+      [self](rnic::time_ns) {
+        attachment& at = *self->att;
+        std::unique_lock g(at.sock_mu, std::try_to_lock);
+        if (!g) return;  // a reserve is reading it
+        std::array<std::byte, 64> m{};
+        const ssize_t got = net::receive_message(at.sock.get(), m, nullptr, MSG_DONTWAIT);
+        if (got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) self->dead = true;
+        else if (got > 0)
+          if (auto h = pushwire::rnic::ctl::peek_header(std::span<const std::byte>(m.data(), static_cast<std::size_t>(got)));
+              h && h->type == pushwire::rnic::ctl::msg_type::notice)
+            self->dead = true;
+        if (self->dead) self->wake();
+      },
+      [self] { return !self->dead.load(); });
+  e->att = std::move(a);
+  return start_engine(r, index, std::move(e));
+}
+
 /// Opens (or shares) the engine of device `index`; nullptr with errno on failure.
 engine* open_engine(std::uint32_t index) {
   registry& r = reg();
@@ -542,6 +728,7 @@ engine* open_engine(std::uint32_t index) {
   }
   const cfg::device_spec& s = r.specs[index];
   auto e = std::make_unique<engine>();
+  if (!s.attach.empty()) return attach_engine(r, index, std::move(e));
   net::udp_config uc;
   uc.port = pushwire::ib::roce_port;
   uc.faults = r.faults.faults;
@@ -564,31 +751,15 @@ engine* open_engine(std::uint32_t index) {
     errno = err == EADDRNOTAVAIL || err == EADDRINUSE ? ENODEV : err;
     return nullptr;
   }
-  e->ip = uc.address;
-  e->mac = mac_of(e->ip);
+  e->mac = mac_of(uc.address);
   e->mtu = s.mtu;
-  e->index = index;
-  rnic::device_config dc;
-  dc.ports[0].mac = e->mac;
-  dc.ports[0].gid = e->gid();
-  e->ip6 = s.address6;
-  if (s.address6) dc.ports[0].extra_gids = {*s.address6};
-  dc.ports[0].mtu = s.mtu;
-  dc.ports[0].udp_sport = pushwire::ib::roce_port;
-  dc.linger = linger_max;
-  dc.ack_delay = ack_delay;
+  e->gids.push_back(rnic::gid_v4(uc.address[0], uc.address[1], uc.address[2], uc.address[3]));
+  if (s.address6) e->gids.push_back(*s.address6);
+  rnic::device_config dc = engine_config(*e);
   e->dev = std::make_unique<rnic::device>(dc);
-  e->wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  if (e->wake_fd < 0) return nullptr;
   e->loop = std::make_unique<net::device_loop>(*e->dev);
   e->loop->attach(0, *e->udp);
-  engine* self = e.get();
-  e->loop->watch(e->wake_fd, [self](rnic::time_ns) { self->drain_wake(); });
-  e->refs = 1;
-  engine* raw = e.release();
-  raw->th = std::thread([raw] { raw->run(); });
-  r.engines[index] = raw;
-  return raw;
+  return start_engine(r, index, std::move(e));
 }
 void close_engine(engine* e) {
   registry& r = reg();
@@ -603,7 +774,9 @@ void close_engine(engine* e) {
   for (;;) {
     {
       std::lock_guard g2(e->mu);
-      if ((e->dev->lingering() == 0 && e->dev->pending_frames(0) == 0 && e->udp->waiting() == 0) || net::monotonic_ns() > until) break;
+      if ((e->dev->lingering() == 0 && e->dev->pending_frames(0) == 0 && (!e->udp || e->udp->waiting() == 0)) || e->dead ||
+          net::monotonic_ns() > until)
+        break;
     }
     e->wake();
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -966,6 +1139,8 @@ ibv_cq_ex* create_cq(ibv_context* c, const ibv_cq_init_attr_ex& a) {
     return fail<ibv_cq_ex>(EOPNOTSUPP);
   context_impl& ci = *ctx_of(c)->impl;
   engine& e = *ci.eng;
+  if (const int err = e.reserve(res::cq, 1)) return fail<ibv_cq_ex>(err);
+  held hold{e, res::cq, 1};
   auto impl = std::make_unique<cq_impl>();
   impl->eng = &e;
   const std::uint32_t depth = pow2_at_least(std::max<std::uint32_t>(a.cqe, 2));
@@ -1011,6 +1186,7 @@ ibv_cq_ex* create_cq(ibv_context* c, const ibv_cq_init_attr_ex& a) {
   x.read_dlid_path_bits = cqx_dlid_path_bits;
   if (a.channel) ++a.channel->refcnt;
   p->impl = impl.release();
+  hold.kept = true;
   return &p->ex;
 }
 
@@ -1198,6 +1374,8 @@ ibv_qp* create_qp(ibv_context* c, ibv_qp_init_attr_ex& a) {
   impl->cap.max_send_sge = rnic::max_sge;
   impl->cap.max_recv_sge = a.srq ? 0 : rnic::max_sge;
   impl->cap.max_inline_data = std::max<std::uint32_t>(cap.max_inline_data, rnic::max_inline);
+  if (const int err = e.reserve(res::qp, 1)) return fail<ibv_qp>(err);
+  held hold{e, res::qp, 1};
   auto* p = new (std::nothrow) pw_qp{};
   if (!p) return fail<ibv_qp>(ENOMEM);
   {
@@ -1265,6 +1443,7 @@ ibv_qp* create_qp(ibv_context* c, ibv_qp_init_attr_ex& a) {
   x.wr_send_inv = wr_unsupported_u32;
   x.wr_set_xrc_srqn = wr_unsupported_u32;
   p->impl = impl.release();
+  hold.kept = true;
   return &q;
 }
 
@@ -1444,7 +1623,7 @@ PW_EXPORT __be64 ibv_get_device_guid(ibv_device* d) {
   registry& r = reg();
   std::lock_guard g(r.mu);
   if (engine* e = r.engines[p->index]) return htobe64(e->guid());
-  if (const auto& a = r.specs[p->index].address) return htobe64(guid_of(mac_of(*a)));
+  if (const auto& a = r.specs[p->index].address) return htobe64(pushwire::ib::node_guid_of(mac_of(*a)));
   return 0;
 }
 
@@ -1463,6 +1642,10 @@ PW_EXPORT ibv_context* ibv_open_device(ibv_device* d) {
   }
   ci->eng = e;
   ci->dev = pd;
+  {
+    std::lock_guard g(e->mu);
+    e->contexts.push_back(ci);
+  }
   ci->async_fd = ::eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
   ci->cmd_fd = ::eventfd(0, EFD_CLOEXEC);
   p->impl = ci;
@@ -1480,6 +1663,10 @@ PW_EXPORT ibv_context* ibv_open_device(ibv_device* d) {
 PW_EXPORT int ibv_close_device(ibv_context* c) {
   pw_context* p = ctx_of(c);
   context_impl* ci = p->impl;
+  {
+    std::lock_guard g(ci->eng->mu);
+    std::erase(ci->eng->contexts, ci);
+  }
   close_engine(ci->eng);
   ::close(ci->async_fd);
   ::close(ci->cmd_fd);
@@ -1606,9 +1793,13 @@ ibv_mr* reg_mr(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t iova, u
   if (int r = check_access(access)) return fail<ibv_mr>(r);
   if (length == 0) return fail<ibv_mr>(EINVAL);
   engine& e = eng_of(pd->context);
+  if (const int err = e.reserve(res::mr, 1)) return fail<ibv_mr>(err);
+  held hold{e, res::mr, 1};
+  if (const int err = e.reserve(res::bytes, static_cast<std::int64_t>(length))) return fail<ibv_mr>(err);
+  held hold_bytes{e, res::bytes, static_cast<std::int64_t>(length)};
   auto* m = new (std::nothrow) pw_mr{};
   if (!m) return fail<ibv_mr>(ENOMEM);
-  std::lock_guard g(e.mu);
+  std::unique_lock g(e.mu);
   rnic::result<rnic::memory_region> r = rnic::errc::invalid_argument;
   if (access & IBV_ACCESS_ON_DEMAND) {
     if (iova != reinterpret_cast<std::uintptr_t>(addr)) {  // (an implicit ODP of the whole space too)
@@ -1630,6 +1821,8 @@ ibv_mr* reg_mr(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t iova, u
   m->mr.handle = r->lkey;
   m->mr.lkey = r->lkey;
   m->mr.rkey = r->rkey;
+  g.unlock();  // (the reservations are kept; held's destructors would talk to the device process)
+  hold.kept = hold_bytes.kept = true;
   return &m->mr;
 }
 }  // namespace
@@ -1650,6 +1843,8 @@ PW_EXPORT int ibv_dereg_mr(ibv_mr* mr) {
     std::lock_guard g(e.mu);
     if (const rnic::errc r = e.dev->dereg_mr(mr->lkey); r != rnic::errc{}) return to_errno(r);
   }
+  (void)e.reserve(res::mr, -1);
+  (void)e.reserve(res::bytes, -static_cast<std::int64_t>(mr->length));
   delete reinterpret_cast<pw_mr*>(mr);
   return 0;
 }
@@ -1659,7 +1854,10 @@ PW_EXPORT int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, std::s
   if ((flags & IBV_REREG_MR_CHANGE_ACCESS) && check_access(static_cast<unsigned>(access))) return IBV_REREG_MR_ERR_INPUT;
   if (flags & IBV_REREG_MR_CHANGE_TRANSLATION && length == 0) return IBV_REREG_MR_ERR_INPUT;
   engine& e = eng_of(mr->context);
-  std::lock_guard g(e.mu);
+  const std::int64_t grow = flags & IBV_REREG_MR_CHANGE_TRANSLATION ? static_cast<std::int64_t>(length) - static_cast<std::int64_t>(mr->length) : 0;
+  if (grow > 0 && e.reserve(res::bytes, grow)) return IBV_REREG_MR_ERR_INPUT;
+  held more{e, res::bytes, grow > 0 ? grow : 0};
+  std::unique_lock g(e.mu);
   const auto info = e.dev->memory().info(mr->lkey);
   if (!info) return IBV_REREG_MR_ERR_INPUT;
   void* const new_addr = flags & IBV_REREG_MR_CHANGE_TRANSLATION ? addr : mr->addr;
@@ -1679,6 +1877,9 @@ PW_EXPORT int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, std::s
   mr->length = new_len;
   mr->lkey = mr->rkey = r->lkey;
   mr->handle = r->lkey;
+  g.unlock();
+  more.kept = true;
+  if (grow < 0) (void)e.reserve(res::bytes, grow);
   return 0;
 }
 
@@ -1768,6 +1969,7 @@ PW_EXPORT int ibv_destroy_cq(ibv_cq* cq) {
     if (const rnic::errc r = e.dev->destroy_cq(p->impl->n); r != rnic::errc{}) return to_errno(r);
     e.cqs.erase(p->impl->n);
   }
+  (void)e.reserve(res::cq, -1);
   if (cq->channel) {
     // events of this CQ still queued on the channel are dropped with it
     channel_impl* ci = reinterpret_cast<pw_channel*>(cq->channel)->impl;
@@ -1927,6 +2129,7 @@ PW_EXPORT int ibv_destroy_qp(ibv_qp* qp) {
     if (q.bounce_key) (void)q.eng->dev->dereg_mr(q.bounce_key);
     q.eng->qps.erase(q.qpn);
   }
+  (void)q.eng->reserve(res::qp, -1);
   delete p->impl;
   delete p;
   return 0;

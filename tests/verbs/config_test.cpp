@@ -9,11 +9,40 @@ TEST_CASE("device lists: names, addresses, auto, MTUs, separators and comments")
   const auto p = parse_devices("pw0:198.18.0.1, pw1:auto:1024\n# a comment\n  x.y-z_9:127.0.0.2:4096@fd00::2 # trailing\npw3:auto@::1");
   REQUIRE(p);
   REQUIRE(p.value.size() == 4);
-  CHECK(p.value[0] == device_spec{"pw0", std::array<std::uint8_t, 4>{198, 18, 0, 1}, 4096, std::nullopt});
-  CHECK(p.value[1] == device_spec{"pw1", std::nullopt, 1024, std::nullopt});
+  CHECK(p.value[0] == device_spec{"pw0", std::array<std::uint8_t, 4>{198, 18, 0, 1}, 4096, std::nullopt, {}, 0});
+  CHECK(p.value[1] == device_spec{"pw1", std::nullopt, 1024, std::nullopt, {}, 0});
   CHECK(p.value[2] == device_spec{"x.y-z_9", std::array<std::uint8_t, 4>{127, 0, 0, 2}, 4096,
-                                  std::array<std::uint8_t, 16>{0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2}});
+                                  std::array<std::uint8_t, 16>{0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2}, {}, 0});
   CHECK(p.value[3].address6 == std::array<std::uint8_t, 16>{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1});
+}
+
+TEST_CASE("device lists: functions of a device process, NAME@PATH[#pf|#vfN]") {
+  const auto p = parse_devices("pw0@/run/pushwire/pw0.sock pw1@/tmp/a.sock#vf3, pw2@/tmp/b#pf # a comment\n# vf9 stays a comment\npw3@rel/x#vf127");
+  REQUIRE(p);
+  REQUIRE(p.value.size() == 4);
+  CHECK(p.value[0] == device_spec{"pw0", std::nullopt, 4096, std::nullopt, "/run/pushwire/pw0.sock", 0});
+  CHECK(p.value[1] == device_spec{"pw1", std::nullopt, 4096, std::nullopt, "/tmp/a.sock", 3});
+  CHECK(p.value[2] == device_spec{"pw2", std::nullopt, 4096, std::nullopt, "/tmp/b", 0});
+  CHECK(p.value[3] == device_spec{"pw3", std::nullopt, 4096, std::nullopt, "rel/x", 127});
+  const std::pair<const char*, const char*> bad[] = {
+      {"pw0@/x#vf0", "a function is pf or vf1..vf127"},
+      {"pw0@/x#vf128", "a function is pf or vf1..vf127"},
+      {"pw0@/x#vf", "a function is pf or vf1..vf127"},
+      {"pw0@/x#3", "a function is pf or vf1..vf127"},
+      {"pw0@/x#vf1x", "a function is pf or vf1..vf127"},
+      {"pw0@", "a control socket's path is 1..107 bytes"},
+      {"pw0@#vf1", "a control socket's path is 1..107 bytes"},
+      {"p/w@/x", "a name is"},
+      {"pw0@/a pw0@/b", "named twice"},
+  };
+  for (const auto& [text, why] : bad) {
+    INFO(text);
+    const auto r = parse_devices(text);
+    CHECK_FALSE(r);
+    CHECK(r.error.find(why) != std::string::npos);
+  }
+  CHECK_FALSE(parse_devices("pw0@/" + std::string(107, 'x')));
+  CHECK(parse_devices("pw0@/" + std::string(106, 'x')));
 }
 
 TEST_CASE("device lists: each malformed entry is refused whole, with its reason") {

@@ -33,6 +33,14 @@ constexpr bool is_v4(const gid& g) {
 /// The IPv4 address of an IPv4-mapped GID (its last 4 bytes).
 constexpr std::array<std::uint8_t, 4> v4_of(const gid& g) { return {g[12], g[13], g[14], g[15]}; }
 
+/// The node (and port) GUID of a RoCE device with MAC `mac`: its modified EUI-64 (the U/L bit
+/// flipped, FF:FE in the middle), as rxe and mlx5 derive it.
+constexpr std::uint64_t node_guid_of(const std::array<std::uint8_t, 6>& m) {
+  return std::uint64_t{static_cast<std::uint8_t>(m[0] ^ 2u)} << 56 | std::uint64_t{m[1]} << 48 | std::uint64_t{m[2]} << 40 |
+         0xFFFEull << 24 | std::uint64_t{m[3]} << 16 | std::uint64_t{m[4]} << 8 | m[5];
+}
+static_assert(node_guid_of({0x02, 0x00, 198, 18, 0, 1}) == 0x0000'C6FF'FE12'0001ull);
+
 /// Bytes of a UD receive's GRH space.
 inline constexpr std::size_t grh_size = 40;
 /// Bytes of an IPv4 header without options, and where it starts in the GRH space.

@@ -69,6 +69,12 @@ class device_loop {
       if constexpr (requires { t.next_due(); }) return t.next_due();
       else return std::nullopt;
     };
+    // A transport that must be told before the loop sleeps (shared-memory rings: arm() says
+    // whether it may, disarm(readable) after): it is read after every wait.
+    if constexpr (requires { t.arm(); t.disarm(true); }) {
+      l.arm = [&t] { return t.arm(); };
+      l.disarm = [&t](bool readable) { t.disarm(readable); };
+    }
     links_.push_back(std::move(l));
   }
   /// Waits on descriptor `fd` too: after a wait() that found it readable, `on_ready(now)` runs at
@@ -130,7 +136,9 @@ class device_loop {
   /// Takes the descriptors to wait on (the transports' may change as they open sockets).
   void prepare_wait() {
     fds_.clear();
+    must_not_sleep_ = false;
     for (link& l : links_) {
+      if (l.arm && !l.arm()) must_not_sleep_ = true;
       l.first = fds_.size();
       for (int fd : l.fds()) fds_.push_back({fd, POLLIN, 0});
       l.count = fds_.size() - l.first;
@@ -143,6 +151,7 @@ class device_loop {
   }
   /// Sleeps in ppoll() on what prepare_wait() took, at most `t` ns. Touches nothing a turn uses.
   int block(rnic::time_ns t) {
+    if (must_not_sleep_) t = 0;
     if (t > 0) ++waits_;
     const timespec ts{static_cast<time_t>(t / 1'000'000'000), static_cast<long>(t % 1'000'000'000)};
     const int n = ::ppoll(fds_.data(), fds_.size(), &ts, nullptr);
@@ -155,6 +164,10 @@ class device_loop {
     for (link& l : links_) {
       l.ready = false;
       for (std::size_t i = l.first; i < l.first + l.count; ++i) l.ready = l.ready || (fds_[i].revents & POLLIN);
+      if (l.disarm) {
+        l.disarm(l.ready);
+        l.ready = true;
+      }
     }
     for (watch_state& w : watches_)
       if (w.waiting) w.ready = w.ready || (fds_[w.slot].revents & POLLIN);
@@ -192,6 +205,8 @@ class device_loop {
     std::function<std::size_t(rnic::device&, rnic::time_ns)> receive, send;
     std::function<std::vector<int>()> fds;
     std::function<std::optional<rnic::time_ns>()> due;
+    std::function<bool()> arm;
+    std::function<void(bool)> disarm;
     bool ready = false;
     std::size_t first = 0, count = 0;  ///< its descriptors in fds_
   };
@@ -215,6 +230,7 @@ class device_loop {
   std::vector<std::function<std::optional<rnic::time_ns>()>> deadlines_;
   std::vector<pollfd> fds_;
   bool waited_ = false;  ///< the last wait() marked which transports are readable
+  bool must_not_sleep_ = false;  ///< a transport's arm() found work: block() does not sleep
   linger_policy linger_{};
   rnic::time_ns last_moved_ = 0;  ///< the last turn that moved frames
   std::uint64_t waits_ = 0, wakeups_ = 0;  ///< block()'s, kept apart from what a turn touches

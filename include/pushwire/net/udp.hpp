@@ -179,11 +179,21 @@ class udp_port {
   /// Receives what is waiting (up to `rounds` batches) and gives each datagram to the device
   /// as a frame, at time now. Returns the datagrams taken.
   std::size_t receive_into(rnic::device& d, std::size_t port, rnic::time_ns now, int rounds = 4) {
-    std::size_t total = receive_on(fd_, cfg_.port, d, port, now, rounds);
-    if (fd6_ >= 0) total += receive_on(fd6_, cfg_.port, d, port, now, rounds);
-    for (const auto& x : extra_) total += receive_on(x.fd, x.port, d, port, now, 1);
+    return receive(d.config().ports[port].mac, [&](std::span<std::byte> frame) { d.receive(port, frame, now); }, rounds);
+  }
+  /// Receives what is waiting (up to `rounds` batches) and gives each datagram, as a frame
+  /// addressed to `mac`, to `sink(std::span<std::byte>)`, which may change its bytes. Returns
+  /// the datagrams taken.
+  template <class Sink>
+  std::size_t receive(const wire::mac_address& mac, Sink&& sink, int rounds = 4) {
+    std::size_t total = receive_on(fd_, cfg_.port, mac, sink, rounds);
+    if (fd6_ >= 0) total += receive_on(fd6_, cfg_.port, mac, sink, rounds);
+    for (const auto& x : extra_) total += receive_on(x.fd, x.port, mac, sink, 1);
     return total;
   }
+  /// Queues one frame (Ethernet, IPv4 or IPv6, UDP) to leave as a datagram at the next flush(),
+  /// with the configured faults; one that is not such a frame is counted (not_sendable).
+  void send(std::span<const std::byte> frame, rnic::time_ns now) { queue(frame, now); }
 
   /// Sends the frames whose time has come (held-back ones under injected faults). With GSO,
   /// consecutive due frames of one size to one destination (the last may be shorter) go as one
@@ -314,8 +324,8 @@ class udp_port {
   }
 
  private:
-  std::size_t receive_on(int fd, std::uint16_t local_port, rnic::device& d, std::size_t port, rnic::time_ns now, int rounds) {
-    const rnic::port_config& pc = d.config().ports[port];
+  template <class Sink>
+  std::size_t receive_on(int fd, std::uint16_t local_port, const wire::mac_address& mac, Sink& sink, int rounds) {
     std::size_t total = 0;
     auto& h = hdr_;
     auto& iov = iov_;
@@ -347,8 +357,8 @@ class udp_port {
         else std::memcpy(sip.data(), &src.v4.sin_addr, 4);
         const std::uint16_t sport = ntohs(v6 ? src.v6.sin6_port : src.v4.sin_port);
         auto wrap_any = [&](std::span<std::byte> frame) {
-          if (v6) wrap6(frame, pc.mac, sip6, sport, *cfg_.address6, local_port);
-          else wrap(frame, pc.mac, sip, sport, cfg_.address, local_port);
+          if (v6) wrap6(frame, mac, sip6, sport, *cfg_.address6, local_port);
+          else wrap(frame, mac, sip, sport, cfg_.address, local_port);
         };
         // GRO: datagrams of `seg` bytes each (the last may be shorter), back to back.
         std::size_t seg = m.msg_len;
@@ -373,14 +383,14 @@ class udp_port {
             continue;
           }
           wrap_any(frame);
-          d.receive(port, frame, now);
+          sink(frame);
           ++stats_.received;
           ++total;
         }
         if (m.msg_len == 0) {  // an empty datagram: the device counts it as a bad frame
           auto frame = std::span<std::byte>(rx_[static_cast<std::size_t>(i)]).subspan(lead, hl);
           wrap_any(frame);
-          d.receive(port, frame, now);
+          sink(frame);
           ++stats_.received;
           ++total;
         }

@@ -60,6 +60,10 @@ struct device_config {
   std::uint32_t max_qps = 1024;
   std::uint32_t max_cqs = 1024;
   std::uint32_t max_pds = 1024;
+  /// The queue pair numbers create_qp hands out: [qpn_first, qpn_first + qpn_count), round
+  /// robin, skipping those in use (a function of a shared device gets a block: spec/rnicd.md §2).
+  /// qpn_first >= 2 (0 and 1 are the special QPs); the range ends by 2^24.
+  std::uint32_t qpn_first = 0x10, qpn_count = 0x1000000 - 0x10;
   /// Virtual time to serve a page fault of an on-demand key (make its pages resident), ns.
   time_ns page_fault_latency = 100'000;
   /// What a responder does on an absent page: page-fault ACK (the default) or silent drop.

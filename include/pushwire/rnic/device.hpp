@@ -246,7 +246,8 @@ class device : public qp_engine {
   }
 
   // ---- queue pairs ----------------------------------------------------------------------
-  /// A queue pair in RESET. Errors: no_resources (max_qps exist), not_found (no such PD),
+  /// A queue pair in RESET. Errors: no_resources (max_qps exist, or every number of the
+  /// device's range is taken), not_found (no such PD),
   /// invalid_argument (a send queue or send CQ missing or unknown where the type sends, a
   /// receive queue or SRQ (of the same PD) or receive CQ missing or unknown where it receives).
   result<std::uint32_t> create_qp(const qp_init_attr& a) {
@@ -258,8 +259,13 @@ class device : public qp_engine {
       if (!cq_.exists(a.recv_cq)) return errc::invalid_argument;
       if (a.srq ? !has_srq(*a.srq) || srqs_[*a.srq]->pd != a.pd : (!a.rq || a.rq->depth() == 0)) return errc::invalid_argument;
     }
-    const std::uint32_t qpn = next_qpn_;
-    next_qpn_ = std::max<std::uint32_t>((next_qpn_ + 1) & 0xFFFFFF, 0x10);
+    std::uint32_t qpn = 0;
+    for (std::uint32_t tries = 0;; ++tries) {
+      if (tries == cfg_.qpn_count) return errc::no_resources;
+      qpn = cfg_.qpn_first + next_qpn_;
+      next_qpn_ = (next_qpn_ + 1) % cfg_.qpn_count;
+      if (!qps_.contains(qpn)) break;
+    }
     auto q = std::make_unique<qp_context>();
     q->qpn = qpn;
     q->init = a;

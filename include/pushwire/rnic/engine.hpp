@@ -817,7 +817,7 @@ class qp_engine {
   completion_unit cq_;
   std::vector<port> ports_;
   std::unordered_map<std::uint32_t, std::unique_ptr<qp_context>> qps_;
-  std::uint32_t next_qpn_ = 0x10;
+  std::uint32_t next_qpn_ = 0;  ///< the next QPN to try, from cfg_.qpn_first
   std::size_t lingering_ = 0;
   ah_table ahs_;
   std::vector<std::unique_ptr<srq_context>> srqs_;

@@ -1,0 +1,546 @@
+// The embedded switch of a shared software RNIC (spec/rnicd.md §2, §5): a port's functions (the
+// physical function, PF, and virtual functions, VFs), the programs attached to them, and the
+// rules a device process applies between its port and their rings:
+// - steering: a frame from the wire goes to the attachment whose QPN block holds its destination
+//   QPN, if its destination address is one of that function's GIDs; its destination MAC becomes
+//   the function's;
+// - the spoof check: a frame an attachment sends leaves only with its function's MAC, one of its
+//   function's GIDs as source address, UDP source and destination port 4791, a P_Key of its
+//   function's table, and, where the frame carries one (DETH), a source QPN of its own block;
+// - limits: QPs, MRs, CQs and registered bytes counted per function across its attachments, and
+//   a transmit rate (a token bucket) per function;
+// - the `ctl` command language (show, vf add, vf del, vf set).
+// Sans-IO: frames and commands in, verdicts and text out; time is an argument.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cstdio>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include <pushwire/ib/gid.hpp>
+#include <pushwire/ib/roce.hpp>
+#include <pushwire/rnic/attach.hpp>
+#include <pushwire/rnic/core.hpp>
+#include <pushwire/rnic/function.hpp>
+#include <pushwire/wire/ethernet.hpp>
+
+namespace pushwire::rnic {
+
+/// A function's limits (spec/rnicd.md §5). rate_bps 0: no rate limit.
+struct function_limits {
+  std::uint32_t max_qps = 1024, max_mrs = 4096, max_cqs = 1024;
+  std::uint64_t max_reg_bytes = std::uint64_t{1} << 40;
+  std::uint64_t rate_bps = 0;
+  friend bool operator==(const function_limits&, const function_limits&) = default;
+};
+
+/// A function's settings: what `vf set` changes.
+struct function_settings {
+  wire::mac_address mac{};
+  /// 1..4 GIDs; GID 0 first. The device process must have a socket for each (its port's
+  /// addresses).
+  std::vector<ib::gid> gids;
+  function_limits limits{};
+  /// Trusted: the spoof check is off for its frames (`vf set N trust on`).
+  bool trust = false;
+  /// The P_Keys it may send with (full-membership form); the default partition only by default.
+  std::vector<std::uint16_t> pkeys{0xFFFF};
+};
+
+/// Why a frame an attachment sent did not leave (counted per function).
+enum class tx_drop : std::uint8_t { not_roce, spoofed_mac, spoofed_ip, spoofed_port, spoofed_pkey, spoofed_qpn };
+inline constexpr std::array<wire::named_value, 6> tx_drop_names{{
+    {tx_drop::not_roce, "not_roce"}, {tx_drop::spoofed_mac, "spoofed_mac"}, {tx_drop::spoofed_ip, "spoofed_ip"},
+    {tx_drop::spoofed_port, "spoofed_port"}, {tx_drop::spoofed_pkey, "spoofed_pkey"}, {tx_drop::spoofed_qpn, "spoofed_qpn"}}};
+constexpr std::span<const wire::named_value> wire_enum_names(tx_drop) { return tx_drop_names; }
+/// Why a frame from the wire reached no ring (counted per port).
+enum class rx_drop_reason : std::uint8_t { not_roce, no_attachment, not_its_address, ring_full };
+inline constexpr std::array<wire::named_value, 4> rx_drop_reason_names{{
+    {rx_drop_reason::not_roce, "not_roce"}, {rx_drop_reason::no_attachment, "no_attachment"},
+    {rx_drop_reason::not_its_address, "not_its_address"}, {rx_drop_reason::ring_full, "ring_full"}}};
+constexpr std::span<const wire::named_value> wire_enum_names(rx_drop_reason) { return rx_drop_reason_names; }
+
+struct function_counters {
+  std::uint64_t tx_frames = 0, tx_bytes = 0, rx_frames = 0, rx_bytes = 0;
+  std::uint64_t rate_waits = 0;  ///< times a frame waited for the rate limit's tokens
+  std::array<std::uint64_t, tx_drop_names.size()> tx_drops{};
+  std::uint64_t spoofed() const {
+    std::uint64_t n = 0;
+    for (std::size_t i = 1; i < tx_drops.size(); ++i) n += tx_drops[i];
+    return n;
+  }
+};
+
+/// What the device process is made with.
+struct eswitch_config {
+  wire::mac_address mac{};    ///< the port's (and the PF's) MAC
+  std::vector<ib::gid> gids;  ///< the port's addresses
+  std::uint16_t mtu = 4096;
+  std::uint32_t vfs = 0;      ///< VFs made at start (1..vfs), each with the port's GIDs
+  std::uint32_t slots = fn::default_slots;
+  function_limits limits{};   ///< every new function's
+};
+
+/// QPN blocks: attachment block k (1..) holds QPNs [k << qpn_block_bits, (k + 1) << qpn_block_bits).
+inline constexpr unsigned qpn_block_bits = 14;
+inline constexpr std::uint32_t qpn_blocks = 1u << (24 - qpn_block_bits);
+/// The most VFs a port has (VF n's default MAC is 02:n:IPv4).
+inline constexpr std::uint32_t max_vfs = 127;
+
+/// The default MAC of function n of a port whose IPv4 address is ip: 02:n:ip.
+constexpr wire::mac_address function_mac(std::uint32_t n, const std::array<std::uint8_t, 4>& ip) {
+  return {0x02, static_cast<std::uint8_t>(n), ip[0], ip[1], ip[2], ip[3]};
+}
+
+class eswitch {
+ public:
+  struct attachment {
+    std::uint32_t id = 0;  ///< also its QPN block
+    std::uint16_t function = 0;
+    std::uint32_t pid = 0;
+    std::uint64_t qps = 0, mrs = 0, cqs = 0, bytes = 0;  ///< what it holds of the function's limits
+    std::uint64_t rx_frames = 0, tx_frames = 0;
+    std::uint32_t qpn_first() const { return id << qpn_block_bits; }
+  };
+  struct function_state {
+    function_settings settings;
+    function_counters counters;
+    std::uint64_t qps = 0, mrs = 0, cqs = 0, bytes = 0;
+    double tokens = 0;  ///< rate limit: bytes it may send now
+    std::int64_t refilled = -1;
+  };
+
+  explicit eswitch(eswitch_config c) : cfg_(std::move(c)) {
+    functions_.resize(max_vfs + 1);
+    functions_[0] = make_function(0);
+    for (std::uint32_t n = 1; n <= std::min(cfg_.vfs, max_vfs); ++n) functions_[n] = make_function(n);
+  }
+  const eswitch_config& config() const { return cfg_; }
+  const function_state* function(std::uint32_t n) const { return n < functions_.size() && functions_[n] ? &*functions_[n] : nullptr; }
+  const std::map<std::uint32_t, attachment>& attachments() const { return atts_; }
+  const attachment* find(std::uint32_t id) const {
+    auto it = atts_.find(id);
+    return it == atts_.end() ? nullptr : &it->second;
+  }
+  const std::array<std::uint64_t, rx_drop_reason_names.size()>& rx_drops() const { return rx_drops_; }
+  void count_rx_drop(rx_drop_reason r) { ++rx_drops_[static_cast<std::size_t>(r)]; }
+
+  // ---- attachments ----------------------------------------------------------------------
+  /// Takes function `f` for a program. Errors: no_such_function, no_attachments_left.
+  std::variant<fn_errc, const attachment*> attach(std::uint16_t f, std::uint32_t pid) {
+    if (!function(f)) return fn_errc::no_such_function;
+    for (std::uint32_t k = 0; k + 1 < qpn_blocks; ++k) {
+      const std::uint32_t id = (next_block_ + k - 1) % (qpn_blocks - 1) + 1;
+      if (atts_.contains(id)) continue;
+      next_block_ = id % (qpn_blocks - 1) + 1;
+      attachment& a = atts_[id];
+      a.id = id, a.function = f, a.pid = pid;
+      return &a;
+    }
+    return fn_errc::no_attachments_left;
+  }
+  /// The reply attach() sends (without the header's tag and the GIDs' storage, which `gids` holds).
+  ctl::attach_reply reply_for(const attachment& a, std::vector<wire::ip_address<16>>& gids) const {
+    const function_settings& s = functions_[a.function]->settings;
+    gids.clear();
+    for (const ib::gid& g : s.gids) gids.push_back(wire::ip_address<16>{g});
+    ctl::attach_reply r{};
+    r.header = {ctl::msg_type::attached, fn::version, 0, 0};
+    r.attachment = a.id, r.function = a.function, r.mtu = cfg_.mtu, r.mac = s.mac, r.node_guid = ib::node_guid_of(s.mac);
+    r.qpn_first = a.qpn_first(), r.qpn_count = 1u << qpn_block_bits, r.slots = cfg_.slots;
+    r.max_qps = s.limits.max_qps, r.max_mrs = s.limits.max_mrs, r.max_cqs = s.limits.max_cqs, r.max_reg_bytes = s.limits.max_reg_bytes;
+    r.gids = std::span<const wire::ip_address<16>>(gids);
+    return r;
+  }
+  /// The attachment is gone (its program exited or was killed, or broke its ring): what it held
+  /// of its function's limits returns, and its QPN block is free.
+  void detach(std::uint32_t id) {
+    auto it = atts_.find(id);
+    if (it == atts_.end()) return;
+    if (auto& f = functions_[it->second.function]) {
+      f->qps -= it->second.qps, f->mrs -= it->second.mrs, f->cqs -= it->second.cqs, f->bytes -= it->second.bytes;
+    }
+    atts_.erase(it);
+  }
+  /// Counts `delta` of `kind` against attachment id's function. Errors: bad_message (no such
+  /// attachment or kind, or giving back more than it holds), limit_reached.
+  std::optional<fn_errc> reserve(std::uint32_t id, ctl::resource kind, std::int64_t delta) {
+    auto it = atts_.find(id);
+    if (it == atts_.end()) return fn_errc::bad_message;
+    attachment& a = it->second;
+    function_state& f = *functions_[a.function];
+    const function_limits& l = f.settings.limits;
+    std::uint64_t *mine, *total, limit;
+    switch (kind) {
+      case ctl::resource::qp: mine = &a.qps, total = &f.qps, limit = l.max_qps; break;
+      case ctl::resource::mr: mine = &a.mrs, total = &f.mrs, limit = l.max_mrs; break;
+      case ctl::resource::cq: mine = &a.cqs, total = &f.cqs, limit = l.max_cqs; break;
+      case ctl::resource::bytes: mine = &a.bytes, total = &f.bytes, limit = l.max_reg_bytes; break;
+      default: return fn_errc::bad_message;
+    }
+    if (delta < 0) {
+      const std::uint64_t back = static_cast<std::uint64_t>(-(delta + 1)) + 1;
+      if (back > *mine) return fn_errc::bad_message;
+      *mine -= back, *total -= back;
+      return std::nullopt;
+    }
+    const std::uint64_t more = static_cast<std::uint64_t>(delta);
+    if (more > limit || *total > limit - more) return fn_errc::limit_reached;
+    *mine += more, *total += more;
+    return std::nullopt;
+  }
+
+  // ---- the data path ---------------------------------------------------------------------
+  /// The spoof check of a frame attachment `id` sent: nullopt when it may leave.
+  std::optional<tx_drop> check_tx(std::uint32_t id, std::span<const std::byte> frame) {
+    auto it = atts_.find(id);
+    if (it == atts_.end()) return tx_drop::not_roce;
+    function_state& f = *functions_[it->second.function];
+    ib::roce_view v;
+    std::optional<tx_drop> drop;
+    if (ib::inspect(frame, v, {.crc = wire::crc_check::skip}).code != wire::errc{} || v.has_vlan) drop = tx_drop::not_roce;
+    else if (!f.settings.trust) drop = spoof_check(it->second, f.settings, v);
+    if (drop) ++f.counters.tx_drops[static_cast<std::size_t>(*drop)];
+    else {
+      ++f.counters.tx_frames, f.counters.tx_bytes += frame.size();
+      ++it->second.tx_frames;
+    }
+    return drop;
+  }
+  /// Whether function `n` may send `bytes` more at `now` (ns) under its rate limit; takes the
+  /// tokens when it may. A frame that may not waits in its ring (the caller tries again).
+  bool admit(std::uint16_t n, std::size_t bytes, std::int64_t now) {
+    function_state& f = *functions_[n];
+    const std::uint64_t rate = f.settings.limits.rate_bps;
+    if (rate == 0) return true;
+    const double per_ns = static_cast<double>(rate) / 8e9;
+    const double burst = std::max(64.0 * 1024, per_ns * 1e6);  // 1 ms of the rate, at least 64 KiB
+    if (f.refilled < 0) f.tokens = burst, f.refilled = now;
+    f.tokens = std::min(burst, f.tokens + per_ns * static_cast<double>(now - f.refilled));
+    f.refilled = now;
+    if (f.tokens < static_cast<double>(bytes)) {
+      ++f.counters.rate_waits;
+      return false;
+    }
+    f.tokens -= static_cast<double>(bytes);
+    return true;
+  }
+  /// When function n's next `bytes` are admitted (ns from now), for a sleep's timeout.
+  std::int64_t rate_wait(std::uint16_t n, std::size_t bytes) const {
+    const function_state& f = *functions_[n];
+    const std::uint64_t rate = f.settings.limits.rate_bps;
+    if (rate == 0 || f.tokens >= static_cast<double>(bytes)) return 0;
+    return static_cast<std::int64_t>((static_cast<double>(bytes) - f.tokens) * 8e9 / static_cast<double>(rate)) + 1;
+  }
+  /// Where a frame from the wire goes: the attachment id, or why nowhere. Writes the function's
+  /// MAC as the frame's destination.
+  std::variant<rx_drop_reason, std::uint32_t> steer(std::span<std::byte> frame) {
+    auto r = route(frame);
+    if (auto* why = std::get_if<rx_drop_reason>(&r)) {
+      count_rx_drop(*why);
+      return r;
+    }
+    const attachment& a = atts_.at(std::get<std::uint32_t>(r));
+    function_state& f = *functions_[a.function];
+    std::copy(f.settings.mac.begin(), f.settings.mac.end(), reinterpret_cast<std::uint8_t*>(frame.data()));
+    ++f.counters.rx_frames, f.counters.rx_bytes += frame.size();
+    return r;
+  }
+  /// A frame the attachment's ring had no room for: its function's count goes back.
+  void unsteer(std::uint32_t id, std::size_t bytes) {
+    const attachment& a = atts_.at(id);
+    function_state& f = *functions_[a.function];
+    --f.counters.rx_frames, f.counters.rx_bytes -= bytes;
+    count_rx_drop(rx_drop_reason::ring_full);
+  }
+
+  // ---- ctl -------------------------------------------------------------------------------
+  /// Runs a `ctl` command (its words); the text to print, or the reason it was refused (with a
+  /// line of detail in `out`).
+  std::optional<fn_errc> command(const std::vector<std::string_view>& w, std::string& out) {
+    out.clear();
+    if (w.empty() || w[0] == "show") {
+      show(out, w.size() > 1 && w[1] == "--json");
+      return std::nullopt;
+    }
+    if (w[0] != "vf" || w.size() < 3) return bad(out, "commands: show [--json] | vf add N [SETTING VALUE...] | vf del N | vf set N SETTING VALUE...");
+    std::uint32_t n = 0;
+    if (!number(w[2], n) || n == 0 || n > max_vfs) return bad(out, "a VF is numbered 1..127");
+    if (w[1] == "add") {
+      if (functions_[n]) {
+        out = "VF " + std::to_string(n) + " exists";
+        return fn_errc::function_exists;
+      }
+      function_state f = make_function(n);
+      if (auto e = apply(f.settings, w, 3, out)) return e;
+      functions_[n] = std::move(f);
+      out = "VF " + std::to_string(n) + " added\n";
+      return std::nullopt;
+    }
+    if (!functions_[n]) {
+      out = "no VF " + std::to_string(n);
+      return fn_errc::no_such_function;
+    }
+    if (w[1] == "del") {
+      for (const auto& [id, a] : atts_)
+        if (a.function == n) {
+          out = "VF " + std::to_string(n) + " has programs attached (pid " + std::to_string(a.pid) + ")";
+          return fn_errc::function_busy;
+        }
+      functions_[n].reset();
+      out = "VF " + std::to_string(n) + " deleted\n";
+      return std::nullopt;
+    }
+    if (w[1] == "set") {
+      function_settings s = functions_[n]->settings;
+      if (w.size() < 5) return bad(out, "vf set N SETTING VALUE...");
+      if (auto e = apply(s, w, 3, out)) return e;
+      functions_[n]->settings = std::move(s);
+      out = "VF " + std::to_string(n) + " set\n";
+      return std::nullopt;
+    }
+    return bad(out, "vf add | vf del | vf set");
+  }
+  /// The same settings for the PF (the device process's own options).
+  std::optional<fn_errc> set_pf(const std::vector<std::string_view>& w, std::string& out) {
+    function_settings s = functions_[0]->settings;
+    if (auto e = apply(s, w, 0, out)) return e;
+    functions_[0]->settings = std::move(s);
+    return std::nullopt;
+  }
+
+ private:
+  function_state make_function(std::uint32_t n) const {
+    function_state f;
+    const ib::gid g = cfg_.gids.empty() ? ib::gid{} : cfg_.gids[0];
+    f.settings.mac = n == 0 ? cfg_.mac : function_mac(n, ib::v4_of(g));
+    f.settings.gids = cfg_.gids;
+    f.settings.limits = cfg_.limits;
+    return f;
+  }
+  static std::optional<fn_errc> bad(std::string& out, std::string_view why) {
+    out = std::string(why);
+    return fn_errc::bad_setting;
+  }
+  template <class T>
+  static bool number(std::string_view s, T& v) {
+    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    return ec == std::errc{} && p == s.data() + s.size();
+  }
+  /// A rate: bits per second, with an optional K, M or G (powers of 1000).
+  static bool rate(std::string_view s, std::uint64_t& v) {
+    std::uint64_t mul = 1;
+    if (!s.empty() && (s.back() == 'K' || s.back() == 'k')) mul = 1000, s.remove_suffix(1);
+    else if (!s.empty() && (s.back() == 'M' || s.back() == 'm')) mul = 1000'000, s.remove_suffix(1);
+    else if (!s.empty() && (s.back() == 'G' || s.back() == 'g')) mul = 1000'000'000, s.remove_suffix(1);
+    if (!number(s, v) || v > UINT64_MAX / mul) return false;
+    v *= mul;
+    return true;
+  }
+  static bool mac(std::string_view s, wire::mac_address& m) {
+    if (s.size() != 17) return false;
+    for (std::size_t i = 0; i < 6; ++i) {
+      if (i && s[i * 3 - 1] != ':') return false;
+      unsigned b = 0;
+      const auto [p, ec] = std::from_chars(s.data() + i * 3, s.data() + i * 3 + 2, b, 16);
+      if (ec != std::errc{} || p != s.data() + i * 3 + 2) return false;
+      m[i] = static_cast<std::uint8_t>(b);
+    }
+    return (m[0] & 1) == 0;  // not a group address
+  }
+  /// Settings from words[from...] as SETTING VALUE pairs.
+  std::optional<fn_errc> apply(function_settings& s, const std::vector<std::string_view>& w, std::size_t from, std::string& out) const {
+    if ((w.size() - from) % 2) return bad(out, "settings are SETTING VALUE pairs");
+    for (std::size_t i = from; i < w.size(); i += 2) {
+      const std::string_view k = w[i], v = w[i + 1];
+      std::uint64_t x = 0;
+      if (k == "mac") {
+        if (!mac(v, s.mac)) return bad(out, "mac: six hex octets, 02:00:c6:12:00:01, not a group address");
+      } else if (k == "gid") {  // one address or several, comma-separated: the port's
+        std::vector<ib::gid> gids;
+        std::size_t at = 0;
+        while (at <= v.size()) {
+          const std::size_t comma = std::min(v.find(',', at), v.size());
+          const std::string_view one = v.substr(at, comma - at);
+          const auto g = std::find_if(cfg_.gids.begin(), cfg_.gids.end(), [&](const ib::gid& p) { return text_of(p) == one; });
+          if (g == cfg_.gids.end()) return bad(out, "gid: one of the port's addresses (--port)");
+          gids.push_back(*g);
+          at = comma + 1;
+        }
+        if (gids.empty() || gids.size() > 4) return bad(out, "gid: 1..4 addresses");
+        s.gids = gids;
+      } else if (k == "max_qps" || k == "max_mrs" || k == "max_cqs") {
+        if (!number(v, x) || x > 1u << qpn_block_bits) return bad(out, "max_qps, max_mrs, max_cqs: 0..16384");
+        (k == "max_qps" ? s.limits.max_qps : k == "max_mrs" ? s.limits.max_mrs : s.limits.max_cqs) = static_cast<std::uint32_t>(x);
+      } else if (k == "max_bytes") {
+        if (!number(v, s.limits.max_reg_bytes)) return bad(out, "max_bytes: bytes");
+      } else if (k == "rate") {
+        if (!rate(v, s.limits.rate_bps)) return bad(out, "rate: bits per second (K, M, G: powers of 1000), 0 unlimited");
+      } else if (k == "trust") {
+        if (v != "on" && v != "off") return bad(out, "trust: on or off");
+        s.trust = v == "on";
+      } else if (k == "pkey") {
+        std::vector<std::uint16_t> keys;
+        std::size_t at = 0;
+        while (at <= v.size()) {
+          const std::size_t comma = std::min(v.find(',', at), v.size());
+          std::string_view one = v.substr(at, comma - at);
+          if (one.starts_with("0x")) one.remove_prefix(2);
+          unsigned p = 0;
+          const auto [end, ec] = std::from_chars(one.data(), one.data() + one.size(), p, 16);
+          if (ec != std::errc{} || end != one.data() + one.size() || p > 0xFFFF || (p & 0x7FFF) == 0) return bad(out, "pkey: hex P_Keys, comma-separated");
+          keys.push_back(static_cast<std::uint16_t>(p));
+          at = comma + 1;
+        }
+        if (keys.empty() || keys.size() > 16) return bad(out, "pkey: 1..16 keys");
+        s.pkeys = keys;
+      } else {
+        return bad(out, "settings: mac, gid, max_qps, max_mrs, max_cqs, max_bytes, rate, trust, pkey");
+      }
+    }
+    return std::nullopt;
+  }
+  static std::string text_of(const ib::gid& g) {
+    char b[48];
+    if (ib::is_v4(g)) {
+      std::snprintf(b, sizeof b, "%u.%u.%u.%u", g[12], g[13], g[14], g[15]);
+      return b;
+    }
+    std::string s;
+    for (std::size_t i = 0; i < 16; i += 2) {
+      std::snprintf(b, sizeof b, "%s%x", i ? ":" : "", (g[i] << 8) | g[i + 1]);
+      s += b;
+    }
+    return s;
+  }
+  static std::string mac_text(const wire::mac_address& m) {
+    char b[24];
+    std::snprintf(b, sizeof b, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+    return b;
+  }
+  void show(std::string& out, bool json) const {
+    // Built by appending (g++-12 -O3 warns falsely on chained string +).
+    std::string s;
+    auto put = [&s](const auto&... xs) { (s.append(xs), ...); };
+    auto num = [](std::uint64_t v) { return std::to_string(v); };
+    auto fname = [&](std::uint32_t n) { return n ? "vf" + num(n) : std::string("pf"); };
+    if (json) put("{\"functions\":[");
+    bool first = true;
+    for (std::uint32_t n = 0; n < functions_.size(); ++n) {
+      if (!functions_[n]) continue;
+      const function_state& f = *functions_[n];
+      const function_settings& st = f.settings;
+      const function_limits& l = st.limits;
+      std::string gids, pkeys;
+      for (const ib::gid& g : st.gids) {
+        if (!gids.empty()) gids += ',';
+        gids += text_of(g);
+      }
+      for (std::uint16_t p : st.pkeys) {
+        char b[8];
+        std::snprintf(b, sizeof b, "0x%04x", p);
+        if (!pkeys.empty()) pkeys += ',';
+        pkeys += b;
+      }
+      std::uint32_t attached = 0;
+      for (const auto& [id, a] : atts_) attached += a.function == n;
+      const function_counters& c = f.counters;
+      if (json) {
+        put(first ? "" : ",", "{\"function\":", num(n), ",\"name\":\"", fname(n), "\",\"mac\":\"", mac_text(st.mac), "\",\"gids\":\"", gids,
+            "\",\"trust\":", st.trust ? "true" : "false", ",\"pkeys\":\"", pkeys, "\"");
+        put(",\"max_qps\":", num(l.max_qps), ",\"max_mrs\":", num(l.max_mrs), ",\"max_cqs\":", num(l.max_cqs), ",\"max_bytes\":",
+            num(l.max_reg_bytes), ",\"rate\":", num(l.rate_bps));
+        put(",\"qps\":", num(f.qps), ",\"mrs\":", num(f.mrs), ",\"cqs\":", num(f.cqs), ",\"bytes\":", num(f.bytes), ",\"attached\":",
+            num(attached));
+        put(",\"tx_frames\":", num(c.tx_frames), ",\"tx_bytes\":", num(c.tx_bytes), ",\"rx_frames\":", num(c.rx_frames), ",\"rx_bytes\":",
+            num(c.rx_bytes), ",\"rate_waits\":", num(c.rate_waits));
+        for (std::size_t i = 0; i < tx_drop_names.size(); ++i) put(",\"", tx_drop_names[i].name, "\":", num(c.tx_drops[i]));
+        put("}");
+      } else {
+        put(fname(n), ": mac ", mac_text(st.mac), " gid ", gids, " trust ", st.trust ? "on" : "off", " pkey ", pkeys, "\n");
+        put("    limits qps ", num(f.qps), "/", num(l.max_qps), " mrs ", num(f.mrs), "/", num(l.max_mrs), " cqs ", num(f.cqs), "/",
+            num(l.max_cqs), " bytes ", num(f.bytes), "/", num(l.max_reg_bytes), " rate ",
+            l.rate_bps ? num(l.rate_bps) + " b/s" : std::string("unlimited"), "\n");
+        put("    attached ", num(attached), " tx ", num(c.tx_frames), " frames ", num(c.tx_bytes), " bytes, rx ", num(c.rx_frames), " frames ",
+            num(c.rx_bytes), " bytes, rate waits ", num(c.rate_waits), "\n    drops");
+        for (std::size_t i = 0; i < tx_drop_names.size(); ++i) put(" ", tx_drop_names[i].name, " ", num(c.tx_drops[i]));
+        put("\n");
+      }
+      first = false;
+    }
+    if (json) {
+      put("],\"attachments\":[");
+      first = true;
+      for (const auto& [id, a] : atts_) {
+        put(first ? "" : ",", "{\"id\":", num(id), ",\"function\":", num(a.function), ",\"pid\":", num(a.pid), ",\"qpn_first\":",
+            num(a.qpn_first()), ",\"qps\":", num(a.qps), ",\"tx_frames\":", num(a.tx_frames), ",\"rx_frames\":", num(a.rx_frames), "}");
+        first = false;
+      }
+      put("],\"rx_drops\":{");
+      for (std::size_t i = 0; i < rx_drops_.size(); ++i) put(i ? "," : "", "\"", rx_drop_reason_names[i].name, "\":", num(rx_drops_[i]));
+      put("}}\n");
+    } else {
+      for (const auto& [id, a] : atts_)
+        put("attachment ", num(id), ": ", fname(a.function), " pid ", num(a.pid), " qpns ", num(a.qpn_first()), ".. qps ", num(a.qps), " tx ",
+            num(a.tx_frames), " rx ", num(a.rx_frames), "\n");
+      put("port: rx drops");
+      for (std::size_t i = 0; i < rx_drops_.size(); ++i) put(" ", rx_drop_reason_names[i].name, " ", num(rx_drops_[i]));
+      put("\n");
+    }
+    out = std::move(s);
+  }
+
+  std::variant<rx_drop_reason, std::uint32_t> route(std::span<const std::byte> frame) const {
+    ib::roce_view v;
+    if (ib::inspect(frame, v, {.crc = wire::crc_check::skip}).code != wire::errc{}) return rx_drop_reason::not_roce;
+    const std::uint32_t qpn = wire::read<ib::bth, "destqp">(frame.data() + v.bth_offset);
+    auto it = atts_.find(qpn >> qpn_block_bits);
+    if (it == atts_.end()) return rx_drop_reason::no_attachment;
+    const function_settings& s = functions_[it->second.function]->settings;
+    if (std::find(s.gids.begin(), s.gids.end(), destination(v)) == s.gids.end()) return rx_drop_reason::not_its_address;
+    return it->first;
+  }
+  static ib::gid destination(const ib::roce_view& v) {
+    const std::byte* ip = v.frame.data() + v.ip_offset;
+    if (!v.v6) return ib::gid_v4(wire::read<ib::ipv4_header, "dst">(ip));
+    const auto d = wire::read<ib::ipv6_header, "dst">(ip);
+    ib::gid g{};
+    std::copy(d.begin(), d.end(), g.begin());
+    return g;
+  }
+  static ib::gid source(const ib::roce_view& v) {
+    const std::byte* ip = v.frame.data() + v.ip_offset;
+    if (!v.v6) return ib::gid_v4(wire::read<ib::ipv4_header, "src">(ip));
+    const auto d = wire::read<ib::ipv6_header, "src">(ip);
+    ib::gid g{};
+    std::copy(d.begin(), d.end(), g.begin());
+    return g;
+  }
+  static std::optional<tx_drop> spoof_check(const attachment& a, const function_settings& s, const ib::roce_view& v) {
+    const auto src_mac = wire::read<wire::eth_header, "src">(v.frame.data());
+    if (src_mac != s.mac) return tx_drop::spoofed_mac;
+    if (std::find(s.gids.begin(), s.gids.end(), source(v)) == s.gids.end()) return tx_drop::spoofed_ip;
+    if (wire::read<ib::udp_header, "srcport">(v.frame.data() + v.udp_offset) != ib::roce_port) return tx_drop::spoofed_port;
+    const std::uint16_t pkey = wire::read<ib::bth, "p_key">(v.frame.data() + v.bth_offset);
+    if (std::find(s.pkeys.begin(), s.pkeys.end(), pkey) == s.pkeys.end()) return tx_drop::spoofed_pkey;
+    if (const auto d = v.get<ib::ext::deth>(); d && (d->srcqp >> qpn_block_bits) != a.id) return tx_drop::spoofed_qpn;
+    return std::nullopt;
+  }
+
+  eswitch_config cfg_;
+  std::vector<std::optional<function_state>> functions_;
+  std::map<std::uint32_t, attachment> atts_;
+  std::uint32_t next_block_ = 1;
+  std::array<std::uint64_t, rx_drop_reason_names.size()> rx_drops_{};
+};
+
+}  // namespace pushwire::rnic
