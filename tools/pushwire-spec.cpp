@@ -27,6 +27,9 @@
 #include <pushwire/pp/cm.hpp>
 #include <pushwire/pp/endpoint.hpp>
 #include <pushwire/pp/lan.hpp>
+#include <pushwire/rnic/attach.hpp>
+#include <pushwire/rnic/eswitch.hpp>
+#include <pushwire/rnic/function.hpp>
 #include <pushwire/rnic/qp.hpp>
 #include <pushwire/wire/crc.hpp>
 #include <pushwire/wire/pcap.hpp>
@@ -425,6 +428,120 @@ std::optional<std::string> render_wireshark(std::string_view what) {
   return std::nullopt;
 }
 
+// spec/rnicd.md: the shared region of a function and its rings (rnic/function.hpp).
+std::string render_fn_fields(std::span<const rnic::fn::field_info> rows, std::string_view base) {
+  std::string s = "| Offset | Bytes | Field | Meaning |\n|---:|---:|---|---|\n";
+  for (const auto& f : rows)
+    s += "| " + std::string{base} + std::to_string(f.offset) + " | " +
+         (f.size ? std::to_string(f.size) : std::string{"slot_count × " + std::to_string(rnic::fn::slot_stride)}) + " | `" +
+         std::string{f.name} + "` | " + std::string{f.meaning} + " |\n";
+  return s;
+}
+std::string render_fn_region() {
+  namespace fn = rnic::fn;
+  std::string s = render_fn_fields(fn::header_fields, "");
+  s += "\nThe header is " + std::to_string(fn::header_bytes) + " bytes; the tx ring starts there and the rx ring right after it. A ring is " +
+       std::to_string(fn::ring_control) + " bytes of control block, then slot_count slots of " + std::to_string(fn::slot_stride) +
+       " bytes: a region of " + std::to_string(fn::header_bytes) + " + 2 × (" + std::to_string(fn::ring_control) + " + slot_count × " +
+       std::to_string(fn::slot_stride) + ") bytes.\n\n";
+  s += "| slot_count | Region bytes |\n|---:|---:|\n";
+  for (std::uint32_t n : {fn::min_slots, fn::default_slots, fn::max_slots})
+    s += "| " + std::to_string(n) + (n == fn::default_slots ? " (default)" : "") + " | " + std::to_string(fn::region_bytes(n)) + " |\n";
+  return s;
+}
+std::string render_fn_ring() {
+  namespace fn = rnic::fn;
+  std::string s = render_fn_fields(fn::ring_fields, "ring + ");
+  s += "\nA slot: `length` (u32 at 0, 1.." + std::to_string(fn::slot_capacity) + "), a reserved u32 at 4, the frame from byte " +
+       std::to_string(fn::slot_header) + ". Slot i of a ring is at ring + " + std::to_string(fn::ring_control) + " + (i mod slot_count) × " +
+       std::to_string(fn::slot_stride) + ".\n";
+  return s;
+}
+// The numbers of the embedded switch (rnic/eswitch.hpp, rnic/attach.hpp).
+std::string render_rnicd_numbers() {
+  const std::uint32_t block = 1u << rnic::qpn_block_bits;
+  std::string s = "| Quantity | Value |\n|---|---:|\n";
+  s += "| QPNs per attachment (a block: 2^" + std::to_string(rnic::qpn_block_bits) + ") | " + std::to_string(block) + " |\n";
+  s += "| QPN blocks (24-bit QPNs) | " + std::to_string(rnic::qpn_blocks) + " |\n";
+  s += "| attachments per port (block 0, QPNs 0.." + std::to_string(block - 1) + ", is never given) | " + std::to_string(rnic::qpn_blocks - 1) + " |\n";
+  s += "| VFs per port | " + std::to_string(rnic::max_vfs) + " |\n";
+  s += "| GIDs per function | 1..4 |\n";
+  s += "| P_Keys per function | 1..16 |\n";
+  s += "| largest control message, bytes | " + std::to_string(rnic::ctl::max_message) + " |\n";
+  return s;
+}
+// A function's settings (`vf add`, `vf set`): their defaults (function_limits, function_settings) and ranges.
+std::string render_rnicd_settings() {
+  const rnic::function_limits l{};
+  const rnic::function_settings st{};
+  const std::string block = std::to_string(1u << rnic::qpn_block_bits);
+  auto pkeys = [&] {
+    std::string t;
+    for (std::uint16_t p : st.pkeys) {  // appended: g++-12 -O3 warns falsely on chained string +
+      if (!t.empty()) t += ',';
+      t += specgen::hex(p, 4);
+    }
+    return t;
+  };
+  std::string s = "| Setting | Default | Value |\n|---|---|---|\n";
+  s += "| `mac` | 02:N:a:b:c:d (N the function's number, a.b.c.d the port's IPv4 address) | six hex octets, `02:01:c6:12:00:01`; not a group address |\n";
+  s += "| `gid` | the port's addresses | 1..4 of the port's addresses (`--port`), comma-separated, written as `ctl show` prints them |\n";
+  s += "| `max_qps` | " + std::to_string(l.max_qps) + " | 0.." + block + " |\n";
+  s += "| `max_mrs` | " + std::to_string(l.max_mrs) + " | 0.." + block + " |\n";
+  s += "| `max_cqs` | " + std::to_string(l.max_cqs) + " | 0.." + block + " |\n";
+  s += "| `max_bytes` | " + std::to_string(l.max_reg_bytes) + " (1 TiB) | bytes registered, 0..2^64 − 1 |\n";
+  s += "| `rate` | " + (l.rate_bps ? std::to_string(l.rate_bps) : std::string{"0 (unlimited)"}) +
+       "; `--rate` sets every function's | bits per second, with an optional K, M or G (powers of 1000); 0: unlimited |\n";
+  s += "| `trust` | " + std::string{st.trust ? "on" : "off"} + " | `on` (no spoof check) or `off` |\n";
+  s += "| `pkey` | " + pkeys() + " | 1..16 P_Keys in hex (`0x` optional), comma-separated; the low 15 bits not 0 |\n";
+  return s;
+}
+// Per-function transmit drops and per-port receive drops (rnic/eswitch.hpp), with what each means.
+std::optional<std::string> render_rnicd_drops(std::string_view which) {
+  static constexpr std::pair<std::string_view, std::string_view> tx[] = {
+      {"not_roce", "not a RoCEv2 frame over IPv4 or IPv6 to UDP port 4791 (or it has an 802.1Q tag)"},
+      {"spoofed_mac", "its source MAC is not the function's"},
+      {"spoofed_ip", "its source address is not one of the function's GIDs"},
+      {"spoofed_port", "its UDP source port is not 4791"},
+      {"spoofed_pkey", "its BTH P_Key is not in the function's table"},
+      {"spoofed_qpn", "its DETH source QPN (UD) is outside the attachment's QPN block"},
+  };
+  static constexpr std::pair<std::string_view, std::string_view> rx[] = {
+      {"not_roce", "not a RoCEv2 frame"},
+      {"no_attachment", "no attachment holds the destination QPN's block (block 0 included: QP0 and QP1 belong to no attachment)"},
+      {"not_its_address", "the destination address is not one of the GIDs of the function of the attachment that holds the QPN"},
+      {"ring_full", "the attachment's rx ring had no free slot (or the frame is longer than a slot)"},
+  };
+  auto table = [&](std::span<const wire::named_value> names, std::span<const std::pair<std::string_view, std::string_view>> meanings)
+      -> std::optional<std::string> {
+    std::string s = "| Counter | Meaning |\n|---|---|\n";
+    for (const auto& n : names) {
+      const auto m = std::find_if(meanings.begin(), meanings.end(), [&](const auto& p) { return p.first == n.name; });
+      if (m == meanings.end()) {
+        std::cerr << "pushwire-spec: rnicd_drops: no meaning for `" << n.name << "` (tools/pushwire-spec.cpp)\n";
+        return std::nullopt;
+      }
+      s += "| `" + std::string{n.name} + "` | " + std::string{m->second} + " |\n";
+    }
+    return s;
+  };
+  if (which == "tx") return table(rnic::tx_drop_names, tx);
+  if (which == "rx") return table(rnic::rx_drop_reason_names, rx);
+  return std::nullopt;
+}
+std::optional<std::string> render_rnicd_message(std::string_view which) {
+  namespace ctl = rnic::ctl;
+  if (which == "ctl_header") return render_struct<ctl::ctl_header>();
+  if (which == "attach_request") return render_struct<ctl::attach_request>();
+  if (which == "attach_reply") return render_struct<ctl::attach_reply>();
+  if (which == "reserve_request") return render_struct<ctl::reserve_request>();
+  if (which == "text_message") return render_struct<ctl::text_message>();
+  if (which == "notice_message") return render_struct<ctl::notice_message>();
+  if (which == "types") return specgen::value_table(ctl::msg_type_names, 4);
+  if (which == "resources") return specgen::value_table(ctl::resource_names, 2);
+  return std::nullopt;
+}
+
 std::optional<std::string> render(std::string_view key) {
   std::optional<std::string> out;
   const auto sp = key.find(' ');
@@ -573,6 +690,20 @@ std::optional<std::string> render(std::string_view key) {
                  std::string{wire::enum_name(t)} + " | " + names(r->required) + " | " + names(r->optional) + " |\n";
     s += "| any | RESET, ERR | all | - | - |\n";
     out = s;
+  } else if (kind == "rnicd_region") {
+    out = render_fn_region();
+  } else if (kind == "rnicd_ring") {
+    out = render_fn_ring();
+  } else if (kind == "rnicd_message") {
+    out = render_rnicd_message(arg);
+  } else if (kind == "rnicd_errors") {
+    out = error_table(rnic::fn_errc_table);
+  } else if (kind == "rnicd_drops") {
+    out = render_rnicd_drops(arg);
+  } else if (kind == "rnicd_settings") {
+    out = render_rnicd_settings();
+  } else if (kind == "rnicd_numbers") {
+    out = render_rnicd_numbers();
   } else if (kind == "flow_errors") {
     out = error_table(flow::errc_table);
   } else if (kind == "errors") {

@@ -454,6 +454,20 @@ struct engine {
     return std::nullopt;
   }
   int gid_count() const { return static_cast<int>(gids.size()); }
+  /// The device process's socket is readable: end of stream (it died) or a notice (it stops, or
+  /// refused the rings) makes the engine dead.
+  void check_socket() {
+    std::unique_lock g(att->sock_mu, std::try_to_lock);
+    if (!g) return;  // a reserve is reading it
+    std::array<std::byte, 64> m{};
+    const ssize_t got = net::receive_message(att->sock.get(), m, nullptr, MSG_DONTWAIT);
+    if (got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) dead = true;
+    else if (got > 0)
+      if (auto h = pushwire::rnic::ctl::peek_header(std::span<const std::byte>(m.data(), static_cast<std::size_t>(got)));
+          h && h->type == pushwire::rnic::ctl::msg_type::notice)
+        dead = true;
+    if (dead) wake();
+  }
   /// Counts `delta` of `kind` against the function's limits (attached engines; others: 0).
   /// ENOMEM past a limit, EIO when the device process is gone.
   int reserve(pushwire::rnic::ctl::resource kind, std::int64_t delta);
@@ -576,16 +590,21 @@ timespec timespec_of(rnic::time_ns ns) {
 
 void engine::run() {
   (void)::prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);  // timeouts of microseconds, not the default 50
-  const pollfd wake_only{wake_fd, POLLIN, 0};
+  const pollfd wake_only[2] = {{wake_fd, POLLIN, 0}, {att ? att->sock.get() : -1, POLLIN, 0}};
   while (!stop) {
     // While the program itself runs the device (it polls an empty CQ), stay out of its way.
     // The thread never waits for the lock: a program holding it is running the device.
     rnic::time_ns now = net::monotonic_ns();
     const rnic::time_ns active = app_active.load(std::memory_order_relaxed);
     if (now < active + app_grace || !mu.try_lock()) {
-      pollfd w = wake_only;
+      // (and on the device process's socket: a program polling its CQ learns of its death)
+      pollfd w[2] = {wake_only[0], wake_only[1]};
+      if (dead) w[1].fd = -1;
       const timespec ts = timespec_of(now < active + app_grace ? active + app_grace - now : app_grace);
-      if (::ppoll(&w, 1, &ts, nullptr) > 0) drain_wake();
+      if (::ppoll(w, 2, &ts, nullptr) > 0) {
+        if (w[0].revents) drain_wake();
+        if (w[1].revents) check_socket();
+      }
       continue;
     }
     rnic::time_ns timeout;
@@ -633,7 +652,8 @@ engine* start_engine(registry& r, std::uint32_t index, std::unique_ptr<engine> e
 }
 /// Attaches to function s.function of the device process at s.attach (spec/rnicd.md §4): the
 /// engine's device takes the function's MAC, GIDs, MTU and QPN block; its port is the region's
-/// rings. nullptr with errno (ENODEV: no device process answers; EPERM, EBUSY, ENOSPC: it refused).
+/// rings. nullptr with errno: ENODEV (no device process answers, or no such function), ENOSPC
+/// (no attachment left), EPROTO (a malformed reply or region), EIO (refused otherwise).
 engine* attach_engine(registry& r, std::uint32_t index, std::unique_ptr<engine> e) {
   namespace ctl = pushwire::rnic::ctl;
   namespace fn = pushwire::rnic::fn;
@@ -700,19 +720,7 @@ engine* attach_engine(registry& r, std::uint32_t index, std::unique_ptr<engine> 
   // The control socket: end of stream (the device process died) or a notice (it stops).
   e->loop->watch(
       a->sock.get(),
-      [self](rnic::time_ns) {
-        attachment& at = *self->att;
-        std::unique_lock g(at.sock_mu, std::try_to_lock);
-        if (!g) return;  // a reserve is reading it
-        std::array<std::byte, 64> m{};
-        const ssize_t got = net::receive_message(at.sock.get(), m, nullptr, MSG_DONTWAIT);
-        if (got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) self->dead = true;
-        else if (got > 0)
-          if (auto h = pushwire::rnic::ctl::peek_header(std::span<const std::byte>(m.data(), static_cast<std::size_t>(got)));
-              h && h->type == pushwire::rnic::ctl::msg_type::notice)
-            self->dead = true;
-        if (self->dead) self->wake();
-      },
+      [self](rnic::time_ns) { self->check_socket(); },
       [self] { return !self->dead.load(); });
   e->att = std::move(a);
   return start_engine(r, index, std::move(e));

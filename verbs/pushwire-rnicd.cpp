@@ -12,10 +12,11 @@
 // in the foreground, logs on stderr, and stops cleanly on SIGTERM or SIGINT: every attached
 // program is told (its QPs fail, IBV_EVENT_DEVICE_FATAL) and the control sockets are removed.
 //
-// The loop polls its rings while there is work and for --poll-us after (default 100), then sleeps
-// in ppoll() on the sockets, the doorbells, the control sockets and a signalfd.
+// The loop polls its rings while there is work and for --poll-us after (default 100) when the host
+// has a core to spare, then sleeps in ppoll() on the sockets, the doorbells, the control sockets
+// and a signalfd.
+#include <fcntl.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
@@ -27,6 +28,7 @@
 #include <cstring>
 #include <filesystem>
 #include <list>
+#include <thread>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -167,12 +169,8 @@ class daemon_state {
     rnic::time_ns last_work = net::monotonic_ns(), last_control = 0;
     while (!stop_) {
       const rnic::time_ns now = net::monotonic_ns();
-      const bool moved = turn(now) > 0;
-      if (moved) last_work = now;
-      if (now - last_work < opt_.poll_ns) {
-        // Polling gives way to any thread waiting for this core: on a host with fewer cores
-        // than busy threads, the programs' own polling threads come first.
-        if (!moved) sched_yield();
+      if (turn(now) > 0) last_work = now;
+      if (now - last_work < opt_.poll_ns && spare_core(now)) {
         // Polling: the control sockets and signals are looked at every millisecond.
         if (now - last_control > 1'000'000) {
           last_control = now;
@@ -185,6 +183,24 @@ class daemon_state {
     }
     shutdown();
     return 0;
+  }
+
+ private:
+  /// Whether polling costs no one a core: fewer threads are runnable on the host than it has
+  /// cores (the 4th field of /proc/loadavg, read every 2 ms while polling). On a host whose cores
+  /// the programs' own polling threads fill, the device process sleeps between frames instead
+  /// (a doorbell or a datagram wakes it).
+  bool spare_core(rnic::time_ns now) {
+    if (now - spare_checked_ < 2'000'000) return spare_;
+    spare_checked_ = now;
+    char b[128];
+    const ssize_t n = loadavg_ ? ::pread(loadavg_.get(), b, sizeof b - 1, 0) : -1;
+    if (n <= 0) return spare_ = true;
+    b[n] = 0;
+    unsigned running = 0, total = 0;
+    double l1, l5, l15;
+    if (std::sscanf(b, "%lf %lf %lf %u/%u", &l1, &l5, &l15, &running, &total) != 5) return spare_ = true;
+    return spare_ = running <= cores_;  // (this thread is one of them)
   }
 
  private:
@@ -472,7 +488,6 @@ class daemon_state {
       return;
     }
     c.attachment = a.id;
-    c.pid = req->pid ? req->pid : c.pid;
     p.by_attachment[a.id] = &c;
     log("%s: attachment %u: pid %u on %s%u, QPNs 0x%06x..", p.name.c_str(), a.id, c.pid, a.function ? "vf" : "pf", a.function,
         a.qpn_first());
@@ -489,6 +504,10 @@ class daemon_state {
   }
 
   options opt_;
+  unique_fd loadavg_{::open("/proc/loadavg", O_RDONLY | O_CLOEXEC)};
+  unsigned cores_ = std::max(1u, std::thread::hardware_concurrency());
+  rnic::time_ns spare_checked_ = 0;
+  bool spare_ = true;
   std::vector<std::unique_ptr<port_device>> ports_;
   unique_fd sigfd_;
   bool stop_ = false;

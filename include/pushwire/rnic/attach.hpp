@@ -9,7 +9,7 @@
 // reserve (3) -> reserved (4)    count QPs, MRs, CQs or registered bytes against the function's
 //                                limits (positive: take, negative: give back)
 // command (5) -> output (6)      a `ctl` command line (words separated by NUL), its text reply
-// notice (8)                     device -> program: the device stops (the program's QPs fail)
+// notice (8)                     device -> program: the device stops serving it (the program's QPs fail)
 #pragma once
 
 #include <array>
@@ -67,7 +67,8 @@ struct attach_request {
       /// 0: the physical function; 1..: a virtual function
       (std::uint16_t, function),
       (wire::reserved<std::uint16_t>, reserved),
-      /// the program's process ID, for `ctl show`
+      /// the program's process ID (the device process shows the one the kernel gives it,
+      /// SO_PEERCRED)
       (std::uint32_t, pid));
 };
 
@@ -118,7 +119,8 @@ struct text_message {
       (wire::rest<std::uint8_t>, text));
 };
 
-/// notice: the device stops (reason: shutting_down).
+/// notice: the device stops serving the attachment; reason: shutting_down, or the ring error
+/// (ring_index_out_of_range, slot_length_out_of_range) that detached it.
 struct notice_message {
   PUSHWIRE_STRUCT(notice_message,
       (ctl_header, header),

@@ -5,7 +5,8 @@
 //   QPN, if its destination address is one of that function's GIDs; its destination MAC becomes
 //   the function's;
 // - the spoof check: a frame an attachment sends leaves only with its function's MAC, one of its
-//   function's GIDs as source address, UDP source and destination port 4791, a P_Key of its
+//   function's GIDs as source address, UDP source port 4791 (a destination port other than 4791
+//   is not RoCEv2: not_roce), a P_Key of its
 //   function's table, and, where the frame carries one (DETH), a source QPN of its own block;
 // - limits: QPs, MRs, CQs and registered bytes counted per function across its attachments, and
 //   a transmit rate (a token bucket) per function;

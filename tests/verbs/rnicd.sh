@@ -1,0 +1,233 @@
+#!/usr/bin/env bash
+# pushwire-rnicd between two network namespaces (spec/rnicd.md §7, §9). Each namespace has one
+# address and one device process with four VFs; programs attach to its functions through the
+# provider (PUSHWIRE_VERBS=pw0@SOCKET#vfN). The veth carries 9000 bytes: the ports' MTU is 4096.
+# usage: rnicd.sh BUILD share | faults | isolation | limits     (root; skips, visibly, without namespaces)
+#   share      four ib_write_bw pairs, two ibv_rc_pingpong -c pairs and one ib_send_bw -c UD pair at
+#              once, all through the two shared addresses, while dumpcap records the veth: stock
+#              tshark decodes every frame, scapy finds every ICRC good, pushwire-conform no violation
+#   faults     kill -9 of a program mid-transfer: its attachment is reclaimed within 1 s, a pair
+#              beside it runs on, its peer fails with retry exceeded and does not hang; kill -9 and
+#              SIGTERM of a device process: its program gets IBV_EVENT_DEVICE_FATAL and error
+#              completions
+#   isolation  spoofed frames written straight into a tx ring are dropped and counted, the good
+#              one leaves; a ring index past the end and a slot of length 0 detach with their named
+#              error; garbage on the control socket is refused and the device lives; random
+#              traffic to two VFs reaches only the ring it is addressed to
+#   limits     a function's QP, MR and CQ limits hold across two programs (ENOMEM past them); its
+#              registered bytes too; a rate limit holds within 5% over 5 s (ib_write_bw)
+set -euo pipefail
+build=$(cd "$1" && pwd); what=$2
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../../examples/split-model/netns.sh"
+need=(/usr/bin/python3)
+case $what in
+  share) need+=(ib_write_bw ib_send_bw ibv_rc_pingpong dumpcap tshark) ;;
+  faults) need+=(ibv_rc_pingpong) ;;
+  limits) need+=(ib_write_bw) ;;
+esac
+pw_require "${need[@]}"
+verbs=$build/verbs/pushwire-verbs rnicd=$build/verbs/pushwire-rnicd client=$build/tests/pushwire-rnicd-client
+s=pr$$; work=$(mktemp -d)
+trap 'pw_cleanup; rm -rf "$work"' EXIT
+pw_netns $s-a; pw_netns $s-b
+ip link add $s-a type veth peer name $s-b
+ip link set $s-a netns $s-a; ip link set $s-b netns $s-b
+ip -n $s-a addr add 198.18.31.1/30 dev $s-a; ip -n $s-a link set $s-a mtu 9000 up
+ip -n $s-b addr add 198.18.31.2/30 dev $s-b; ip -n $s-b link set $s-b mtu 9000 up
+A=198.18.31.1 B=198.18.31.2
+
+start_daemon() {  # SIDE [ARGS...]: pushwire-rnicd in namespace SIDE (a or b), socket $work/SIDE.sock
+  local side=$1 addr; shift
+  [ $side = a ] && addr=$A || addr=$B
+  ip netns exec $s-$side "$rnicd" --port pw0:$addr --functions 4 --control "$work/$side.sock" "$@" 2>>"$work/rnicd-$side.log" &
+  local pid=$!; pw_pids+=($pid); eval "daemon_$side=$pid"
+  for _ in $(seq 100); do [ -S "$work/$side.sock" ] && return 0; sleep 0.05; done
+  cat "$work/rnicd-$side.log"; echo "FAIL: pushwire-rnicd did not start in $side"; exit 1
+}
+ctl() { local side=$1; shift; ip netns exec $s-$side "$rnicd" ctl "$work/$side.sock" "$@"; }
+# run SIDE FUNCTION LOG CMD...: CMD under the provider, attached to FUNCTION (pf, vf1..) of SIDE's device
+run() {
+  local side=$1 f=$2 log=$3; shift 3
+  ip netns exec $s-$side env "PUSHWIRE_VERBS=pw0@$work/$side.sock#$f" timeout 150 "$verbs" run -- "$@" >"$log" 2>&1
+}
+wait_listen() {  # SIDE PORT
+  for _ in $(seq 200); do ip netns exec $s-$1 ss -ltn "sport = :$2" | grep -q LISTEN && return 0; sleep 0.05; done
+  echo "FAIL: nothing listens on $1:$2"; return 1
+}
+json() {  # SIDE PYTHON-EXPRESSION on j (ctl show --json)
+  ctl "$1" show --json | /usr/bin/python3 -c "import json,sys; j=json.load(sys.stdin); print($2)"
+}
+fail() { echo "FAIL: $*"; for f in "$work"/*.log; do echo "--- $f"; tail -20 "$f"; done; exit 1; }
+
+case $what in
+share)
+  start_daemon a; start_daemon b
+  ip netns exec $s-a dumpcap -q -i $s-a -f "udp port 4791" -w "$work/share.pcapng" 2>/dev/null & cap=$!; pw_pids+=($cap)
+  sleep 0.5
+  pairs=()
+  pair() {  # NAME FUNCTION PORT PROGRAM ARGS...: server in b, client in a, both on FUNCTION
+    local name=$1 f=$2 port=$3; shift 3
+    run b $f "$work/$name-server.log" "$@" -p $port & local sp=$!
+    wait_listen b $port
+    run a $f "$work/$name-client.log" "$@" -p $port $B & local cp=$!
+    pairs+=("$name:$sp:$cp")
+  }
+  pair write-pf pf 19501 ib_write_bw -d pw0 -x 0 -F -s 65536 -n 1500
+  pair write-vf1 vf1 19502 ib_write_bw -d pw0 -x 0 -F -s 65536 -n 1500
+  pair write-vf2 vf2 19503 ib_write_bw -d pw0 -x 0 -F -s 65536 -n 1500
+  pair write-vf3 vf3 19504 ib_write_bw -d pw0 -x 0 -F -s 65536 -n 1500
+  pair ping-vf4 vf4 19505 ibv_rc_pingpong -d pw0 -g 0 -c -n 500
+  pair ping-pf pf 19506 ibv_rc_pingpong -d pw0 -g 0 -c -n 500
+  pair send-ud vf1 19507 ib_send_bw -d pw0 -x 0 -F -c UD -n 2000
+  echo "attached at once: a $(json a "len(j['attachments'])"), b $(json b "len(j['attachments'])")"
+  for p in "${pairs[@]}"; do
+    IFS=: read -r name sp cp <<<"$p"
+    src=0 crc=0; wait $sp || src=$?; wait $cp || crc=$?
+    [ $src = 0 ] && [ $crc = 0 ] || fail "$name: server $src, client $crc"
+    echo "ok: $name | $(grep -E 'iters in|^ *[0-9]+ +[0-9]+ ' "$work/$name-client.log" | tail -1 | tr -s ' ')"
+  done
+  sleep 0.3; kill -INT $cap; wait $cap 2>/dev/null || true
+  frames=$(tshark -r "$work/share.pcapng" 2>/dev/null | wc -l)
+  ib=$(tshark -r "$work/share.pcapng" -Y infiniband 2>/dev/null | wc -l)
+  malformed=$(tshark -r "$work/share.pcapng" -Y "_ws.malformed" 2>/dev/null | wc -l)
+  echo "stock tshark: $frames frames, $ib decoded as InfiniBand, $malformed malformed"
+  [ "$frames" -gt 10000 ] && [ "$ib" = "$frames" ] && [ "$malformed" = 0 ] || fail "tshark's decode"
+  /usr/bin/python3 "$here/icrc_check.py" "$work/share.pcapng" 10000 || fail "ICRC"
+  "$build/tools/pushwire-conform" "$work/share.pcapng" >"$work/conform.txt" || { cat "$work/conform.txt"; fail "pushwire-conform"; }
+  tail -1 "$work/conform.txt"
+  echo "PASS: seven pairs through two shared addresses; every frame decoded, every ICRC good, no violation"
+  ;;
+
+faults)
+  start_daemon a; start_daemon b
+  # A pair beside the one that dies must run on.
+  run b vf2 "$work/beside-server.log" ibv_rc_pingpong -d pw0 -g 0 -c -n 4000 -p 19511 & beside_s=$!
+  wait_listen b 19511
+  run a vf2 "$work/beside-client.log" ibv_rc_pingpong -d pw0 -g 0 -c -n 4000 -p 19511 $B & beside_c=$!
+  # The pair whose server is killed: its client keeps sending into a QP that is gone.
+  run b vf1 "$work/victim-server.log" ibv_rc_pingpong -d pw0 -g 0 -n 100000000 -p 19512 & victim_s=$!
+  wait_listen b 19512
+  run a vf1 "$work/victim-client.log" ibv_rc_pingpong -d pw0 -g 0 -n 100000000 -p 19512 $B & victim_c=$!
+  sleep 2
+  before=$(json b "len(j['attachments'])")
+  victim_pid=$(json b "[a['pid'] for a in j['attachments'] if a['function'] == 1][0]")
+  kill -9 "$victim_pid"; t0=$(date +%s%N)
+  reclaimed=
+  while [ $(( ($(date +%s%N) - t0) / 1000000 )) -lt 1000 ]; do
+    [ "$(json b "len(j['attachments'])")" -lt "$before" ] && { reclaimed=$(( ($(date +%s%N) - t0) / 1000000 )); break; }
+    sleep 0.02
+  done
+  [ -n "$reclaimed" ] || fail "the killed program's attachment was not reclaimed within 1 s"
+  [ "$(json b "j['functions'][1]['qps']")" = 0 ] || fail "the killed program's QPs still count against vf1"
+  echo "ok: kill -9 of a program (pid $victim_pid): its attachment, QPN block and limits reclaimed in ${reclaimed} ms"
+  t1=$(date +%s)
+  vc=0; wait $victim_c || vc=$?
+  waited=$(( $(date +%s) - t1 ))
+  [ $vc != 0 ] && [ $vc != 124 ] || fail "the dead program's peer: exit $vc (124: it hung)"
+  grep -qi "retry" "$work/victim-client.log" || fail "the peer did not fail with retry exceeded"
+  echo "ok: its peer failed in ${waited} s: $(grep -i retry "$work/victim-client.log" | head -1)"
+  bs=0 bc=0; wait $beside_s || bs=$?; wait $beside_c || bc=$?
+  [ $bs = 0 ] && [ $bc = 0 ] || fail "the pair beside it: server $bs, client $bc"
+  echo "ok: the pair beside it ran on: $(grep 'iters in' "$work/beside-client.log" | tr -s ' ')"
+  # The device process dies (kill -9), then stops (SIGTERM): a program mid-transfer learns of it.
+  for sig in KILL TERM; do
+    run a vf3 "$work/fatal-$sig.log" "$client" fatal & fp=$!
+    for _ in $(seq 100); do grep -q ready "$work/fatal-$sig.log" && break; sleep 0.05; done
+    grep -q ready "$work/fatal-$sig.log" || fail "the fatal client did not start"
+    kill -$sig $daemon_a
+    fr=0; wait $fp || fr=$?
+    dr=0; wait $daemon_a || dr=$?
+    [ $fr = 0 ] || fail "kill -$sig of the device process: the program exited $fr"
+    echo "ok: $sig of the device process (exit $dr): $(grep PASS "$work/fatal-$sig.log")"
+    if [ $sig = TERM ]; then
+      [ $dr = 0 ] || fail "SIGTERM: the device process exited $dr"
+      [ ! -e "$work/a.sock" ] || fail "SIGTERM: the control socket was left"
+    else
+      start_daemon a
+    fi
+  done
+  echo "PASS: kill -9 of a program and of the device process, SIGTERM: reclaimed, failed cleanly, nothing hung"
+  ;;
+
+isolation)
+  start_daemon a
+  # A plain UDP socket in b counts what leaves a's device.
+  ip netns exec $s-b /usr/bin/python3 -c "
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(('$B', 4791)); s.settimeout(3)
+n = 0
+try:
+    while True:
+        s.recv(9000); n += 1
+except socket.timeout:
+    pass
+print(n)" >"$work/peer.txt" & peer=$!
+  sleep 0.3
+  ip netns exec $s-a "$client" frames "$work/a.sock" 1 $B || fail "the hostile program"
+  wait $peer
+  [ "$(cat "$work/peer.txt")" = 1 ] || fail "$(cat "$work/peer.txt") frames left the device, not 1"
+  counts=$(json a "' '.join(str(j['functions'][1][k]) for k in ['tx_frames','not_roce','spoofed_mac','spoofed_ip','spoofed_port','spoofed_pkey','spoofed_qpn'])")
+  [ "$counts" = "1 1 1 1 1 1 1" ] || fail "vf1's counters (sent, not_roce, mac, ip, port, pkey, qpn): $counts"
+  echo "ok: 1 good frame left, each spoof dropped and counted: $counts"
+  ip netns exec $s-a "$client" ring "$work/a.sock" 2 || fail "a ring index past the end"
+  ip netns exec $s-a "$client" slot "$work/a.sock" 2 || fail "a slot of length 0"
+  grep -q "ring_index_out_of_range; detached" "$work/rnicd-a.log" && grep -q "slot_length_out_of_range; detached" "$work/rnicd-a.log" ||
+    fail "the device process's log names neither"
+  echo "ok: a ring index past the end and a slot of length 0: detached with their named errors"
+  ip netns exec $s-a /usr/bin/python3 "$here/rnicd_garbage.py" "$work/a.sock" || fail "garbage on the control socket"
+  kill -0 $daemon_a || fail "the device process died"
+  # Random traffic to two VFs: each ring holds only its own.
+  ip netns exec $s-a "$client" rx "$work/a.sock" 1 4 >"$work/rx1.log" 2>&1 & r1=$!
+  ip netns exec $s-a "$client" rx "$work/a.sock" 2 4 >"$work/rx2.log" 2>&1 & r2=$!
+  for _ in $(seq 100); do grep -q ready "$work/rx1.log" && grep -q ready "$work/rx2.log" && break; sleep 0.05; done
+  q1=$(sed -n 's/ready: QPNs \(0x[0-9a-f]*\)\.\..*/\1/p' "$work/rx1.log"); q2=$(sed -n 's/ready: QPNs \(0x[0-9a-f]*\)\.\..*/\1/p' "$work/rx2.log")
+  ip netns exec $s-b /usr/bin/python3 - "$A" "$q1" "$q2" <<'EOF'
+import random, socket, struct, sys, time
+dst, q1, q2 = sys.argv[1], int(sys.argv[2], 16), int(sys.argv[3], 16)
+rng = random.Random(31)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("0.0.0.0", 4791))
+for i in range(6000):
+    base = rng.choice([q1, q2, rng.randrange(0, 1 << 24) & ~0x3FFF])
+    qpn = base + rng.randrange(0, 1 << 14)
+    # UD SEND only: BTH (opcode 0x64, P_Key 0xFFFF, dest QP, PSN), DETH, 32 bytes, ICRC
+    bth = struct.pack(">BBHII", 0x64, 0, 0xFFFF, qpn, i & 0xFFFFFF)
+    deth = struct.pack(">II", 0x11111111, 0x000123)
+    s.sendto(bth + deth + bytes(32) + b"\0\0\0\0", (dst, 4791))
+    if i % 200 == 0:
+        time.sleep(0.01)
+EOF
+  wait $r1 || fail "vf1's ring: $(cat "$work/rx1.log")"
+  wait $r2 || fail "vf2's ring: $(cat "$work/rx2.log")"
+  n1=$(sed -n 's/PASS: \([0-9]*\) frames.*/\1/p' "$work/rx1.log"); n2=$(sed -n 's/PASS: \([0-9]*\) frames.*/\1/p' "$work/rx2.log")
+  [ "${n1:-0}" -gt 500 ] && [ "${n2:-0}" -gt 500 ] || fail "too few frames reached the rings ($n1, $n2)"
+  echo "ok: 6000 random frames: vf1's ring took $n1, vf2's $n2, each only its own; $(json a "j['rx_drops']['no_attachment']") to no attachment dropped"
+  echo "PASS: spoofed frames dropped and counted, broken rings detached, garbage refused, no frame in another's ring"
+  ;;
+
+limits)
+  start_daemon a; start_daemon b
+  ctl a vf set 1 max_qps 4 max_mrs 5 max_cqs 3 >/dev/null
+  ctl a vf set 2 max_bytes 1048576 >/dev/null
+  # Two programs share vf1's limits: the first holds one of each.
+  run a vf1 "$work/hold.log" "$client" alloc 1 1 1 0 8 & hold=$!
+  for _ in $(seq 100); do grep -q ready "$work/hold.log" && break; sleep 0.05; done
+  run a vf1 "$work/alloc.log" "$client" alloc 3 4 2 1 0 || fail "limits across two programs: $(cat "$work/alloc.log")"
+  echo "ok: $(cat "$work/alloc.log") (beside another program holding one of each)"
+  kill $hold 2>/dev/null || true; wait $hold 2>/dev/null || true
+  run a vf2 "$work/bytes.log" "$client" bytes 1048576 || fail "registered bytes: $(cat "$work/bytes.log")"
+  echo "ok: $(cat "$work/bytes.log")"
+  ctl a vf set 3 rate 300M >/dev/null
+  run b pf "$work/rate-server.log" ib_write_bw -d pw0 -x 0 -F -s 65536 -D 5 --report_gbits -p 19521 & rs=$!
+  wait_listen b 19521
+  run a vf3 "$work/rate-client.log" ib_write_bw -d pw0 -x 0 -F -s 65536 -D 5 --report_gbits -p 19521 $B || fail "ib_write_bw at a rate"
+  wait $rs || true
+  bw=$(awk '/#bytes/ {getline; print $4; exit}' "$work/rate-client.log")
+  /usr/bin/python3 -c "import sys; bw=float('$bw'); sys.exit(0 if abs(bw - 0.3) <= 0.05 * 0.3 else 1)" ||
+    fail "vf3 at rate 300M moved ${bw} Gb/s (more than 5% off)"
+  echo "ok: vf3 at rate 300 Mb/s: ib_write_bw 5 s averaged $bw Gb/s"
+  echo "PASS: QP, MR and CQ limits across two programs, registered bytes, and a rate within 5%"
+  ;;
+*) echo "usage: rnicd.sh BUILD share|faults|isolation|limits"; exit 64 ;;
+esac
