@@ -7,8 +7,12 @@
 # GID 0, or over the IPv6 GID). Prints the module's pass and skip counts.
 # With GID 1: on device pw0:auto@::1, over its IPv6 GID (run_tests.py --gid 1); one such test
 # at a time (only one process can bind [::1]:4791).
-# usage: pyverbs.sh BUILD SPEC_VERBS_MD MODULE [GID]
+# With `attached`: the module runs twice, in-process (pw0:auto) and attached to the PF of a
+# pushwire-rnicd on 127.0.3.N (spec/rnicd.md), and both runs must pass and skip the same tests.
+# usage: pyverbs.sh BUILD SPEC_VERBS_MD MODULE [GID | attached]
 build=$(cd "$1" && pwd); spec=$2; module=$3; gid=${4:-0}
+attached=
+[ "$gid" = attached ] && { attached=1; gid=0; }
 gid_args=()
 if [ "$gid" != 0 ]; then
   export PUSHWIRE_VERBS="pw0:auto@::1"
@@ -29,7 +33,34 @@ if [ ! -f "$dst/.stamp-$stamp" ]; then
 fi
 log=$pw_work/pyverbs.log
 rc=0
+if [ -n "$attached" ]; then
+  # In-process first: the counts the attached run must match.
+  PUSHWIRE_VERBS=pw0:auto timeout 600 "${pw_prefix[@]}" /usr/bin/python3 "$dst/run_tests.py" --dev pw0 -v "$module" >"$log.inproc" 2>&1 || true
+  inproc=$(sed -n 's/^Ran \([0-9]*\) tests\{0,1\} in .*/\1/p; s/^OK (skipped=\([0-9]*\))$/skipped \1/p' "$log.inproc" | tr '\n' ' ')
+  # A device process of its own, on the first free 127.0.3.N.
+  for n in $(seq 1 250); do
+    "$build/verbs/pushwire-rnicd" --port "pw0:127.0.3.$n" --control "$pw_work/rnicd.sock" 2>"$pw_work/rnicd.log" &
+    rnicd=$!
+    for _ in $(seq 250); do
+      [ -S "$pw_work/rnicd.sock" ] && break
+      kill -0 $rnicd 2>/dev/null || break
+      sleep 0.02
+    done
+    [ -S "$pw_work/rnicd.sock" ] && break
+    kill $rnicd 2>/dev/null || true; wait $rnicd 2>/dev/null || true
+  done
+  [ -S "$pw_work/rnicd.sock" ] || { cat "$pw_work/rnicd.log"; echo "FAIL: no device process"; exit 1; }
+  export PUSHWIRE_VERBS="pw0@$pw_work/rnicd.sock"
+fi
 timeout 600 "${pw_prefix[@]}" /usr/bin/python3 "$dst/run_tests.py" --dev pw0 "${gid_args[@]}" -v "$module" >"$log" 2>&1 || rc=$?
+if [ -n "$attached" ]; then
+  kill $rnicd 2>/dev/null || true; wait $rnicd 2>/dev/null || true
+  now=$(sed -n 's/^Ran \([0-9]*\) tests\{0,1\} in .*/\1/p; s/^OK (skipped=\([0-9]*\))$/skipped \1/p' "$log" | tr '\n' ' ')
+  if [ "$now" != "$inproc" ]; then
+    cat "$log"; echo "FAIL: pyverbs $module attached ran/skipped '$now', in-process '$inproc'"; exit 1
+  fi
+  echo "pyverbs $module: attached to pushwire-rnicd as in-process: ran/skipped $now"
+fi
 if grep -qE 'ERROR: AddressSanitizer|runtime error:' "$log"; then cat "$log"; echo "FAIL: a sanitizer report"; exit 1; fi
 # the counts from unittest's summary ("Ran N tests", "OK (skipped=M)"): a test whose process
 # forks may print its verdict apart from its name
@@ -60,4 +91,4 @@ esac
 if [ "$ok" -lt "$min" ]; then
   cat "$log"; echo "FAIL: pyverbs $module: $ok tests passed, spec/verbs.md requires at least $min"; exit 1
 fi
-echo "PASS: pyverbs $module (GID $gid): $ok passed, at least $min required"
+echo "PASS: pyverbs $module (GID $gid${attached:+, attached}): $ok passed, at least $min required"
