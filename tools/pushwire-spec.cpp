@@ -485,7 +485,7 @@ std::string render_rnicd_settings() {
   };
   std::string s = "| Setting | Default | Value |\n|---|---|---|\n";
   s += "| `mac` | 02:N:a:b:c:d (N the function's number, a.b.c.d the port's IPv4 address) | six hex octets, `02:01:c6:12:00:01`; not a group address |\n";
-  s += "| `gid` | the port's addresses | 1..4 of the port's addresses (`--port`), comma-separated, written as `ctl show` prints them |\n";
+  s += "| `gid` | the port's addresses | 1..4 of the port's addresses (`--port`), comma-separated, IPv4 or IPv6 text (`198.18.0.1`, `fd00::1`, `::ffff:198.18.0.1`) |\n";
   s += "| `max_qps` | " + std::to_string(l.max_qps) + " | 0.." + block + " |\n";
   s += "| `max_mrs` | " + std::to_string(l.max_mrs) + " | 0.." + block + " |\n";
   s += "| `max_cqs` | " + std::to_string(l.max_cqs) + " | 0.." + block + " |\n";

@@ -420,6 +420,10 @@ struct engine {
   /// Until when the progress thread sleeps (CLOCK_MONOTONIC ns): a program thread that runs the
   /// device and leaves it with an earlier deadline (a retransmission timer it armed) wakes it.
   std::atomic<rnic::time_ns> sleeps_until{0};
+  /// The device's next deadline as the last step() saw it (CLOCK_MONOTONIC ns).
+  std::atomic<rnic::time_ns> due_at{0};
+  /// The progress thread runs the device at its next turn, whatever app_active says.
+  bool take_over = false;
   std::thread th;
   int refs = 0;
   std::uint32_t index = 0;
@@ -445,6 +449,7 @@ struct engine {
   /// Receives, runs the device, sends, and hands out events (the caller holds mu).
   void step();
   void run();
+  void grace_wait(rnic::time_ns now);
   /// The device failed (the caller holds mu): every QP to ERR, DEVICE_FATAL to every context.
   void fail_all();
   std::uint64_t guid() const { return pushwire::ib::node_guid_of(mac); }
@@ -551,7 +556,9 @@ void engine::step() {
   }
   for (int round = 0; round < 16; ++round)
     if (loop->turn(now) == 0 && !dev->busy()) break;
-  if (now + loop->timeout(now, idle_limit) < sleeps_until.load(std::memory_order_relaxed)) wake();
+  const rnic::time_ns due = now + loop->timeout(now, idle_limit);
+  due_at.store(due, std::memory_order_relaxed);
+  if (due < sleeps_until.load(std::memory_order_relaxed)) wake();
   for (const rnic::async_event& e : dev->take_events()) {
     ibv_async_event a{};
     switch (e.type) {
@@ -588,6 +595,28 @@ timespec timespec_of(rnic::time_ns ns) {
   return {static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
 }
 
+/// The progress thread of an attached engine while the program polls (spec/rnicd.md §3): it
+/// sleeps until the device's next deadline (the program's polls meet the earlier ones) and asks
+/// the device process to wake it only if a frame waits app_grace unconsumed in the rx ring, which
+/// means the program stopped polling: then it takes over. No system call while the program polls.
+void engine::grace_wait(rnic::time_ns now) {
+  constexpr rnic::time_ns longest = 10'000'000;
+  const rnic::time_ns due = due_at.load(std::memory_order_relaxed);
+  const rnic::time_ns t = std::clamp<rnic::time_ns>(due > now ? due - now : 0, app_grace, longest);
+  att->port->arm_after(static_cast<std::uint32_t>(app_grace / 1000));
+  pollfd w[3] = {{wake_fd, POLLIN, 0}, {att->sock.get(), POLLIN, 0}, {att->port->fd(), POLLIN, 0}};
+  const timespec ts = timespec_of(t);
+  const int n = ::ppoll(w, 3, &ts, nullptr);
+  att->port->disarm(n > 0 && (w[2].revents & POLLIN));
+  if (n <= 0) {
+    take_over = net::monotonic_ns() >= app_active.load(std::memory_order_relaxed) + app_grace;
+    return;
+  }
+  if (w[0].revents) drain_wake();
+  if (w[1].revents) check_socket();
+  if (w[2].revents) take_over = true;  // a frame waited: the program is not polling
+}
+
 void engine::run() {
   (void)::prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);  // timeouts of microseconds, not the default 50
   const pollfd wake_only[2] = {{wake_fd, POLLIN, 0}, {att ? att->sock.get() : -1, POLLIN, 0}};
@@ -596,7 +625,13 @@ void engine::run() {
     // The thread never waits for the lock: a program holding it is running the device.
     rnic::time_ns now = net::monotonic_ns();
     const rnic::time_ns active = app_active.load(std::memory_order_relaxed);
-    if (now < active + app_grace || !mu.try_lock()) {
+    const bool app_polls = now < active + app_grace && !take_over;
+    if (att && !dead && app_polls) {
+      grace_wait(now);
+      continue;
+    }
+    take_over = false;
+    if (app_polls || !mu.try_lock()) {
       // (and on the device process's socket: a program polling its CQ learns of its death)
       pollfd w[2] = {wake_only[0], wake_only[1]};
       if (dead) w[1].fd = -1;

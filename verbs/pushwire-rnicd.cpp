@@ -73,7 +73,11 @@ struct connection {
   unique_fd doorbell, wake;
   fn::ring_consumer tx;
   fn::ring_producer rx;
-  bool wake_due = false;
+  /// The rx ring as last looked at: its consumer index, since when frames wait unconsumed, and
+  /// whether the sleeping consumer was signalled for them.
+  std::uint32_t rx_seen = 0;
+  rnic::time_ns rx_waiting_since = 0;
+  bool rx_signalled = false;
   rnic::time_ns rate_until = 0;  ///< its function's rate limit holds its next frame until then
   bool closing = false;
 };
@@ -239,10 +243,31 @@ class daemon_state {
       p.udp->flush(now);
       moved += p.udp->receive(p.mac, [&](std::span<std::byte> f) { deliver(p, f); });
       for (connection& c : p.conns)
-        if (std::exchange(c.wake_due, false) && c.rx.consumer_sleeping()) net::signal_eventfd(c.wake.get());
+        if (c.attachment && !c.closing) wake_if_waiting(p, c, now);
       reap(p);
     }
     return moved;
+  }
+  /// Signals a sleeping consumer whose rx ring holds frames: at once, or once they waited its
+  /// wake_after (its program polls the ring itself and only stopped if they wait that long).
+  void wake_if_waiting(port_device& p, connection& c, rnic::time_ns now) {
+    rnic::fn_errc e{};
+    const auto space = c.rx.space(e);
+    if (!space) {
+      broken(p, c, e);
+      return;
+    }
+    const std::uint32_t consumed = c.rx.produced() - (p.sw->config().slots - *space);
+    if (*space == p.sw->config().slots) {  // empty
+      c.rx_seen = consumed, c.rx_signalled = false;
+      return;
+    }
+    if (consumed != c.rx_seen || c.rx_waiting_since == 0) c.rx_seen = consumed, c.rx_waiting_since = now, c.rx_signalled = false;
+    if (c.rx_signalled || !c.rx.consumer_sleeping()) return;
+    if (now - c.rx_waiting_since >= c.rx.consumer_wake_after()) {
+      net::signal_eventfd(c.wake.get());
+      c.rx_signalled = true;
+    }
   }
   std::size_t transmit(port_device& p, connection& c, rnic::time_ns now) {
     if (c.rate_until > now) return 0;
@@ -281,9 +306,9 @@ class daemon_state {
       p.sw->unsteer(*id, f.size());
       return;
     }
+    if (*space == p.sw->config().slots) c->rx_waiting_since = 0;  // the first frame waiting
     std::memcpy(c->rx.next().data(), f.data(), f.size());
     c->rx.publish(static_cast<std::uint32_t>(f.size()));
-    c->wake_due = true;
   }
   std::size_t broken(port_device& p, connection& c, rnic::fn_errc e) {
     log("%s: attachment %u (pid %u) broke its ring: %.*s; detached", p.name.c_str(), c.attachment, c.pid,
@@ -320,8 +345,14 @@ class daemon_state {
     rnic::time_ns t = 1'000'000'000;
     for (auto& p : ports_) {
       if (auto d = p->udp->next_due()) t = std::min(t, *d > now ? *d - now : 0);
-      for (connection& c : p->conns)
+      for (connection& c : p->conns) {
         if (c.attachment && c.rate_until > now) t = std::min(t, c.rate_until - now);
+        // frames waiting for a consumer that asked to be woken only after a while
+        if (c.attachment && !c.rx_signalled && c.rx_waiting_since && c.rx.consumer_sleeping()) {
+          const rnic::time_ns at = c.rx_waiting_since + c.rx.consumer_wake_after();
+          t = std::min(t, at > now ? at - now : 0);
+        }
+      }
     }
     return t;
   }

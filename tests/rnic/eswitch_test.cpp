@@ -357,9 +357,12 @@ TEST_CASE("eswitch: steering rewrites the destination MAC and unsteer gives the 
   CHECK(dst_mac_of(p) == port_mac);
   CHECK(sw.function(1)->counters.rx_frames == 2);
   CHECK(sw.function(1)->counters.rx_bytes == f.size() + v.size());
+  CHECK(sw.find(a1)->rx_frames == 2);
+  CHECK(sw.find(a0)->rx_frames == 1);
   sw.unsteer(a1, v.size());
   CHECK(sw.function(1)->counters.rx_frames == 1);
   CHECK(sw.function(1)->counters.rx_bytes == f.size());
+  CHECK(sw.find(a1)->rx_frames == 1);
   CHECK(sw.rx_drops()[static_cast<std::size_t>(rx_drop_reason::ring_full)] == 1);
 }
 
@@ -428,7 +431,7 @@ TEST_CASE("eswitch: 10k random frames are steered only inside the QPN block and 
   INFO("steered " << outcomes["steered"] << ", no_attachment " << outcomes["no_attachment"] << ", not_its_address "
                   << outcomes["not_its_address"] << ", not_roce " << outcomes["not_roce"]);
   // Every outcome happened often.
-  CHECK(outcomes["steered"] > 2000);
+  CHECK(outcomes["steered"] > 1000);
   CHECK(outcomes["no_attachment"] > 1000);
   CHECK(outcomes["not_its_address"] > 1000);
   CHECK(outcomes["not_roce"] > 200);
@@ -694,7 +697,7 @@ TEST_CASE("eswitch: show prints every function and attachment as text and as JSO
   const std::string plain = out;
   REQUIRE_FALSE(run(sw, "show", out).has_value());
   CHECK(out == plain);
-  for (const std::string_view s : {"pf: mac 02:00:c6:12:00:01 gid 198.18.0.1,198.18.0.2,fd00:0:0:0:0:0:0:1,fd00:0:0:0:0:0:0:2",
+  for (const std::string_view s : {"pf: mac 02:00:c6:12:00:01 gid 198.18.0.1,198.18.0.2,fd00::1,fd00::2",
                                    "vf1: mac 02:01:c6:12:00:01", "vf2: mac 02:02:c6:12:00:01", "trust on pkey 0x8001,0xffff",
                                    "limits qps 3/1024", "rate 5000000 b/s", "rate unlimited", "attachment 1: vf1 pid 4242 qpns 16384",
                                    "not_roce 1", "port: rx drops not_roce 0 no_attachment 0"})
@@ -749,6 +752,11 @@ TEST_CASE("eswitch: vf add and vf del and vf set succeed and change only what th
   CHECK(sw.function(3)->settings.limits.max_mrs == rnic::function_limits{}.max_mrs);
   REQUIRE(run(sw, "vf set 3 gid 198.18.0.2,198.18.0.1,fd00:0:0:0:0:0:0:1,fd00:0:0:0:0:0:0:2") == std::nullopt);
   CHECK(sw.function(3)->settings.gids == std::vector<ib::gid>{g2, g1, g6a, g6b});
+  // Any text inet_pton takes, as --port takes it: compressed IPv6, IPv4-mapped IPv6.
+  REQUIRE(run(sw, "vf set 3 gid fd00::2,::ffff:198.18.0.1,fd00:0000::1") == std::nullopt);
+  CHECK(sw.function(3)->settings.gids == std::vector<ib::gid>{g6b, g1, g6a});
+  REQUIRE(run(sw, "vf set 3 gid fd00::9", out) == fn_errc::bad_setting);
+  REQUIRE(run(sw, "vf set 3 gid 198.18.0.256", out) == fn_errc::bad_setting);
   REQUIRE(run(sw, "vf set 3 rate 0 rate 7k") == std::nullopt);  // the last one wins
   CHECK(sw.function(3)->settings.limits.rate_bps == 7000);
   REQUIRE(run(sw, "vf del 3", out) == std::nullopt);

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <optional>
 #include <semaphore>
@@ -516,6 +517,49 @@ TEST_CASE("function: arm_sleep sets sleeping only while the ring is empty", "[rn
   CHECK(rx.arm_sleep());
   CHECK_FALSE(p.consumer_sleeping());
   CHECK(get32(r.view.rx + fn::sleeping_at) == 1);
+}
+
+TEST_CASE("function: arm_sleep_after sets the delay the producer reads and disarm_sleep clears it", "[rnic][function]") {
+  region r(16);
+  fn::ring_producer p(r.view.tx, 16);
+  fn::ring_consumer c(r.view.tx, 16);
+  CHECK(p.consumer_wake_after() == 0u);
+  c.arm_sleep_after(250);
+  CHECK(get32(r.view.tx + fn::sleeping_at) == 1);
+  CHECK(get32(r.view.tx + fn::wake_after_at) == 250);
+  CHECK(p.consumer_sleeping());
+  CHECK(p.consumer_wake_after() == 250'000u);
+  // Another thread consumes: a waiting slot does not stop it.
+  REQUIRE(produce(p, 0));
+  c.arm_sleep_after(0xFFFFFFFFu);
+  CHECK(p.consumer_sleeping());
+  CHECK(p.consumer_wake_after() == 0xFFFFFFFFull * 1000);
+  c.disarm_sleep();
+  CHECK(get32(r.view.tx + fn::sleeping_at) == 0);
+  CHECK(get32(r.view.tx + fn::wake_after_at) == 0);
+  CHECK_FALSE(p.consumer_sleeping());
+  CHECK(p.consumer_wake_after() == 0u);
+  // The plain handshake signals at once.
+  REQUIRE(consume(c, 0));
+  CHECK(c.arm_sleep());
+  CHECK(p.consumer_wake_after() == 0u);
+}
+
+TEST_CASE("function: the ring control fields sit on their own 64-byte lines before the slots", "[rnic][function]") {
+  std::vector<std::size_t> lines;
+  for (const fn::field_info& f : fn::ring_fields) {
+    INFO(f.name);
+    if (f.name == "slots") {
+      CHECK(f.offset == fn::ring_control);
+      continue;
+    }
+    CHECK(f.size == 4);
+    CHECK(f.offset % 64 == 0);
+    CHECK(f.offset + f.size <= fn::ring_control);
+    lines.push_back(f.offset / 64);
+  }
+  CHECK(std::adjacent_find(lines.begin(), lines.end(), std::greater_equal<>()) == lines.end());  // in order, one each
+  CHECK(lines.size() + 1 == fn::ring_fields.size());
 }
 
 TEST_CASE("function: two threads pass a million frames through a ring in order", "[rnic][function]") {

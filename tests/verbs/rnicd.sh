@@ -28,7 +28,7 @@ case $what in
 esac
 pw_require "${need[@]}"
 verbs=$build/verbs/pushwire-verbs rnicd=$build/verbs/pushwire-rnicd client=$build/tests/pushwire-rnicd-client
-s=pr$$; work=$(mktemp -d)
+s=pr$$; work=$(mktemp -d); chmod 755 "$work"  # (a test connects as another user)
 trap 'pw_cleanup; rm -rf "$work"' EXIT
 pw_netns $s-a; pw_netns $s-b
 ip link add $s-a type veth peer name $s-b

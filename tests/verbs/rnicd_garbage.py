@@ -1,13 +1,14 @@
 """Garbage on pushwire-rnicd's control socket (spec/rnicd.md §4, §6), encoded here from the spec's
 tables, not by pushwire's codec: every malformed message is refused with its named error and the
 device process keeps serving. usage: rnicd_garbage.py SOCKET"""
+import os
 import random
 import socket
 import struct
 import sys
 
 # fn_errc (spec/rnicd.md §6)
-BAD_MESSAGE, UNSUPPORTED_VERSION, NO_SUCH_FUNCTION, BAD_SETTING = 1, 2, 3, 11
+BAD_MESSAGE, UNSUPPORTED_VERSION, NO_SUCH_FUNCTION, NOT_PERMITTED, BAD_SETTING = 1, 2, 3, 6, 11
 # msg_type (spec/rnicd.md §4)
 ATTACH, ATTACHED, RESERVE, RESERVED, COMMAND, OUTPUT = 1, 2, 3, 4, 5, 6
 
@@ -71,8 +72,24 @@ def main():
     s = connect(path)
     if ask(s, header(COMMAND) + b"show")[1] != 0:
         sys.exit("FAIL: a new connection after the garbage")
-    print(f"ok: 300 random messages ({refused} refused, the rest answered as unknown commands), "
-          "and each malformed kind refused with its named error; the device serves on")
+    # A user neither root nor the device process's may look, not change.
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            u = connect(path)
+            looked = ask(u, header(COMMAND) + b"show")[1] == 0
+            changed = ask(u, header(COMMAND) + b"vf\0add\x002")
+            os._exit(0 if looked and changed[0] == OUTPUT and changed[1] == NOT_PERMITTED else 1)
+        except Exception as e:  # noqa: BLE001 (the child reports by its status)
+            print("child:", e)
+            os._exit(2)
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit("FAIL: a user neither root nor the device process's changed a function, or could not show")
+    print(f"ok: 300 random messages ({refused} refused, the rest answered), "
+          "each malformed kind refused with its named error, vf add by uid 65534 not_permitted; the device serves on")
 
 
 main()

@@ -245,6 +245,11 @@ class shm_port {
     rx_.disarm_sleep();
     if (readable) drain_eventfd(wake_);
   }
+  /// Before a thread sleeps while another (the program, polling) consumes the rx ring: the
+  /// device process signals the wake eventfd only if a frame waited `us` µs (fd() then readable).
+  void arm_after(std::uint32_t us) {
+    if (!broken_) rx_.arm_sleep_after(us);
+  }
   bool broken() const { return broken_; }
   rnic::fn_errc why_broken() const { return why_; }
   const shm_port_counters& stats() const { return stats_; }

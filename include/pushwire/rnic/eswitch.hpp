@@ -27,6 +27,8 @@
 #include <variant>
 #include <vector>
 
+#include <arpa/inet.h>
+
 #include <pushwire/ib/gid.hpp>
 #include <pushwire/ib/roce.hpp>
 #include <pushwire/rnic/attach.hpp>
@@ -250,15 +252,17 @@ class eswitch {
       count_rx_drop(*why);
       return r;
     }
-    const attachment& a = atts_.at(std::get<std::uint32_t>(r));
+    attachment& a = atts_.at(std::get<std::uint32_t>(r));
     function_state& f = *functions_[a.function];
     std::copy(f.settings.mac.begin(), f.settings.mac.end(), reinterpret_cast<std::uint8_t*>(frame.data()));
+    ++a.rx_frames;
     ++f.counters.rx_frames, f.counters.rx_bytes += frame.size();
     return r;
   }
   /// A frame the attachment's ring had no room for: its function's count goes back.
   void unsteer(std::uint32_t id, std::size_t bytes) {
-    const attachment& a = atts_.at(id);
+    attachment& a = atts_.at(id);
+    --a.rx_frames;
     function_state& f = *functions_[a.function];
     --f.counters.rx_frames, f.counters.rx_bytes -= bytes;
     count_rx_drop(rx_drop_reason::ring_full);
@@ -371,9 +375,8 @@ class eswitch {
         std::size_t at = 0;
         while (at <= v.size()) {
           const std::size_t comma = std::min(v.find(',', at), v.size());
-          const std::string_view one = v.substr(at, comma - at);
-          const auto g = std::find_if(cfg_.gids.begin(), cfg_.gids.end(), [&](const ib::gid& p) { return text_of(p) == one; });
-          if (g == cfg_.gids.end()) return bad(out, "gid: one of the port's addresses (--port)");
+          const auto g = gid_of(v.substr(at, comma - at));
+          if (!g || std::find(cfg_.gids.begin(), cfg_.gids.end(), *g) == cfg_.gids.end()) return bad(out, "gid: one of the port's addresses (--port)");
           gids.push_back(*g);
           at = comma + 1;
         }
@@ -410,18 +413,22 @@ class eswitch {
     }
     return std::nullopt;
   }
+  /// An IPv4-mapped GID as a.b.c.d, another as RFC 5952 text (inet_ntop).
   static std::string text_of(const ib::gid& g) {
-    char b[48];
-    if (ib::is_v4(g)) {
-      std::snprintf(b, sizeof b, "%u.%u.%u.%u", g[12], g[13], g[14], g[15]);
-      return b;
-    }
-    std::string s;
-    for (std::size_t i = 0; i < 16; i += 2) {
-      std::snprintf(b, sizeof b, "%s%x", i ? ":" : "", (g[i] << 8) | g[i + 1]);
-      s += b;
-    }
-    return s;
+    char b[INET6_ADDRSTRLEN];
+    if (ib::is_v4(g)) return ::inet_ntop(AF_INET, g.data() + 12, b, sizeof b) ? b : "";
+    return ::inet_ntop(AF_INET6, g.data(), b, sizeof b) ? b : "";
+  }
+  /// A GID from IPv4 (mapped) or IPv6 text in any form inet_pton takes.
+  static std::optional<ib::gid> gid_of(std::string_view text) {
+    if (text.empty() || text.size() >= INET6_ADDRSTRLEN) return std::nullopt;
+    char z[INET6_ADDRSTRLEN] = {};
+    std::copy(text.begin(), text.end(), z);
+    ib::gid g{};
+    std::array<std::uint8_t, 4> v4{};
+    if (::inet_pton(AF_INET, z, v4.data()) == 1) return ib::gid_v4(v4);
+    if (::inet_pton(AF_INET6, z, g.data()) == 1) return g;
+    return std::nullopt;
   }
   static std::string mac_text(const wire::mac_address& m) {
     char b[24];

@@ -76,10 +76,10 @@ inline constexpr std::uint32_t slot_header = 8;
 inline constexpr std::uint32_t slot_capacity = slot_stride - slot_header;
 /// Slots per ring: a power of two from 16 to 4096 (default 512).
 inline constexpr std::uint32_t min_slots = 16, max_slots = 4096, default_slots = 512;
-/// Bytes of a ring's control block before its slots: the producer index, the consumer index
-/// and the consumer's sleeping flag, each on its own 64-byte line.
+/// Bytes of a ring's control block before its slots: the producer index, the consumer index,
+/// the consumer's sleeping flag and its wake-after delay, each on its own 64-byte line.
 inline constexpr std::size_t ring_control = 256;
-inline constexpr std::size_t producer_at = 0, consumer_at = 64, sleeping_at = 128;
+inline constexpr std::size_t producer_at = 0, consumer_at = 64, sleeping_at = 128, wake_after_at = 192;
 /// Bytes of the region header before the first ring.
 inline constexpr std::size_t header_bytes = 4096;
 
@@ -104,10 +104,11 @@ inline constexpr std::array<field_info, 8> header_fields{{
     {"rx_offset", 32, 8, "where the rx ring (device → program) starts"},
     {"state", 40, 4, "device_state: 1 up, 2 fatal (written by the device process only)"},
 }};
-inline constexpr std::array<field_info, 4> ring_fields{{
+inline constexpr std::array<field_info, 5> ring_fields{{
     {"producer", producer_at, 4, "slots produced, free-running (written by the producer only)"},
     {"consumer", consumer_at, 4, "slots consumed, free-running (written by the consumer only)"},
     {"sleeping", sleeping_at, 4, "1 while the consumer waits on its eventfd (written by the consumer only)"},
+    {"wake_after", wake_after_at, 4, "µs a slot may wait before a sleeping consumer is signalled; 0: at once (written by the consumer only)"},
     {"slots", ring_control, 0, "slot_count slots of slot_stride bytes: length (u32, 1..4600), reserved (u32), frame"},
 }};
 
@@ -203,6 +204,10 @@ class ring_producer {
     std::atomic_thread_fence(std::memory_order_seq_cst);
     return detail::word(ring_ + sleeping_at).load(std::memory_order_relaxed) != 0;
   }
+  /// How long (ns) a slot may wait before the sleeping consumer is signalled (0: at once).
+  std::uint64_t consumer_wake_after() const {
+    return std::uint64_t{detail::word(ring_ + wake_after_at).load(std::memory_order_relaxed)} * 1000;
+  }
   std::uint32_t produced() const { return head_; }
 
  private:
@@ -255,7 +260,17 @@ class ring_consumer {
     }
     return true;
   }
-  void disarm_sleep() { detail::word(ring_ + sleeping_at).store(0, std::memory_order_relaxed); }
+  /// Sleeping while another thread consumes: the producer signals only when a slot waited
+  /// `us` µs unconsumed (that thread stopped).
+  void arm_sleep_after(std::uint32_t us) {
+    detail::word(ring_ + wake_after_at).store(us, std::memory_order_relaxed);
+    detail::word(ring_ + sleeping_at).store(1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+  }
+  void disarm_sleep() {
+    detail::word(ring_ + sleeping_at).store(0, std::memory_order_relaxed);
+    detail::word(ring_ + wake_after_at).store(0, std::memory_order_relaxed);
+  }
   std::uint32_t consumed() const { return tail_; }
 
  private:

@@ -175,7 +175,7 @@ void commands(std::span<const std::byte> in) {
   std::string out;
   int run = 0;
   auto execute = [&] {
-    if (++run > 64) return;
+    if (++run > 16) return;
     const auto e = sw.command(words, out);
     if (e) {
       PUSHWIRE_FUZZ_CHECK(static_cast<std::size_t>(*e) >= 1 && static_cast<std::size_t>(*e) <= rnic::fn_errc_table.size());
@@ -276,11 +276,12 @@ void frames(std::span<const std::byte> in) {
 constexpr std::uint32_t slots = 16;
 volatile std::uint32_t touched = 0;  // what the reads add up to: they are not optimised away
 
-/// Every byte of a frame a consumer was shown, read (ASan checks each read).
+/// Every byte of a frame a consumer was shown, copied out as the device process does (ASan
+/// checks the whole range a memcpy reads).
 std::uint32_t touch(std::span<const std::byte> f) {
-  std::uint32_t sum = 0;
-  for (const std::byte b : f) sum = sum * 31 + std::to_integer<std::uint32_t>(b);
-  return sum;
+  static std::array<std::byte, fn::slot_capacity> copy;
+  std::memcpy(copy.data(), f.data(), f.size());
+  return std::to_integer<std::uint32_t>(copy[0]) + std::to_integer<std::uint32_t>(copy[f.size() - 1]);
 }
 
 void rings(std::span<const std::byte> in, fuzz::provider& p) {
@@ -293,8 +294,8 @@ void rings(std::span<const std::byte> in, fuzz::provider& p) {
   // Both rings, control block and slots, tiled with the input.
   for (std::byte* ring : {view.tx, view.rx}) {
     PUSHWIRE_FUZZ_CHECK(ring >= lo && ring + fn::ring_bytes(slots) <= hi);
-    if (!in.empty())
-      for (std::size_t i = 0; i < fn::ring_bytes(slots); ++i) ring[i] = in[i % in.size()];
+    for (std::size_t at = 0; !in.empty() && at < fn::ring_bytes(slots); at += in.size())
+      std::memcpy(ring + at, in.data(), std::min(in.size(), fn::ring_bytes(slots) - at));
   }
   std::uint32_t sink = 0;
   for (std::byte* ring : {view.tx, view.rx}) {
@@ -306,8 +307,11 @@ void rings(std::span<const std::byte> in, fuzz::provider& p) {
         const std::uint8_t step = p.take<std::uint8_t>();
         const std::uint32_t next = step == 0xFF ? p.take<std::uint32_t>() : c.consumed() + step % 24;
         std::memcpy(ring + fn::producer_at, &next, 4);
-        for (std::uint32_t i = 0; i < slots && p.flag(); ++i) {  // and rewrites lengths
-          const std::uint32_t len = p.take<std::uint16_t>();
+        for (std::uint32_t i = 0; i < slots && p.flag(); ++i) {  // and rewrites lengths, often at the edges
+          constexpr std::array<std::uint32_t, 8> edges{0, 1, fn::slot_capacity - 1, fn::slot_capacity, fn::slot_capacity + 1,
+                                                       fn::slot_stride, fn::slot_stride + 1, 0xFFFFFFFF};
+          const std::uint8_t how = p.take<std::uint8_t>();
+          const std::uint32_t len = how < 2 * edges.size() ? edges[how % edges.size()] : p.take<std::uint16_t>();
           std::memcpy(ring + fn::ring_control + std::size_t{(c.consumed() + i) % slots} * fn::slot_stride, &len, 4);
         }
       }
@@ -351,6 +355,7 @@ void rings(std::span<const std::byte> in, fuzz::provider& p) {
         std::copy(bytes.begin(), bytes.end(), s.begin());
         prod.publish(static_cast<std::uint32_t>(std::max<std::size_t>(1, bytes.size())));
         (void)prod.consumer_sleeping();
+        (void)prod.consumer_wake_after();
       }
     } else {
       PUSHWIRE_FUZZ_CHECK(e == rnic::fn_errc::ring_index_out_of_range);
