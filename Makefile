@@ -109,6 +109,9 @@ demo: deps
 	@echo; echo "=== Unmodified RDMA programs on the software RNIC (spec/verbs.md): ibverbs-utils and perftest through"
 	@echo "    libpushwire-verbs.so, between two namespaces and over loopback (examples/verbs/run.sh)"
 	examples/verbs/run.sh $(DIR_gcc)
+	@echo; echo "=== One software RNIC shared by programs (spec/rnicd.md): pushwire-rnicd per namespace, two pingpong"
+	@echo "    pairs at once through one address each side, on the PF and on VF 1 (examples/verbs/shared.sh)"
+	examples/verbs/shared.sh $(DIR_gcc)
 	@if [ -f $(DIR_gcc)/plugins/4.0/epan/pushwire.so ]; then \
 	  echo; echo "=== Both captures in stock tshark with the pushwire plugin (dissectors/wireshark/tshark-pushwire)"; \
 	  dissectors/wireshark/tshark-pushwire --build $(DIR_gcc) -r $(DIR_gcc)/demo-roce.pcap; \
@@ -175,13 +178,15 @@ BENCH_SECONDS ?= 10
 bench-report: deps
 	@$(MAKE) --no-print-directory deps PACKAGES="$(BENCH_PACKAGES)"
 	cmake -S . -B $(DIR_gcc) $(CONFIG_gcc) $(LAUNCHER)
-	cmake --build $(DIR_gcc) -j $(JOBS) --target pushwire-host pushwire-iou pushwire-rnic pushwire-bench pushwire-verbs pushwire-verbs-run
+	cmake --build $(DIR_gcc) -j $(JOBS) --target pushwire-host pushwire-iou pushwire-rnic pushwire-bench pushwire-verbs pushwire-verbs-run pushwire-rnicd
 	bench/split_model.sh $(DIR_gcc) $(BENCH_SECONDS) >$(DIR_gcc)/split_model.jsonl
 	bench/pingpong.sh $(DIR_gcc) >$(DIR_gcc)/pingpong.jsonl
 	bench/perftest.sh $(DIR_gcc) >$(DIR_gcc)/perftest.jsonl
+	bench/rnicd.sh $(DIR_gcc) >$(DIR_gcc)/rnicd.jsonl
 	./$(DIR_gcc)/bench/pushwire-bench --benchmark_format=json >$(DIR_gcc)/bench.json
 	bench/report.py --split $(DIR_gcc)/split_model.jsonl --pingpong $(DIR_gcc)/pingpong.jsonl \
-	  --perftest $(DIR_gcc)/perftest.jsonl --bench $(DIR_gcc)/bench.json --notes bench/notes.md --out bench/results.md
+	  --perftest $(DIR_gcc)/perftest.jsonl --rnicd $(DIR_gcc)/rnicd.jsonl --bench $(DIR_gcc)/bench.json \
+	  --notes bench/notes.md --out bench/results.md
 
 # Regenerates the tables in spec/ from the code.
 spec:

@@ -149,6 +149,35 @@ def perftest_section(rows, pingpong_rows):
     return out + [""]
 
 
+def rnicd_section(rows):
+    """Programs attached to pushwire-rnicd against programs with devices of their own, same run
+    (bench/rnicd.sh), against issue 31's goals."""
+    inproc = {(r["program"]): r for r in rows if r.get("mode") == "inproc" and "syscalls_total" not in r}
+    out = ["## Attached to pushwire-rnicd against in-process (`bench/rnicd.sh`)", "",
+           "Two namespaces over a veth; a device process per side (spec/rnicd.md) against each program's own "
+           "device; medians. Latency is perftest's t_typical.", "",
+           "| Program | Bytes | Pairs | Attached | In-process | Ratio | Goal |", "|---|---:|---:|---:|---:|---:|---|"]
+    for r in rows:
+        if r.get("mode") != "attached" or "syscalls_total" in r:
+            continue
+        base = inproc.get(r["program"])
+        if "t_typical_us" in r:
+            a, b, unit, goal = r["t_typical_us"], base and base.get("t_typical_us"), "µs", "≤ 1.2×"
+        else:
+            a, b, unit = r["MB_per_s"], base and base.get("MB_per_s"), "MB/s"
+            goal = "≥ 1.0×" if r["pairs"] == 1 else "≥ 1.5× (sum against one in-process pair)"
+        ratio = f"{a / b:.2f}" if a and b else ""
+        out.append(f"| `{r['program']}` | {r['bytes']} | {r['pairs']} | {a} {unit} | {b} {unit} | {ratio} | {goal} |")
+    calls = [r for r in rows if "syscalls_total" in r]
+    if calls:
+        out += ["", "System calls per message in the client (`strace -f -c`, start-up included; goal ≤ 0.05 attached):", "",
+                "| Program | Mode | Messages | Calls | Per message |", "|---|---|---:|---:|---:|"]
+        for r in calls:
+            out.append(f"| `{r['program']}` {r['bytes']} B | {r['mode']} | {r['messages']} | {r['syscalls_total']} | "
+                       f"{r['syscalls_total'] / r['messages']:.2f} |")
+    return out + [""]
+
+
 # (benchmark, its peer) pairs from the same pushwire-bench run.
 PEERS = [(r"BM_crc32/(\d+)", ["BM_zlib_crc32/{}", "BM_isal_crc32/{}"]), (r"BM_crc32c/(\d+)", ["BM_isal_crc32c/{}"]),
          (r"BM_rnic_write/(\d+)", ["BM_memcpy/{}"]), (r"BM_rnic_write_cell/(\d+)", ["BM_memcpy/{}"]),
@@ -187,6 +216,7 @@ def main():
     ap.add_argument("--pingpong", required=True)
     ap.add_argument("--bench", required=True)
     ap.add_argument("--perftest", help="bench/perftest.sh's lines")
+    ap.add_argument("--rnicd", help="bench/rnicd.sh's lines")
     ap.add_argument("--out", required=True)
     ap.add_argument("--notes", help="a Markdown file appended as is (where the time goes)")
     a = ap.parse_args()
@@ -197,6 +227,8 @@ def main():
     doc += pingpong_section(lines(a.pingpong), outdir)
     if a.perftest:
         doc += perftest_section(lines(a.perftest), lines(a.pingpong))
+    if a.rnicd:
+        doc += rnicd_section(lines(a.rnicd))
     doc += bench_section(json.load(open(a.bench)))
     if a.notes and os.path.exists(a.notes):
         doc += ["", open(a.notes).read().rstrip()]

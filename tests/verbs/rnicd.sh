@@ -133,7 +133,7 @@ faults)
   # The device process dies (kill -9), then stops (SIGTERM): a program mid-transfer learns of it.
   for sig in KILL TERM; do
     run a vf3 "$work/fatal-$sig.log" "$client" fatal & fp=$!
-    for _ in $(seq 100); do grep -q ready "$work/fatal-$sig.log" && break; sleep 0.05; done
+    for _ in $(seq 400); do grep -q ready "$work/fatal-$sig.log" && break; sleep 0.05; done
     grep -q ready "$work/fatal-$sig.log" || fail "the fatal client did not start"
     kill -$sig $daemon_a
     fr=0; wait $fp || fr=$?

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Programs attached to pushwire-rnicd against programs with devices of their own, in the same run
+# (spec/rnicd.md; the goals are issue 31's). Two namespaces over a veth, as root: the device
+# processes on 198.18.34.1 and .2, the in-process devices on 198.18.35.1 and .2.
+#
+#   bench/rnicd.sh [BUILD_DIR]          (default: build)
+#
+# - ib_write_lat 64 B (t_typical, µs) and ib_write_bw 64 KiB (MB/s): one pair in-process
+#   (PUSHWIRE_VERBS=pw0:ADDRESS) and one pair attached (pw0@SOCKET, a device process per side);
+#   medians of RUNS (3);
+# - ib_write_bw 64 KiB with four pairs at once sharing the two devices (PF, VF 1..3): their sum;
+# - system calls per message in the client, `strace -f -c`, both ways, start-up included.
+# Prints one JSON object per measurement on stdout; progress on stderr when it is a terminal.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+build=$(cd "${1:-$here/../build}" && pwd)
+runs=${RUNS:-3}
+verbs=$build/verbs/pushwire-verbs rnicd=$build/verbs/pushwire-rnicd
+[ -x "$verbs" ] && [ -x "$rnicd" ] || { echo "rnicd bench: build $build first (libibverbs-dev)" >&2; exit 1; }
+command -v ib_write_bw >/dev/null || { echo "rnicd bench: perftest missing" >&2; exit 1; }
+. "$here/../examples/split-model/netns.sh"
+say() { [ -t 2 ] && echo "rnicd bench: $*" >&2 || true; }
+s=prb$$; work=$(mktemp -d)
+trap 'pw_cleanup; rm -rf "$work"' EXIT
+pw_netns $s-a; pw_netns $s-b
+ip link add $s-a type veth peer name $s-b
+ip link set $s-a netns $s-a; ip link set $s-b netns $s-b
+# 198.18.34.x: the device processes'; 198.18.35.x: the in-process devices' (an address has one owner of UDP port 4791)
+ip -n $s-a addr add 198.18.34.1/24 dev $s-a; ip -n $s-a addr add 198.18.35.1/24 dev $s-a; ip -n $s-a link set $s-a mtu 9000 up
+ip -n $s-b addr add 198.18.34.2/24 dev $s-b; ip -n $s-b addr add 198.18.35.2/24 dev $s-b; ip -n $s-b link set $s-b mtu 9000 up
+for side in a b; do
+  addr=198.18.34.1; [ $side = b ] && addr=198.18.34.2
+  ip netns exec $s-$side "$rnicd" --port pw0:$addr --functions 3 --control "$work/$side.sock" 2>>"$work/rnicd.log" &
+  pw_pids+=($!)
+  for _ in $(seq 100); do [ -S "$work/$side.sock" ] && break; sleep 0.05; done
+done
+port=19800
+# pair MODE FUNCTION PROGRAM SIZE ITERS [WRAPPER...] -> the client's report line (background-able)
+pair() {
+  local mode=$1 f=$2 prog=$3 size=$4 n=$5; shift 5
+  local p=$((port += 1)) va vb
+  if [ "$mode" = inproc ]; then va=pw0:198.18.35.1 vb=pw0:198.18.35.2; else va="pw0@$work/a.sock#$f" vb="pw0@$work/b.sock#$f"; fi
+  ip netns exec $s-b env "PUSHWIRE_VERBS=$vb" "$verbs" run -- $prog -d pw0 -x 0 -F -s $size -n $n -p $p >/dev/null 2>&1 &
+  local srv=$!
+  for _ in $(seq 100); do ip netns exec $s-b ss -ltn "sport = :$p" | grep -q LISTEN && break; sleep 0.05; done
+  ip netns exec $s-a env "PUSHWIRE_VERBS=$va" timeout 300 "$@" "$verbs" run -- $prog -d pw0 -x 0 -F -s $size -n $n -p $p 198.18.34.2 2>/dev/null |
+    awk -v s=$size '/#bytes/ {h = 1; next} h && $1 == s && !done {print; done = 1}' || true
+  wait $srv || true
+}
+median() { sort -g | awk '{a[NR] = $0} END {print a[int((NR + 1) / 2)]}'; }
+for prog in ib_write_lat ib_write_bw; do
+  case $prog in *_lat) size=64 n=20000 col=5 unit=t_typical_us ;; *) size=65536 n=5000 col=4 unit=MB_per_s ;; esac
+  for mode in inproc attached; do
+    say "$prog $size B, $mode, $runs runs"
+    : >"$work/r"
+    for _ in $(seq $runs); do pair $mode pf $prog $size $n | awk -v c=$col '{print $c}' >>"$work/r"; done
+    printf '{"program": "%s", "bytes": %s, "mode": "%s", "pairs": 1, "%s": %s, "runs": %s}\n' $prog $size $mode $unit "$(median <"$work/r")" $runs
+  done
+done
+say "ib_write_bw 64 KiB, four attached pairs at once"
+four=()
+for f in pf vf1 vf2 vf3; do
+  pair attached $f ib_write_bw 65536 3000 >"$work/four-$f" &
+  four+=($!)
+done
+for p in "${four[@]}"; do wait "$p"; done
+total=$(cat "$work"/four-* | awk '{s += $4} END {print s + 0}')
+printf '{"program": "ib_write_bw", "bytes": 65536, "mode": "attached", "pairs": 4, "MB_per_s": %s, "runs": 1}\n' "$total"
+if command -v strace >/dev/null; then
+  for prog in ib_write_bw ib_write_lat; do
+    case $prog in *_lat) size=64 n=20000 ;; *) size=65536 n=5000 ;; esac
+    for mode in inproc attached; do
+      say "$prog $mode under strace -c"
+      pair $mode pf $prog $size $n strace -f -c -o "$work/strace" >/dev/null
+      calls=$(awk '$NF == "total" {print $(NF - 2)}' "$work/strace")
+      printf '{"program": "%s", "bytes": %s, "mode": "%s", "messages": %s, "syscalls_total": %s}\n' $prog $size $mode $n "${calls:-0}"
+    done
+  done
+fi
