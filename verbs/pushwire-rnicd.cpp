@@ -173,8 +173,11 @@ class daemon_state {
     rnic::time_ns last_work = net::monotonic_ns(), last_control = 0;
     while (!stop_) {
       const rnic::time_ns now = net::monotonic_ns();
-      if (turn(now) > 0) last_work = now;
-      if (now - last_work < opt_.poll_ns && spare_core(now)) {
+      const bool moved = turn(now) > 0;
+      if (moved) last_work = now;
+      // Turns follow each other while they move frames; after one that moved none, the loop
+      // polls on only while the host has a core to spare.
+      if (moved || (now - last_work < opt_.poll_ns && spare_core(now))) {
         // Polling: the control sockets and signals are looked at every millisecond.
         if (now - last_control > 1'000'000) {
           last_control = now;
