@@ -73,13 +73,13 @@ share)
     run a $f "$work/$name-client.log" "$@" -p $port $B & local cp=$!
     pairs+=("$name:$sp:$cp")
   }
-  pair write-pf pf 19501 ib_write_bw -d pw0 -x 0 -F -s 65536 -n 1500
-  pair write-vf1 vf1 19502 ib_write_bw -d pw0 -x 0 -F -s 65536 -n 1500
-  pair write-vf2 vf2 19503 ib_write_bw -d pw0 -x 0 -F -s 65536 -n 1500
-  pair write-vf3 vf3 19504 ib_write_bw -d pw0 -x 0 -F -s 65536 -n 1500
-  pair ping-vf4 vf4 19505 ibv_rc_pingpong -d pw0 -g 0 -c -n 500
-  pair ping-pf pf 19506 ibv_rc_pingpong -d pw0 -g 0 -c -n 500
-  pair send-ud vf1 19507 ib_send_bw -d pw0 -x 0 -F -c UD -n 2000
+  pair write-pf pf 19501 ib_write_bw -d pw0 -x 0 -F -s 65536 -n 1000
+  pair write-vf1 vf1 19502 ib_write_bw -d pw0 -x 0 -F -s 65536 -n 1000
+  pair write-vf2 vf2 19503 ib_write_bw -d pw0 -x 0 -F -s 65536 -n 1000
+  pair write-vf3 vf3 19504 ib_write_bw -d pw0 -x 0 -F -s 65536 -n 1000
+  pair ping-vf4 vf4 19505 ibv_rc_pingpong -d pw0 -g 0 -c -n 200
+  pair ping-pf pf 19506 ibv_rc_pingpong -d pw0 -g 0 -c -n 200
+  pair send-ud vf1 19507 ib_send_bw -d pw0 -x 0 -F -c UD -n 1000
   echo "attached at once: a $(json a "len(j['attachments'])"), b $(json b "len(j['attachments'])")"
   for p in "${pairs[@]}"; do
     IFS=: read -r name sp cp <<<"$p"

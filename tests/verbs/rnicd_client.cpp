@@ -105,7 +105,7 @@ int run_fatal() {
   if (!ctx) return fail("open the device");
   ibv_pd* pd = ibv_alloc_pd(ctx);
   std::vector<char> buf(1 << 20);
-  ibv_mr* mr = pd ? ibv_reg_mr(pd, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE) : nullptr;
+  ibv_mr* mr = pd ? (ibv_reg_mr)(pd, buf.data(), buf.size(), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE) : nullptr;
   ibv_cq* cq = ibv_create_cq(ctx, 4096, nullptr, nullptr, 0);
   ibv_qp_init_attr ia{};
   ia.send_cq = ia.recv_cq = cq;
@@ -202,7 +202,7 @@ int run_alloc(int q, int m, int c, bool expect, int hold) {
     if (!qps.back()) return fail("create a QP within the limit");
   }
   for (int i = 0; i < m; ++i) {
-    mrs.push_back(ibv_reg_mr(pd, mem, sizeof mem, IBV_ACCESS_LOCAL_WRITE));
+    mrs.push_back((ibv_reg_mr)(pd, mem, sizeof mem, IBV_ACCESS_LOCAL_WRITE));
     if (!mrs.back()) return fail("register an MR within the limit");
   }
   if (expect) {
@@ -211,7 +211,7 @@ int run_alloc(int q, int m, int c, bool expect, int hold) {
     errno = 0;
     if (ibv_create_qp(pd, &ia) || errno != ENOMEM) return fail("a QP past the limit must fail with ENOMEM");
     errno = 0;
-    if (ibv_reg_mr(pd, mem, sizeof mem, IBV_ACCESS_LOCAL_WRITE) || errno != ENOMEM) return fail("an MR past the limit must fail with ENOMEM");
+    if ((ibv_reg_mr)(pd, mem, sizeof mem, IBV_ACCESS_LOCAL_WRITE) || errno != ENOMEM) return fail("an MR past the limit must fail with ENOMEM");
     if (!qps.empty()) {
       if (ibv_destroy_qp(qps.back())) return fail("destroy a QP");
       qps.back() = ibv_create_qp(pd, &ia);
@@ -219,7 +219,7 @@ int run_alloc(int q, int m, int c, bool expect, int hold) {
     }
     if (!mrs.empty()) {
       if (ibv_dereg_mr(mrs.back())) return fail("deregister an MR");
-      mrs.back() = ibv_reg_mr(pd, mem, sizeof mem, IBV_ACCESS_LOCAL_WRITE);
+      mrs.back() = (ibv_reg_mr)(pd, mem, sizeof mem, IBV_ACCESS_LOCAL_WRITE);
       if (!mrs.back()) return fail("an MR given back must be taken again");
     }
   }
@@ -239,12 +239,12 @@ int run_bytes(std::size_t limit) {
   if (!ctx) return fail("open the device");
   ibv_pd* pd = ibv_alloc_pd(ctx);
   std::vector<char> mem(limit + 1);
-  ibv_mr* a = ibv_reg_mr(pd, mem.data(), limit, IBV_ACCESS_LOCAL_WRITE);
+  ibv_mr* a = (ibv_reg_mr)(pd, mem.data(), limit, IBV_ACCESS_LOCAL_WRITE);
   if (!a) return fail("an MR of the limit's bytes");
   errno = 0;
-  if (ibv_reg_mr(pd, mem.data(), 1, IBV_ACCESS_LOCAL_WRITE) || errno != ENOMEM) return fail("one byte more must fail with ENOMEM");
+  if ((ibv_reg_mr)(pd, mem.data(), 1, IBV_ACCESS_LOCAL_WRITE) || errno != ENOMEM) return fail("one byte more must fail with ENOMEM");
   if (ibv_dereg_mr(a)) return fail("deregister");
-  a = ibv_reg_mr(pd, mem.data(), limit, IBV_ACCESS_LOCAL_WRITE);
+  a = (ibv_reg_mr)(pd, mem.data(), limit, IBV_ACCESS_LOCAL_WRITE);
   if (!a) return fail("the bytes given back must be taken again");
   std::printf("PASS: %zu bytes registered, one more refused with ENOMEM, given back and taken again\n", limit);
   ibv_dereg_mr(a);

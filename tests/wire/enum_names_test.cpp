@@ -19,6 +19,9 @@
 #include <pushwire/rnic/core.hpp>
 #include <pushwire/rnic/device.hpp>
 #include <pushwire/rnic/memory.hpp>
+#include <pushwire/rnic/attach.hpp>
+#include <pushwire/rnic/eswitch.hpp>
+#include <pushwire/rnic/function.hpp>
 #include <pushwire/rnic/qp.hpp>
 #include <pushwire/rnic/queue.hpp>
 #include <pushwire/wire/crc.hpp>
@@ -105,6 +108,11 @@ static_assert(wire::flag_names_match<rnic::qp_attr_mask>());
 static_assert(wire::names_match<rnic::framing, true>());
 static_assert(wire::names_match<rnic::event_type, true>());
 static_assert(wire::names_match<rnic::wr_opcode>());
+static_assert(wire::names_match<rnic::fn_errc, true>());
+static_assert(wire::names_match<rnic::ctl::msg_type, true>());
+static_assert(wire::names_match<rnic::ctl::resource, true>());
+static_assert(wire::names_match<rnic::tx_drop, true>());
+static_assert(wire::names_match<rnic::rx_drop_reason, true>());
 // pp/
 static_assert(wire::names_match<pp::errc, true>());
 static_assert(wire::names_match<pp::state, true>());

@@ -67,7 +67,10 @@ class device_loop {
     };
     l.due = [&t]() -> std::optional<rnic::time_ns> {
       if constexpr (requires { t.next_due(); }) return t.next_due();
-      else return std::nullopt;
+      else {
+        (void)t;
+        return std::nullopt;
+      }
     };
     // A transport that must be told before the loop sleeps (shared-memory rings: arm() says
     // whether it may, disarm(readable) after): it is read after every wait.
