@@ -22,12 +22,8 @@ command -v ib_write_bw >/dev/null || { echo "rnicd bench: perftest missing" >&2;
 say() { [ -t 2 ] && echo "rnicd bench: $*" >&2 || true; }
 s=prb$$; work=$(mktemp -d)
 trap 'pw_cleanup; rm -rf "$work"' EXIT
-pw_netns $s-a; pw_netns $s-b
-ip link add $s-a type veth peer name $s-b
-ip link set $s-a netns $s-a; ip link set $s-b netns $s-b
 # 198.18.34.x: the device processes'; 198.18.35.x: the in-process devices' (an address has one owner of UDP port 4791)
-ip -n $s-a addr add 198.18.34.1/24 dev $s-a; ip -n $s-a addr add 198.18.35.1/24 dev $s-a; ip -n $s-a link set $s-a mtu 9000 up
-ip -n $s-b addr add 198.18.34.2/24 dev $s-b; ip -n $s-b addr add 198.18.35.2/24 dev $s-b; ip -n $s-b link set $s-b mtu 9000 up
+pw_veth_pair $s "198.18.34.1/24 198.18.35.1/24" "198.18.34.2/24 198.18.35.2/24"
 for side in a b; do
   addr=198.18.34.1; [ $side = b ] && addr=198.18.34.2
   ip netns exec $s-$side "$rnicd" --port pw0:$addr --functions 3 --control "$work/$side.sock" 2>>"$work/rnicd.log" &

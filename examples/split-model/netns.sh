@@ -27,6 +27,17 @@ pw_cleanup() {
   for n in "${pw_namespaces[@]}"; do ip netns del "$n" 2>/dev/null; done
 }
 pw_netns() { ip netns add "$1"; ip -n "$1" link set lo up; pw_namespaces+=("$1"); }
+# Two namespaces PREFIX-a and PREFIX-b joined by a veth (each end named as its namespace), MTU
+# 9000, with the addresses given (ADDRESS/LEN; several separated by spaces) on each end.
+pw_veth_pair() {  # PREFIX "A_ADDRESSES" "B_ADDRESSES"
+  local s=$1 a
+  pw_netns $s-a; pw_netns $s-b
+  ip link add $s-a type veth peer name $s-b
+  ip link set $s-a netns $s-a; ip link set $s-b netns $s-b
+  for a in $2; do ip -n $s-a addr add $a dev $s-a; done
+  for a in $3; do ip -n $s-b addr add $a dev $s-b; done
+  ip -n $s-a link set $s-a mtu 9000 up; ip -n $s-b link set $s-b mtu 9000 up
+}
 pw_wait_link() {  # namespace interface
   local _
   for _ in $(seq 100); do ip -n "$1" link show "$2" >/dev/null 2>&1 && return 0; sleep 0.05; done

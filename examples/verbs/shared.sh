@@ -14,11 +14,7 @@ verbs=$build/verbs/pushwire-verbs rnicd=$build/verbs/pushwire-rnicd
 pw_require ibv_rc_pingpong
 s=prd$$; work=$(mktemp -d)
 trap 'pw_cleanup; rm -rf "$work"' EXIT
-pw_netns $s-a; pw_netns $s-b
-ip link add $s-a type veth peer name $s-b
-ip link set $s-a netns $s-a; ip link set $s-b netns $s-b
-ip -n $s-a addr add 198.18.32.1/30 dev $s-a; ip -n $s-a link set $s-a mtu 9000 up
-ip -n $s-b addr add 198.18.32.2/30 dev $s-b; ip -n $s-b link set $s-b mtu 9000 up
+pw_veth_pair $s 198.18.32.1/30 198.18.32.2/30
 for side in a b; do
   addr=198.18.32.1; [ $side = b ] && addr=198.18.32.2
   echo "== $s-$side: pushwire-rnicd --port pw0:$addr --functions 2 --control $work/$side.sock"
@@ -31,10 +27,10 @@ echo "== two ibv_rc_pingpong pairs at once through the two addresses: pw0@$work/
 pids=()
 for f in pf vf1; do
   port=19611; [ $f = vf1 ] && port=19612
-  ip netns exec $s-b env "PUSHWIRE_VERBS=pw0@$work/b.sock#$f" "$verbs" run -- ibv_rc_pingpong -d pw0 -g 0 -c -n 2000 -p $port >"$work/$f-server.log" 2>&1 &
+  ip netns exec $s-b env "PUSHWIRE_VERBS=pw0@$work/b.sock#$f" "$verbs" run -- ibv_rc_pingpong -d pw0 -g 0 -c -n 300 -p $port >"$work/$f-server.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 100); do ip netns exec $s-b ss -ltn "sport = :$port" | grep -q LISTEN && break; sleep 0.05; done
-  ip netns exec $s-a env "PUSHWIRE_VERBS=pw0@$work/a.sock#$f" "$verbs" run -- ibv_rc_pingpong -d pw0 -g 0 -c -n 2000 -p $port 198.18.32.2 >"$work/$f-client.log" 2>&1 &
+  ip netns exec $s-a env "PUSHWIRE_VERBS=pw0@$work/a.sock#$f" "$verbs" run -- ibv_rc_pingpong -d pw0 -g 0 -c -n 300 -p $port 198.18.32.2 >"$work/$f-client.log" 2>&1 &
   pids+=($!)
 done
 for p in "${pids[@]}"; do wait "$p"; done

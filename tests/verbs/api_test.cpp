@@ -6,6 +6,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "rc_connect.hpp"
+
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -46,38 +48,6 @@ void count_free(ibv_pd*, void* ctx, void* p, std::uint64_t type) {
   std::free(p);
 }
 
-/// Two RC QPs of one device connected to each other through its GID 0.
-void connect(ibv_qp* a, ibv_qp* b, ibv_context* ctx) {
-  ibv_gid gid{};
-  REQUIRE(ibv_query_gid(ctx, 1, 0, &gid) == 0);
-  for (auto [q, peer] : {std::pair{a, b}, std::pair{b, a}}) {
-    ibv_qp_attr at{};
-    at.qp_state = IBV_QPS_INIT;
-    at.port_num = 1;
-    at.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
-    REQUIRE(ibv_modify_qp(q, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0);
-    at = {};
-    at.qp_state = IBV_QPS_RTR;
-    at.path_mtu = IBV_MTU_1024;
-    at.dest_qp_num = peer->qp_num;
-    at.max_dest_rd_atomic = 1;
-    at.min_rnr_timer = 1;
-    at.ah_attr.is_global = 1;
-    at.ah_attr.grh.dgid = gid;
-    at.ah_attr.grh.hop_limit = 64;
-    at.ah_attr.port_num = 1;
-    REQUIRE(ibv_modify_qp(q, &at, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                                      IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) == 0);
-    at = {};
-    at.qp_state = IBV_QPS_RTS;
-    at.timeout = 14;
-    at.retry_cnt = 7;
-    at.rnr_retry = 7;
-    at.max_rd_atomic = 1;
-    REQUIRE(ibv_modify_qp(q, &at, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-                                      IBV_QP_MAX_QP_RD_ATOMIC) == 0);
-  }
-}
 std::vector<ibv_wc> poll_n(ibv_cq* cq, int n) {
   std::vector<ibv_wc> out;
   for (int spins = 0; static_cast<int>(out.size()) < n && spins < 10'000'000; ++spins) {
@@ -164,7 +134,7 @@ TEST_CASE("inline sends of 1 to 256 bytes arrive intact; more is EINVAL") {
   REQUIRE(a);
   REQUIRE(b);
   CHECK(qa.cap.max_inline_data >= 256);
-  connect(a, b, d.ctx);
+  REQUIRE(pushwire::test::connect_rc(a, b, d.ctx));
   std::vector<std::uint8_t> dst(512), src(512);
   ibv_mr* mr = ibv_reg_mr(pd, dst.data(), dst.size(), IBV_ACCESS_LOCAL_WRITE);
   REQUIRE(mr);

@@ -30,11 +30,7 @@ pw_require "${need[@]}"
 verbs=$build/verbs/pushwire-verbs rnicd=$build/verbs/pushwire-rnicd client=$build/tests/pushwire-rnicd-client
 s=pr$$; work=$(mktemp -d); chmod 755 "$work"  # (a test connects as another user)
 trap 'pw_cleanup; rm -rf "$work"' EXIT
-pw_netns $s-a; pw_netns $s-b
-ip link add $s-a type veth peer name $s-b
-ip link set $s-a netns $s-a; ip link set $s-b netns $s-b
-ip -n $s-a addr add 198.18.31.1/30 dev $s-a; ip -n $s-a link set $s-a mtu 9000 up
-ip -n $s-b addr add 198.18.31.2/30 dev $s-b; ip -n $s-b link set $s-b mtu 9000 up
+pw_veth_pair $s 198.18.31.1/30 198.18.31.2/30
 A=198.18.31.1 B=198.18.31.2
 
 start_daemon() {  # SIDE [ARGS...]: pushwire-rnicd in namespace SIDE (a or b), socket $work/SIDE.sock

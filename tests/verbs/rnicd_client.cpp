@@ -42,6 +42,8 @@
 #include <pushwire/rnic/attach.hpp>
 #include <pushwire/rnic/eswitch.hpp>
 
+#include "rc_connect.hpp"
+
 namespace {
 
 namespace rnic = pushwire::rnic;
@@ -66,40 +68,6 @@ ibv_context* open_first() {
   return c;
 }
 
-bool connect(ibv_qp* a, ibv_qp* b, ibv_context* ctx) {
-  ibv_gid gid{};
-  if (ibv_query_gid(ctx, 1, 0, &gid)) return false;
-  for (auto [q, peer] : {std::pair{a, b}, std::pair{b, a}}) {
-    ibv_qp_attr at{};
-    at.qp_state = IBV_QPS_INIT;
-    at.port_num = 1;
-    at.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
-    if (ibv_modify_qp(q, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) return false;
-    at = {};
-    at.qp_state = IBV_QPS_RTR;
-    at.path_mtu = IBV_MTU_1024;
-    at.dest_qp_num = peer->qp_num;
-    at.max_dest_rd_atomic = 1;
-    at.min_rnr_timer = 1;
-    at.ah_attr.is_global = 1;
-    at.ah_attr.grh.dgid = gid;
-    at.ah_attr.grh.hop_limit = 64;
-    at.ah_attr.port_num = 1;
-    if (ibv_modify_qp(q, &at, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-                                  IBV_QP_MIN_RNR_TIMER))
-      return false;
-    at = {};
-    at.qp_state = IBV_QPS_RTS;
-    at.timeout = 12;
-    at.retry_cnt = 7;
-    at.rnr_retry = 7;
-    at.max_rd_atomic = 1;
-    if (ibv_modify_qp(q, &at, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
-      return false;
-  }
-  return true;
-}
-
 int run_fatal() {
   ibv_context* ctx = open_first();
   if (!ctx) return fail("open the device");
@@ -113,7 +81,7 @@ int run_fatal() {
   ia.qp_type = IBV_QPT_RC;
   ibv_qp* a = mr && cq ? ibv_create_qp(pd, &ia) : nullptr;
   ibv_qp* b = a ? ibv_create_qp(pd, &ia) : nullptr;
-  if (!b || !connect(a, b, ctx)) return fail("set up two connected RC QPs");
+  if (!b || !pushwire::test::connect_rc(a, b, ctx, 12)) return fail("set up two connected RC QPs");
   (void)::fcntl(ctx->async_fd, F_SETFL, ::fcntl(ctx->async_fd, F_GETFL) | O_NONBLOCK);
   auto post_recv = [&] {
     ibv_sge s{reinterpret_cast<std::uintptr_t>(buf.data() + 65536), 4096, mr->lkey};
