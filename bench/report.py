@@ -152,22 +152,25 @@ def perftest_section(rows, pingpong_rows):
 def rnicd_section(rows):
     """Programs attached to pushwire-rnicd against programs with devices of their own, same run
     (bench/rnicd.sh), against issue 31's goals."""
-    inproc = {(r["program"]): r for r in rows if r.get("mode") == "inproc" and "syscalls_total" not in r}
+    inproc = {(r["program"], r.get("mode")): r for r in rows if r.get("mode", "").endswith("inproc") and "syscalls_total" not in r}
     out = ["## Attached to pushwire-rnicd against in-process (`bench/rnicd.sh`)", "",
-           "Two namespaces over a veth; a device process per side (spec/rnicd.md) against each program's own "
-           "device; medians. Latency is perftest's t_typical.", "",
-           "| Program | Bytes | Pairs | Attached | In-process | Ratio | Goal |", "|---|---:|---:|---:|---:|---:|---|"]
+           "Two hosts: two namespaces over a veth, a device process per side (spec/rnicd.md), against each "
+           "program's own device. One host: both programs in one namespace, on the PF and VF 1 of one device "
+           "process, against two devices of their own. Medians; latency is perftest's t_typical.", "",
+           "| Program | Bytes | Topology | Pairs | Attached | In-process | Ratio | Goal |", "|---|---:|---|---:|---:|---:|---:|---|"]
     for r in rows:
-        if r.get("mode") != "attached" or "syscalls_total" in r:
+        if not r.get("mode", "").endswith("attached") or "syscalls_total" in r:
             continue
-        base = inproc.get(r["program"])
+        host = r["mode"].startswith("host")
+        base = inproc.get((r["program"], "host-inproc" if host else "inproc"))
         if "t_typical_us" in r:
             a, b, unit, goal = r["t_typical_us"], base and base.get("t_typical_us"), "µs", "≤ 1.2×"
         else:
             a, b, unit = r["MB_per_s"], base and base.get("MB_per_s"), "MB/s"
             goal = "≥ 1.0×" if r["pairs"] == 1 else "≥ 1.5× (sum against one in-process pair)"
         ratio = f"{a / b:.2f}" if a and b else ""
-        out.append(f"| `{r['program']}` | {r['bytes']} | {r['pairs']} | {a} {unit} | {b} {unit} | {ratio} | {goal} |")
+        topo = "one host" if host else "two hosts"
+        out.append(f"| `{r['program']}` | {r['bytes']} | {topo} | {r['pairs']} | {a} {unit} | {b} {unit} | {ratio} | {goal} |")
     calls = [r for r in rows if "syscalls_total" in r]
     if calls:
         out += ["", "System calls per message in the client (`strace -f -c`, start-up included; goal ≤ 0.05 attached):", "",

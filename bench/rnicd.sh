@@ -5,9 +5,12 @@
 #
 #   bench/rnicd.sh [BUILD_DIR]          (default: build)
 #
-# - ib_write_lat 64 B (t_typical, µs) and ib_write_bw 64 KiB (MB/s): one pair in-process
-#   (PUSHWIRE_VERBS=pw0:ADDRESS) and one pair attached (pw0@SOCKET, a device process per side);
-#   medians of RUNS (3);
+# - ib_write_lat 64 B (t_typical, µs) and ib_write_bw 64 KiB (MB/s), one pair, medians of RUNS (3),
+#   on two topologies:
+#   - two hosts: server in b, client in a; in-process (PUSHWIRE_VERBS=pw0:ADDRESS) against attached
+#     (pw0@SOCKET, a device process per side);
+#   - one host: both in a; in-process (a device each, two addresses) against attached (one device
+#     process, the server on its PF and the client on VF 1: the switch carries their frames);
 # - ib_write_bw 64 KiB with four pairs at once sharing the two devices (PF, VF 1..3): their sum;
 # - system calls per message in the client, `strace -f -c`, both ways, start-up included.
 # Prints one JSON object per measurement on stdout; progress on stderr when it is a terminal.
@@ -23,7 +26,7 @@ say() { [ -t 2 ] && echo "rnicd bench: $*" >&2 || true; }
 s=prb$$; work=$(mktemp -d)
 trap 'pw_cleanup; rm -rf "$work"' EXIT
 # 198.18.34.x: the device processes'; 198.18.35.x: the in-process devices' (an address has one owner of UDP port 4791)
-pw_veth_pair $s "198.18.34.1/24 198.18.35.1/24" "198.18.34.2/24 198.18.35.2/24"
+pw_veth_pair $s "198.18.34.1/24 198.18.35.1/24 198.18.35.3/24" "198.18.34.2/24 198.18.35.2/24"
 for side in a b; do
   addr=198.18.34.1; [ $side = b ] && addr=198.18.34.2
   ip netns exec $s-$side "$rnicd" --port pw0:$addr --functions 3 --control "$work/$side.sock" 2>>"$work/rnicd.log" &
@@ -32,21 +35,27 @@ for side in a b; do
 done
 port=19800
 # pair MODE FUNCTION PROGRAM SIZE ITERS [WRAPPER...] -> the client's report line (background-able)
+# MODE: inproc | attached (two hosts), host-inproc | host-attached (one host, namespace a)
 pair() {
   local mode=$1 f=$2 prog=$3 size=$4 n=$5; shift 5
-  local p=$((port += 1)) va vb
-  if [ "$mode" = inproc ]; then va=pw0:198.18.35.1 vb=pw0:198.18.35.2; else va="pw0@$work/a.sock#$f" vb="pw0@$work/b.sock#$f"; fi
-  ip netns exec $s-b env "PUSHWIRE_VERBS=$vb" "$verbs" run -- $prog -d pw0 -x 0 -F -s $size -n $n -p $p >/dev/null 2>&1 &
+  local p=$((port += 1)) va vb sns=$s-b to=198.18.34.2
+  case $mode in
+    inproc) va=pw0:198.18.35.1 vb=pw0:198.18.35.2 to=198.18.35.2 ;;
+    attached) va="pw0@$work/a.sock#$f" vb="pw0@$work/b.sock#$f" ;;
+    host-inproc) va=pw0:198.18.35.3 vb=pw0:198.18.35.1 sns=$s-a to=198.18.35.1 ;;
+    host-attached) va="pw0@$work/a.sock#vf1" vb="pw0@$work/a.sock#pf" sns=$s-a to=198.18.34.1 ;;
+  esac
+  ip netns exec $sns env "PUSHWIRE_VERBS=$vb" "$verbs" run -- $prog -d pw0 -x 0 -F -s $size -n $n -p $p >/dev/null 2>&1 &
   local srv=$!
-  for _ in $(seq 100); do ip netns exec $s-b ss -ltn "sport = :$p" | grep -q LISTEN && break; sleep 0.05; done
-  ip netns exec $s-a env "PUSHWIRE_VERBS=$va" timeout 300 "$@" "$verbs" run -- $prog -d pw0 -x 0 -F -s $size -n $n -p $p 198.18.34.2 2>/dev/null |
+  for _ in $(seq 100); do ip netns exec $sns ss -ltn "sport = :$p" | grep -q LISTEN && break; sleep 0.05; done
+  ip netns exec $s-a env "PUSHWIRE_VERBS=$va" timeout 300 "$@" "$verbs" run -- $prog -d pw0 -x 0 -F -s $size -n $n -p $p $to 2>/dev/null |
     awk -v s=$size '/#bytes/ {h = 1; next} h && $1 == s && !done {print; done = 1}' || true
   wait $srv || true
 }
 median() { sort -g | awk '{a[NR] = $0} END {print a[int((NR + 1) / 2)]}'; }
 for prog in ib_write_lat ib_write_bw; do
   case $prog in *_lat) size=64 n=20000 col=5 unit=t_typical_us ;; *) size=65536 n=5000 col=4 unit=MB_per_s ;; esac
-  for mode in inproc attached; do
+  for mode in inproc attached host-inproc host-attached; do
     say "$prog $size B, $mode, $runs runs"
     : >"$work/r"
     for _ in $(seq $runs); do pair $mode pf $prog $size $n | awk -v c=$col '{print $c}' >>"$work/r"; done
@@ -65,7 +74,7 @@ printf '{"program": "ib_write_bw", "bytes": 65536, "mode": "attached", "pairs": 
 if command -v strace >/dev/null; then
   for prog in ib_write_bw ib_write_lat; do
     case $prog in *_lat) size=64 n=20000 ;; *) size=65536 n=5000 ;; esac
-    for mode in inproc attached; do
+    for mode in inproc attached host-inproc host-attached; do
       say "$prog $mode under strace -c"
       pair $mode pf $prog $size $n strace -f -c -o "$work/strace" >/dev/null
       calls=$(awk '$NF == "total" {print $(NF - 2)}' "$work/strace")

@@ -289,8 +289,12 @@ class daemon_state {
       }
       std::memcpy(buf_.data(), frame->data(), len);  // checked and sent from the copy
       c.tx.pop();
-      const std::span<const std::byte> copy(buf_.data(), len);
-      if (!p.sw->check_tx(c.attachment, copy)) p.udp->send(copy, now);
+      const std::span<std::byte> copy(buf_.data(), len);
+      if (p.sw->check_tx(c.attachment, copy)) continue;
+      // To an address of this port: the switch delivers it itself (as an SR-IOV switch does
+      // between functions), with no trip through the kernel.
+      if (p.sw->is_local(copy)) deliver(p, copy);
+      else p.udp->send(copy, now);
     }
     return n;
   }

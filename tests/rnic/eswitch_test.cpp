@@ -366,6 +366,14 @@ TEST_CASE("eswitch: steering rewrites the destination MAC and unsteer gives the 
   CHECK(sw.rx_drops()[static_cast<std::size_t>(rx_drop_reason::ring_full)] == 1);
 }
 
+TEST_CASE("eswitch: a frame to one of the port's addresses is local and any other is not", "[rnic][eswitch]") {
+  rnic::eswitch sw(config());
+  CHECK(sw.is_local(frame_of({.dst = g1, .destqp = 1u << 14})));
+  CHECK(sw.is_local(frame_of({.dst = g2, .destqp = 5})));
+  CHECK_FALSE(sw.is_local(frame_of({.dst = ib::gid_v4(198, 18, 9, 9), .destqp = 1u << 14})));
+  CHECK_FALSE(sw.is_local(std::vector<std::byte>(64, std::byte{0x5A})));
+}
+
 TEST_CASE("eswitch: 10k random frames are steered only inside the QPN block and addresses of their attachment", "[rnic][eswitch]") {
   rnic::eswitch sw(config(3));
   REQUIRE_FALSE(run(sw, "vf set 1 gid 198.18.0.1,fd00:0:0:0:0:0:0:1").has_value());

@@ -148,6 +148,12 @@ faults)
 
 isolation)
   start_daemon a
+  # A function is a device of its own to an unmodified program: its GID and node GUID (EUI-64 of
+  # its MAC, 02:01:c6:12:1f:01 for VF 1 of 198.18.31.1).
+  run a vf1 "$work/devinfo.log" ibv_devinfo -v || fail "ibv_devinfo attached to vf1"
+  grep -q "node_guid:.*0001:c6ff:fe12:1f01" "$work/devinfo.log" && grep -q "GID\[  0\]:.*198.18.31.1" "$work/devinfo.log" ||
+    fail "ibv_devinfo: $(grep -E 'node_guid|GID' "$work/devinfo.log")"
+  echo "ok: ibv_devinfo attached to vf1: $(grep -E 'node_guid' "$work/devinfo.log" | tr -s ' \t' ' ')"
   # A plain UDP socket in b counts what leaves a's device.
   ip netns exec $s-b /usr/bin/python3 -c "
 import socket

@@ -259,6 +259,13 @@ class eswitch {
     ++f.counters.rx_frames, f.counters.rx_bytes += frame.size();
     return r;
   }
+  /// Whether a RoCEv2 frame is addressed to one of the port's own addresses (it goes to a
+  /// function of this port without leaving it).
+  bool is_local(std::span<const std::byte> frame) const {
+    ib::roce_view v;
+    if (ib::inspect(frame, v, {.crc = wire::crc_check::skip}).code != wire::errc{}) return false;
+    return std::find(cfg_.gids.begin(), cfg_.gids.end(), destination(v)) != cfg_.gids.end();
+  }
   /// A frame the attachment's ring had no room for: its function's count goes back.
   void unsteer(std::uint32_t id, std::size_t bytes) {
     attachment& a = atts_.at(id);
