@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 
@@ -26,6 +27,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <list>
 #include <thread>
@@ -80,7 +82,12 @@ struct connection {
   bool rx_signalled = false;
   rnic::time_ns rate_until = 0;  ///< its function's rate limit holds its next frame until then
   bool closing = false;
+  /// Frames steered to it while its rx ring was full, oldest first (at most backlog_bytes).
+  std::deque<std::vector<std::byte>> backlog;
+  std::size_t backlog_size = 0;
 };
+/// The most bytes of frames an attachment's backlog holds (a UDP socket's receive buffer).
+constexpr std::size_t backlog_bytes = 4u << 20;
 
 struct port_device {
   std::string name, control;
@@ -170,6 +177,7 @@ class daemon_state {
   }
 
   int run() {
+    (void)::prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);  // sleeps of microseconds (rate limits), not the default 50
     rnic::time_ns last_work = net::monotonic_ns(), last_control = 0;
     while (!stop_) {
       const rnic::time_ns now = net::monotonic_ns();
@@ -242,7 +250,7 @@ class daemon_state {
     for (auto& pp : ports_) {
       port_device& p = *pp;
       for (connection& c : p.conns)
-        if (c.attachment && !c.closing) moved += transmit(p, c, now);
+        if (c.attachment && !c.closing) moved += transmit(p, c, now) + drain_backlog(p, c);
       p.udp->flush(now);
       moved += p.udp->receive(p.mac, [&](std::span<std::byte> f) { deliver(p, f); });
       for (connection& c : p.conns)
@@ -309,13 +317,35 @@ class daemon_state {
       broken(p, *c, e);
       return;
     }
-    if (*space == 0 || f.size() > fn::slot_capacity) {
+    if (f.size() > fn::slot_capacity || ((*space == 0 || !c->backlog.empty()) && c->backlog_size + f.size() > backlog_bytes)) {
       p.sw->unsteer(*id, f.size());
+      return;
+    }
+    if (*space == 0 || !c->backlog.empty()) {  // behind the frames already waiting
+      c->backlog.emplace_back(f.begin(), f.end());
+      c->backlog_size += f.size();
       return;
     }
     if (*space == p.sw->config().slots) c->rx_waiting_since = 0;  // the first frame waiting
     std::memcpy(c->rx.next().data(), f.data(), f.size());
     c->rx.publish(static_cast<std::uint32_t>(f.size()));
+  }
+  /// Moves backlogged frames into the rx ring as far as it has room.
+  std::size_t drain_backlog(port_device& p, connection& c) {
+    if (c.backlog.empty()) return 0;
+    rnic::fn_errc e{};
+    auto space = c.rx.space(e);
+    if (!space) return broken(p, c, e);
+    std::size_t n = 0;
+    if (*space == p.sw->config().slots) c.rx_waiting_since = 0;
+    for (; n < *space && !c.backlog.empty(); ++n) {
+      const std::vector<std::byte>& f = c.backlog.front();
+      std::memcpy(c.rx.next().data(), f.data(), f.size());
+      c.rx.publish(static_cast<std::uint32_t>(f.size()));
+      c.backlog_size -= f.size();
+      c.backlog.pop_front();
+    }
+    return n;
   }
   std::size_t broken(port_device& p, connection& c, rnic::fn_errc e) {
     log("%s: attachment %u (pid %u) broke its ring: %.*s; detached", p.name.c_str(), c.attachment, c.pid,
@@ -536,7 +566,11 @@ class daemon_state {
       for (connection& c : p->conns)
         if (c.attachment) notify(c, rnic::fn_errc::shutting_down);
       ::unlink(p->control.c_str());
-      log("%s: stopped (%zu programs were attached)", p->name.c_str(), p->by_attachment.size());
+      const auto& d = p->sw->rx_drops();
+      log("%s: stopped (%zu programs were attached); frames from the wire dropped: not_roce %llu, no_attachment %llu, "
+          "not_its_address %llu, ring_full %llu",
+          p->name.c_str(), p->by_attachment.size(), static_cast<unsigned long long>(d[0]), static_cast<unsigned long long>(d[1]),
+          static_cast<unsigned long long>(d[2]), static_cast<unsigned long long>(d[3]));
     }
     ports_.clear();
   }
