@@ -11,8 +11,10 @@
 #     (pw0@SOCKET, a device process per side);
 #   - one host: both in a; in-process (a device each, two addresses) against attached (one device
 #     process, the server on its PF and the client on VF 1: the switch carries their frames);
-# - ib_write_bw 64 KiB with four pairs at once sharing the two devices (PF, VF 1..3): their sum;
-# - system calls per message in the client, `strace -f -c`, both ways, start-up included.
+# - ib_write_bw 64 KiB with four pairs at once: two hosts (pair k on function k of both device
+#   processes) and one host (the servers on the PF, the clients on VF 1..3 and the PF): their sum;
+# - system calls per message in the client under load, `strace -f -c`: the calls of a run of N
+#   messages less those of a run of N/5, over 4N/5 (start-up and teardown cancel out).
 # Prints one JSON object per measurement on stdout; progress on stderr when it is a terminal.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -38,12 +40,14 @@ port=19800
 # MODE: inproc | attached (two hosts), host-inproc | host-attached (one host, namespace a)
 pair() {
   local mode=$1 f=$2 prog=$3 size=$4 n=$5; shift 5
+  local fa=$f fb=$f
+  [ $mode = host-attached ] && fa=$f fb=pf
   local p=$((port += 1)) va vb sns=$s-b to=198.18.34.2
   case $mode in
     inproc) va=pw0:198.18.35.1 vb=pw0:198.18.35.2 to=198.18.35.2 ;;
-    attached) va="pw0@$work/a.sock#$f" vb="pw0@$work/b.sock#$f" ;;
+    attached) va="pw0@$work/a.sock#$fa" vb="pw0@$work/b.sock#$fb" ;;
     host-inproc) va=pw0:198.18.35.3 vb=pw0:198.18.35.1 sns=$s-a to=198.18.35.1 ;;
-    host-attached) va="pw0@$work/a.sock#vf1" vb="pw0@$work/a.sock#pf" sns=$s-a to=198.18.34.1 ;;
+    host-attached) va="pw0@$work/a.sock#$fa" vb="pw0@$work/a.sock#$fb" sns=$s-a to=198.18.34.1 ;;
   esac
   ip netns exec $sns env "PUSHWIRE_VERBS=$vb" "$verbs" run -- $prog -d pw0 -x 0 -F -s $size -n $n -p $p >/dev/null 2>&1 &
   local srv=$!
@@ -58,27 +62,36 @@ for prog in ib_write_lat ib_write_bw; do
   for mode in inproc attached host-inproc host-attached; do
     say "$prog $size B, $mode, $runs runs"
     : >"$work/r"
-    for _ in $(seq $runs); do pair $mode pf $prog $size $n | awk -v c=$col '{print $c}' >>"$work/r"; done
+    f=pf; [ $mode = host-attached ] && f=vf1
+    for _ in $(seq $runs); do pair $mode $f $prog $size $n | awk -v c=$col '{print $c}' >>"$work/r"; done
     printf '{"program": "%s", "bytes": %s, "mode": "%s", "pairs": 1, "%s": %s, "runs": %s}\n' $prog $size $mode $unit "$(median <"$work/r")" $runs
   done
 done
-say "ib_write_bw 64 KiB, four attached pairs at once"
-four=()
-for f in pf vf1 vf2 vf3; do
-  pair attached $f ib_write_bw 65536 3000 >"$work/four-$f" &
-  four+=($!)
+for mode in attached host-attached; do
+  say "ib_write_bw 64 KiB, four $mode pairs at once"
+  four=()
+  fs="pf vf1 vf2 vf3"; [ $mode = host-attached ] && fs="vf1 vf2 vf3 pf"
+  for f in $fs; do
+    pair $mode $f ib_write_bw 65536 3000 >"$work/four-$f" &
+    four+=($!)
+  done
+  for p in "${four[@]}"; do wait "$p"; done
+  total=$(cat "$work"/four-* | awk '{s += $4} END {print s + 0}')
+  printf '{"program": "ib_write_bw", "bytes": 65536, "mode": "%s", "pairs": 4, "MB_per_s": %s, "runs": 1}\n' $mode "$total"
 done
-for p in "${four[@]}"; do wait "$p"; done
-total=$(cat "$work"/four-* | awk '{s += $4} END {print s + 0}')
-printf '{"program": "ib_write_bw", "bytes": 65536, "mode": "attached", "pairs": 4, "MB_per_s": %s, "runs": 1}\n' "$total"
 if command -v strace >/dev/null; then
+  calls() {  # calls MODE PROGRAM SIZE N -> the client's system calls
+    local f=pf; [ $1 = host-attached ] && f=vf1
+    pair $1 $f $2 $3 $4 strace -f -c -o "$work/strace" >/dev/null
+    awk '$NF == "total" {print $(NF - 2)}' "$work/strace"
+  }
   for prog in ib_write_bw ib_write_lat; do
     case $prog in *_lat) size=64 n=20000 ;; *) size=65536 n=5000 ;; esac
     for mode in inproc attached host-inproc host-attached; do
       say "$prog $mode under strace -c"
-      pair $mode pf $prog $size $n strace -f -c -o "$work/strace" >/dev/null
-      calls=$(awk '$NF == "total" {print $(NF - 2)}' "$work/strace")
-      printf '{"program": "%s", "bytes": %s, "mode": "%s", "messages": %s, "syscalls_total": %s}\n' $prog $size $mode $n "${calls:-0}"
+      small=$(calls $mode $prog $size $((n / 5))) big=$(calls $mode $prog $size $n)
+      printf '{"program": "%s", "bytes": %s, "mode": "%s", "messages": %s, "syscalls": %s, "messages_less": %s, "syscalls_less": %s}\n' \
+        $prog $size $mode $n "${big:-0}" $((n / 5)) "${small:-0}"
     done
   done
 fi

@@ -326,9 +326,14 @@ class daemon_state {
       c->backlog_size += f.size();
       return;
     }
-    if (*space == p.sw->config().slots) c->rx_waiting_since = 0;  // the first frame waiting
-    std::memcpy(c->rx.next().data(), f.data(), f.size());
-    c->rx.publish(static_cast<std::uint32_t>(f.size()));
+    put(*c, f, *space == p.sw->config().slots);
+  }
+  /// Copies a frame into c's rx ring, which has room; `empty`: it held none, so the frame is the
+  /// first one waiting.
+  static void put(connection& c, std::span<const std::byte> f, bool empty) {
+    if (empty) c.rx_waiting_since = 0;
+    std::memcpy(c.rx.next().data(), f.data(), f.size());
+    c.rx.publish(static_cast<std::uint32_t>(f.size()));
   }
   /// Moves backlogged frames into the rx ring as far as it has room.
   std::size_t drain_backlog(port_device& p, connection& c) {
@@ -337,11 +342,9 @@ class daemon_state {
     auto space = c.rx.space(e);
     if (!space) return broken(p, c, e);
     std::size_t n = 0;
-    if (*space == p.sw->config().slots) c.rx_waiting_since = 0;
     for (; n < *space && !c.backlog.empty(); ++n) {
       const std::vector<std::byte>& f = c.backlog.front();
-      std::memcpy(c.rx.next().data(), f.data(), f.size());
-      c.rx.publish(static_cast<std::uint32_t>(f.size()));
+      put(c, f, n == 0 && *space == p.sw->config().slots);
       c.backlog_size -= f.size();
       c.backlog.pop_front();
     }

@@ -34,6 +34,32 @@ static_assert(v4_frame[24] == std::byte{0xb4} && v4_frame[25] == std::byte{0xd5}
 static_assert(decode(cx4_cnp)->icrc_state == crc_status::good);
 static_assert(decode(v4_frame)->icrc_state == crc_status::good && decode(v6_frame)->icrc_state == crc_status::good);
 
+// The addresses as GIDs, read where the frame holds them (scapy's frames).
+constexpr ib::gid view_gid(std::span<const std::byte> f, bool destination) {
+  roce_view v;
+  if (inspect(f, v).code != wire::errc{}) return {};
+  return destination ? v.destination_gid() : v.source_gid();
+}
+constexpr ib::gid v6_src{0x20, 0x22, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10, 0x23};
+constexpr ib::gid v6_dst{0x20, 0x23, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10, 0x24};
+constexpr ib::gid v4_both{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 192, 168, 0, 7};
+static_assert(view_gid(v4_frame, false) == v4_both && view_gid(v4_frame, true) == v4_both);
+static_assert(view_gid(v6_frame, false) == v6_src && view_gid(v6_frame, true) == v6_dst);
+
+TEST_CASE("roce: a view's addresses as GIDs", "[ib][roce]") {
+  const auto v4 = test::copy(v4_frame), v6 = test::copy(v6_frame);
+  CHECK(view_gid(v4, false) == v4_both);
+  CHECK(view_gid(v4, true) == v4_both);
+  CHECK(view_gid(v6, false) == v6_src);
+  CHECK(view_gid(v6, true) == v6_dst);
+  auto other = v4;  // destination 192.168.0.9: the two are read from their own places
+  other[14 + 19] = std::byte{9};
+  roce_view v;
+  REQUIRE(inspect(other, v, {.crc = crc_check::skip}).code == errc{});
+  CHECK(v.source_gid() == v4_both);
+  CHECK(v.destination_gid() == gid_v4(192, 168, 0, 9));
+}
+
 TEST_CASE("roce: the public ICRC vectors at run time", "[ib][roce]") {
   std::vector<std::byte> out(128);
   auto n = build(scapy_v4(), out);

@@ -23,6 +23,7 @@
 #include <variant>
 
 #include <pushwire/ib/encap.hpp>
+#include <pushwire/ib/gid.hpp>
 #include <pushwire/ib/headers.hpp>
 #include <pushwire/ib/opcode.hpp>
 #include <pushwire/wire/crc.hpp>
@@ -268,6 +269,10 @@ struct roce_view {
   constexpr bool ip_checksum_ok() const {
     return v6 || inet_fold(inet_sum(frame.subspan(ip_offset, ip_header_len))) == 0;
   }
+  /// The IP source address as a GID (an IPv4 one IPv4-mapped).
+  constexpr gid source_gid() const { return address_at(v6 ? 8 : 12); }
+  /// The IP destination address as a GID (an IPv4 one IPv4-mapped).
+  constexpr gid destination_gid() const { return address_at(v6 ? 24 : 16); }
   constexpr udp_header udp() const { return detail::header_at<udp_header>(frame, udp_offset); }
   constexpr ib::bth bth() const { return detail::header_at<ib::bth>(frame, bth_offset); }
   /// Extended header E, if the opcode's chain has it.
@@ -283,6 +288,14 @@ struct roce_view {
   /// DC connect / disconnect: opcode 0x55 with SE clear / set.
   constexpr bool dc_connect() const { return op->id == opcode::dc_connect && !se(); }
   constexpr bool dc_disconnect() const { return op->id == opcode::dc_connect && se(); }
+ private:
+  constexpr gid address_at(std::size_t at) const {
+    const auto u8 = [&](std::size_t k) { return std::to_integer<std::uint8_t>(frame[ip_offset + at + k]); };
+    if (!v6) return gid_v4(u8(0), u8(1), u8(2), u8(3));
+    gid g{};
+    for (std::size_t k = 0; k < g.size(); ++k) g[k] = u8(k);
+    return g;
+  }
 };
 
 /// Computes the ICRC of an inspected frame (one inspected with crc_check::skip, say) into

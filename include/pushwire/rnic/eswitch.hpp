@@ -264,7 +264,7 @@ class eswitch {
   bool is_local(std::span<const std::byte> frame) const {
     ib::roce_view v;
     if (ib::inspect(frame, v, {.crc = wire::crc_check::skip}).code != wire::errc{}) return false;
-    return std::find(cfg_.gids.begin(), cfg_.gids.end(), destination(v)) != cfg_.gids.end();
+    return std::find(cfg_.gids.begin(), cfg_.gids.end(), v.destination_gid()) != cfg_.gids.end();
   }
   /// A frame the attachment's ring had no room for: its function's count goes back.
   void unsteer(std::uint32_t id, std::size_t bytes) {
@@ -521,29 +521,13 @@ class eswitch {
     auto it = atts_.find(qpn >> qpn_block_bits);
     if (it == atts_.end()) return rx_drop_reason::no_attachment;
     const function_settings& s = functions_[it->second.function]->settings;
-    if (std::find(s.gids.begin(), s.gids.end(), destination(v)) == s.gids.end()) return rx_drop_reason::not_its_address;
+    if (std::find(s.gids.begin(), s.gids.end(), v.destination_gid()) == s.gids.end()) return rx_drop_reason::not_its_address;
     return it->first;
-  }
-  static ib::gid destination(const ib::roce_view& v) {
-    const std::byte* ip = v.frame.data() + v.ip_offset;
-    if (!v.v6) return ib::gid_v4(wire::read<ib::ipv4_header, "dst">(ip));
-    const auto d = wire::read<ib::ipv6_header, "dst">(ip);
-    ib::gid g{};
-    std::copy(d.begin(), d.end(), g.begin());
-    return g;
-  }
-  static ib::gid source(const ib::roce_view& v) {
-    const std::byte* ip = v.frame.data() + v.ip_offset;
-    if (!v.v6) return ib::gid_v4(wire::read<ib::ipv4_header, "src">(ip));
-    const auto d = wire::read<ib::ipv6_header, "src">(ip);
-    ib::gid g{};
-    std::copy(d.begin(), d.end(), g.begin());
-    return g;
   }
   static std::optional<tx_drop> spoof_check(const attachment& a, const function_settings& s, const ib::roce_view& v) {
     const auto src_mac = wire::read<wire::eth_header, "src">(v.frame.data());
     if (src_mac != s.mac) return tx_drop::spoofed_mac;
-    if (std::find(s.gids.begin(), s.gids.end(), source(v)) == s.gids.end()) return tx_drop::spoofed_ip;
+    if (std::find(s.gids.begin(), s.gids.end(), v.source_gid()) == s.gids.end()) return tx_drop::spoofed_ip;
     if (wire::read<ib::udp_header, "srcport">(v.frame.data() + v.udp_offset) != ib::roce_port) return tx_drop::spoofed_port;
     const std::uint16_t pkey = wire::read<ib::bth, "p_key">(v.frame.data() + v.bth_offset);
     if (std::find(s.pkeys.begin(), s.pkeys.end(), pkey) == s.pkeys.end()) return tx_drop::spoofed_pkey;

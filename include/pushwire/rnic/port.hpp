@@ -273,17 +273,10 @@ class port {
   // a tenth of a small SEND's handling).
   rx_context context_of(const ib::roce_view& v) const {
     rx_context rx;
-    const std::byte* ip = v.frame.data() + v.ip_offset;
     rx.from.port = index_;
     rx.from.dmac = wire::read<wire::eth_header, "src">(v.frame.data());
-    if (v.v6) {
-      const auto src = wire::read<ib::ipv6_header, "src">(ip), dst = wire::read<ib::ipv6_header, "dst">(ip);
-      std::copy(src.begin(), src.end(), rx.from.dgid.begin());
-      std::copy(dst.begin(), dst.end(), rx.to.begin());
-    } else {
-      rx.from.dgid = ib::gid_v4(wire::read<ib::ipv4_header, "src">(ip));
-      rx.to = ib::gid_v4(wire::read<ib::ipv4_header, "dst">(ip));
-    }
+    rx.from.dgid = v.source_gid();
+    rx.to = v.destination_gid();
     const std::byte* udp = v.frame.data() + v.udp_offset;
     rx.tuple = {.src = rx.from.dgid, .dst = rx.to, .sport = wire::read<ib::udp_header, "srcport">(udp),
                 .dport = wire::read<ib::udp_header, "dstport">(udp)};
