@@ -15,7 +15,7 @@
 #              error; garbage on the control socket is refused and the device lives; random
 #              traffic to two VFs reaches only the ring it is addressed to
 #   limits     a function's QP, MR and CQ limits hold across two programs (ENOMEM past them); its
-#              registered bytes too; a rate limit is not exceeded by more than 5% over 5 s (ib_write_bw)
+#              registered bytes too; a rate limit holds within 5% over 5 s (ib_write_bw)
 set -euo pipefail
 build=$(cd "$1" && pwd); what=$2
 here=$(cd "$(dirname "$0")" && pwd)
@@ -222,17 +222,27 @@ limits)
   run a vf2 "$work/bytes.log" "$client" bytes 1048576 || fail "registered bytes: $(cat "$work/bytes.log")"
   echo "ok: $(cat "$work/bytes.log")"
   ctl a vf set 3 rate 300M >/dev/null
-  run b pf "$work/rate-server.log" ib_write_bw -d pw0 -x 0 -F -s 65536 -D 5 --report_gbits -p 19521 & rs=$!
-  wait_listen b 19521
-  run a vf3 "$work/rate-client.log" ib_write_bw -d pw0 -x 0 -F -s 65536 -D 5 --report_gbits -p 19521 $B || fail "ib_write_bw at a rate"
+  # The rate: vf3 writes to the PF of its own device process (the switch carries the frames), so
+  # the limit, not this host's two cores shared by two device processes, bounds the stream
+  # (spec/rnicd.md §10). The limit counts frame bytes: vf3's tx_bytes over 5 s of the run, past
+  # perftest's warm-up; perftest's own figure counts payload (1.5% less) to 2 decimals.
+  run a pf "$work/rate-server.log" ib_write_bw -d pw0 -x 0 -F -s 65536 -D 9 --report_gbits -p 19521 & rs=$!
+  wait_listen a 19521
+  run a vf3 "$work/rate-client.log" ib_write_bw -d pw0 -x 0 -F -s 65536 -D 9 --report_gbits -p 19521 $A & rc=$!
+  sleep 3
+  t0=$(date +%s.%N) b0=$(json a "j['functions'][3]['tx_bytes']")
+  sleep 5
+  t1=$(date +%s.%N) b1=$(json a "j['functions'][3]['tx_bytes']")
+  wait $rc || fail "ib_write_bw at a rate"
   wait $rs || true
   bw=$(awk '/#bytes/ {getline; print $4; exit}' "$work/rate-client.log")
-  # The limit holds: never more than 5% above it. (Issue 31 asks for within 5% both ways; here a
-  # rate-limited RC stream reaches 77-87% of it: the open part, measured and printed.)
-  /usr/bin/python3 -c "import sys; bw=float('$bw'); sys.exit(0 if 0.5 * 0.3 <= bw <= 1.05 * 0.3 else 1)" ||
-    fail "vf3 at rate 300M moved ${bw} Gb/s (more than 5% above, or under half)"
-  echo "ok: vf3 at rate 300 Mb/s: ib_write_bw 5 s averaged $bw Gb/s"
-  echo "PASS: QP, MR and CQ limits across two programs, registered bytes, and a rate not exceeded"
+  mbps=$(/usr/bin/python3 -c "print(round(($b1 - $b0) * 8 / ($t1 - $t0) / 1e6, 1))")
+  /usr/bin/python3 -c "import sys; sys.exit(0 if 0.95 * 300 <= $mbps <= 1.05 * 300 else 1)" ||
+    fail "vf3 at rate 300M sent $mbps Mb/s of frames over 5 s (more than 5% from it)"
+  /usr/bin/python3 -c "import sys; sys.exit(0 if 0.93 * 0.3 <= float('$bw') <= 1.05 * 0.3 else 1)" ||
+    fail "vf3 at rate 300M: ib_write_bw moved ${bw} Gb/s"
+  echo "ok: vf3 at rate 300 Mb/s: $mbps Mb/s of frames over 5 s; ib_write_bw averaged $bw Gb/s of payload"
+  echo "PASS: QP, MR and CQ limits across two programs, registered bytes, and a rate held within 5%"
   ;;
 *) echo "usage: rnicd.sh BUILD share|faults|isolation|limits"; exit 64 ;;
 esac
