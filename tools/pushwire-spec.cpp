@@ -30,6 +30,7 @@
 #include <pushwire/rnic/attach.hpp>
 #include <pushwire/rnic/eswitch.hpp>
 #include <pushwire/rnic/function.hpp>
+#include <pushwire/rnic/migrate.hpp>
 #include <pushwire/rnic/qp.hpp>
 #include <pushwire/wire/crc.hpp>
 #include <pushwire/wire/pcap.hpp>
@@ -458,6 +459,19 @@ std::string render_fn_ring() {
   return s;
 }
 // The numbers of the embedded switch (rnic/eswitch.hpp, rnic/attach.hpp).
+/// A migration side's machine (rnic/migrate.hpp): its transitions as a table, then as a
+/// Mermaid state diagram.
+template <class Table>
+std::string render_migration_machine(const Table& table) {
+  std::string t = "| From | Event | To | Action |\n|---|---|---|---|\n", d = "```mermaid\nstateDiagram-v2\n";
+  for (const auto& x : table) {
+    const std::string from{wire::enum_name(x.from)}, to{wire::enum_name(x.to)}, on{wire::enum_name(x.on)}, act{wire::enum_name(x.act)};
+    t += "| `" + from + "` | " + on + " | `" + to + "` | " + act + " |\n";
+    d += "  " + from + " --> " + to + ": " + on + (x.act == rnic::migration::action::none ? "" : " / " + act) + "\n";
+  }
+  return t + "\n" + d + "```\n";
+}
+
 std::string render_rnicd_numbers() {
   const std::uint32_t block = 1u << rnic::qpn_block_bits;
   std::string s = "| Quantity | Value |\n|---|---:|\n";
@@ -704,6 +718,10 @@ std::optional<std::string> render(std::string_view key) {
     out = render_rnicd_settings();
   } else if (kind == "rnicd_numbers") {
     out = render_rnicd_numbers();
+  } else if (kind == "migration" && arg == "source") {
+    out = render_migration_machine(rnic::migration::source_transitions);
+  } else if (kind == "migration" && arg == "destination") {
+    out = render_migration_machine(rnic::migration::destination_transitions);
   } else if (kind == "flow_errors") {
     out = error_table(flow::errc_table);
   } else if (kind == "errors") {

@@ -19,6 +19,7 @@
 #include <pushwire/rnic/core.hpp>
 #include <pushwire/rnic/device.hpp>
 #include <pushwire/rnic/memory.hpp>
+#include <pushwire/rnic/migrate.hpp>
 #include <pushwire/rnic/attach.hpp>
 #include <pushwire/rnic/eswitch.hpp>
 #include <pushwire/rnic/function.hpp>
@@ -113,6 +114,10 @@ static_assert(wire::names_match<rnic::ctl::msg_type, true>());
 static_assert(wire::names_match<rnic::ctl::resource, true>());
 static_assert(wire::names_match<rnic::tx_drop, true>());
 static_assert(wire::names_match<rnic::rx_drop_reason, true>());
+static_assert(wire::names_match<rnic::migration::src_state, true>());
+static_assert(wire::names_match<rnic::migration::dst_state, true>());
+static_assert(wire::names_match<rnic::migration::event, true>());
+static_assert(wire::names_match<rnic::migration::action, true>());
 // pp/
 static_assert(wire::names_match<pp::errc, true>());
 static_assert(wire::names_match<pp::state, true>());

@@ -104,6 +104,21 @@ constexpr wire::mac_address function_mac(std::uint32_t n, const std::array<std::
   return {0x02, static_cast<std::uint8_t>(n), ip[0], ip[1], ip[2], ip[3]};
 }
 
+/// What a device process keeps for a function, as it moves to another device
+/// (spec/migration.md): its settings, and each attachment's QPN block and what it holds of the
+/// function's limits. The queue pairs are not in it: they live in the programs' engines.
+struct function_image {
+  struct held {
+    std::uint32_t id = 0;  ///< the attachment's QPN block, 1..qpn_blocks-1: the same on the new device
+    std::uint32_t pid = 0;
+    std::uint64_t qps = 0, mrs = 0, cqs = 0, bytes = 0;
+    friend bool operator==(const held&, const held&) = default;
+  };
+  std::uint16_t function = 0;  ///< its number on the device it leaves, 1..max_vfs
+  function_settings settings;
+  std::vector<held> attachments;
+};
+
 class eswitch {
  public:
   struct attachment {
@@ -200,6 +215,66 @@ class eswitch {
     if (more > limit || *total > limit - more) return fn_errc::limit_reached;
     *mine += more, *total += more;
     return std::nullopt;
+  }
+
+  // ---- migration (spec/migration.md) --------------------------------------------------------
+  /// The image of VF n, to move it. nullopt: no such VF (the PF stays with its port).
+  std::optional<function_image> image_of(std::uint16_t n) const {
+    if (n == 0 || !function(n)) return std::nullopt;
+    function_image im;
+    im.function = n;
+    im.settings = functions_[n]->settings;
+    for (const auto& [id, a] : atts_)
+      if (a.function == n) im.attachments.push_back({id, a.pid, a.qps, a.mrs, a.cqs, a.bytes});
+    return im;
+  }
+  /// Whether an image may become function `as` here; nothing changes. Errors: bad_message (a
+  /// function number or QPN block out of range, a block twice, holdings beyond the limits, or
+  /// GIDs or P_Keys the settings could not have), function_busy (`as` has programs attached),
+  /// qpn_block_taken, address_not_here.
+  std::optional<fn_errc> check_adopt(const function_image& im, std::uint16_t as) const {
+    if (as == 0 || as > max_vfs || im.settings.gids.empty() || im.settings.gids.size() > 4 || im.settings.pkeys.empty() ||
+        im.settings.pkeys.size() > 16)
+      return fn_errc::bad_message;
+    std::uint64_t qps = 0, mrs = 0, cqs = 0, bytes = 0;
+    for (std::size_t i = 0; i < im.attachments.size(); ++i) {
+      const auto& h = im.attachments[i];
+      if (h.id == 0 || h.id >= qpn_blocks) return fn_errc::bad_message;
+      for (std::size_t j = 0; j < i; ++j)
+        if (im.attachments[j].id == h.id) return fn_errc::bad_message;
+      qps += h.qps, mrs += h.mrs, cqs += h.cqs, bytes += h.bytes;
+      if (bytes < h.bytes) return fn_errc::bad_message;
+    }
+    const function_limits& l = im.settings.limits;
+    if (qps > l.max_qps || mrs > l.max_mrs || cqs > l.max_cqs || bytes > l.max_reg_bytes) return fn_errc::bad_message;
+    for (const auto& [id, a] : atts_)
+      if (a.function == as) return fn_errc::function_busy;
+    for (const auto& h : im.attachments)
+      if (atts_.contains(h.id)) return fn_errc::qpn_block_taken;
+    for (const ib::gid& g : im.settings.gids)
+      if (std::find(cfg_.gids.begin(), cfg_.gids.end(), g) == cfg_.gids.end()) return fn_errc::address_not_here;
+    return std::nullopt;
+  }
+  /// Makes the image function `as` here, with its attachments on their own QPN blocks (a function
+  /// `as` without attachments is replaced). Errors: those of check_adopt(), and nothing changed.
+  std::optional<fn_errc> adopt(const function_image& im, std::uint16_t as) {
+    if (auto e = check_adopt(im, as)) return e;
+    function_state f;
+    f.settings = im.settings;
+    for (const auto& h : im.attachments) {
+      attachment& a = atts_[h.id];
+      a.id = h.id, a.function = as, a.pid = h.pid, a.qps = h.qps, a.mrs = h.mrs, a.cqs = h.cqs, a.bytes = h.bytes;
+      f.qps += h.qps, f.mrs += h.mrs, f.cqs += h.cqs, f.bytes += h.bytes;
+    }
+    functions_[as] = std::move(f);
+    return std::nullopt;
+  }
+  /// VF n has moved away: it and its attachments are gone from here, its QPN blocks free. Its
+  /// programs are not told (they are the new device's now).
+  void release(std::uint16_t n) {
+    if (n == 0 || !function(n)) return;
+    std::erase_if(atts_, [&](const auto& kv) { return kv.second.function == n; });
+    functions_[n].reset();
   }
 
   // ---- the data path ---------------------------------------------------------------------

@@ -45,8 +45,11 @@ enum class fn_errc : std::uint8_t {
   slot_length_out_of_range,
   bad_setting,
   shutting_down,
+  qpn_block_taken,
+  address_not_here,
+  migrating,
 };
-inline constexpr std::array<wire::errc_info, 12> fn_errc_table{{
+inline constexpr std::array<wire::errc_info, 15> fn_errc_table{{
     {"bad_message", "A control message that is too short or too long for its type, of an unknown type, or with a field out of its range."},
     {"unsupported_version", "A control message or region of another protocol version than 1."},
     {"no_such_function", "No function of that number exists on the device (a VF not added, or deleted)."},
@@ -59,6 +62,9 @@ inline constexpr std::array<wire::errc_info, 12> fn_errc_table{{
     {"slot_length_out_of_range", "A slot's length is 0 or more than the slot holds: the attachment is detached."},
     {"bad_setting", "A `ctl` setting that does not parse (a MAC, an address, a number) or is out of its range."},
     {"shutting_down", "The device process is stopping: no attachment is taken."},
+    {"qpn_block_taken", "A function cannot move here: a QPN block of one of its attachments is another attachment's on this device."},
+    {"address_not_here", "A function cannot move here: one of its GIDs is not an address of this device's port."},
+    {"migrating", "The function is moving to another device: a `vf` command or a second migration waits until it ends."},
 }};
 constexpr std::span<const wire::named_value> wire_enum_names(fn_errc) { return wire::detail::error_names<fn_errc_table>; }
 
