@@ -36,11 +36,13 @@
 #include <unordered_map>
 #include <vector>
 
+#include <pushwire/net/address.hpp>
 #include <pushwire/net/clock.hpp>
 #include <pushwire/net/shm.hpp>
 #include <pushwire/net/udp.hpp>
 #include <pushwire/rnic/attach.hpp>
 #include <pushwire/rnic/eswitch.hpp>
+#include <pushwire/rnic/migrate.hpp>
 
 #include "config.hpp"
 
@@ -82,6 +84,20 @@ struct connection {
   bool rx_signalled = false;
   rnic::time_ns rate_until = 0;  ///< its function's rate limit holds its next frame until then
   bool closing = false;
+  /// Its function is moving away: its rings are neither read nor filled (spec/migration.md).
+  bool paused = false;
+  /// A device process offering a function on this connection (the destination's side).
+  struct arriving {
+    rnic::function_image image;
+    std::uint8_t prefix = 32;
+    std::uint16_t expected = 0;  ///< attachments announced
+    struct fds {
+      unique_fd sock, region, doorbell, wake;
+    };
+    std::vector<fds> descriptors;
+    pushwire::rnic::migration::dst_state state = pushwire::rnic::migration::dst_state::idle;
+  };
+  std::unique_ptr<arriving> offer;
   /// Frames steered to it while its rx ring was full, oldest first (at most backlog_bytes).
   std::deque<std::vector<std::byte>> backlog;
   std::size_t backlog_size = 0;
@@ -89,10 +105,19 @@ struct connection {
 /// The most bytes of frames an attachment's backlog holds (a UDP socket's receive buffer).
 constexpr std::size_t backlog_bytes = 4u << 20;
 
+/// An address of the port beside its own, a function's: it moves with the function
+/// (spec/migration.md §4). Its socket binds it.
+struct function_address {
+  pushwire::ib::gid gid{};
+  net::local_address where;
+  std::unique_ptr<net::udp_port> udp;
+};
+
 struct port_device {
   std::string name, control;
   unique_fd listen;
   std::unique_ptr<net::udp_port> udp;
+  std::vector<function_address> extra;
   std::unique_ptr<rnic::eswitch> sw;
   wire::mac_address mac{};
   std::list<connection> conns;
@@ -131,6 +156,8 @@ bool reply_text(int sock, ctl::msg_type type, std::uint16_t tag, std::optional<r
   m.text = std::span<const std::uint8_t>(reinterpret_cast<const std::uint8_t*>(text.data()), text.size());
   return send_encoded(sock, m);
 }
+
+bool parse_count(const char* s, std::uint64_t& v);
 
 class daemon_state {
  public:
@@ -250,11 +277,13 @@ class daemon_state {
     for (auto& pp : ports_) {
       port_device& p = *pp;
       for (connection& c : p.conns)
-        if (c.attachment && !c.closing) moved += transmit(p, c, now) + drain_backlog(p, c);
+        if (c.attachment && !c.closing && !c.paused) moved += transmit(p, c, now) + drain_backlog(p, c);
       p.udp->flush(now);
+      for (auto& x : p.extra) x.udp->flush(now);
       moved += p.udp->receive(p.mac, [&](std::span<std::byte> f) { deliver(p, f); });
+      for (auto& x : p.extra) moved += x.udp->receive(p.mac, [&](std::span<std::byte> f) { deliver(p, f); });
       for (connection& c : p.conns)
-        if (c.attachment && !c.closing) wake_if_waiting(p, c, now);
+        if (c.attachment && !c.closing && !c.paused) wake_if_waiting(p, c, now);
       reap(p);
     }
     return moved;
@@ -302,15 +331,30 @@ class daemon_state {
       // To an address of this port: the switch delivers it itself (as an SR-IOV switch does
       // between functions), with no trip through the kernel.
       if (p.sw->is_local(copy)) deliver(p, copy);
-      else p.udp->send(copy, now);
+      else udp_for(p, copy).send(copy, now);
     }
     return n;
+  }
+  /// The socket a checked frame leaves from: the one bound to its source address.
+  static net::udp_port& udp_for(port_device& p, std::span<const std::byte> f) {
+    if (!p.extra.empty() && f.size() >= 34 && f[12] == std::byte{0x08} && f[13] == std::byte{0x00}) {
+      std::array<std::uint8_t, 4> src;
+      std::memcpy(src.data(), f.data() + 26, 4);
+      const auto g = pushwire::ib::gid_v4(src);
+      for (auto& x : p.extra)
+        if (x.gid == g) return *x.udp;
+    }
+    return *p.udp;
   }
   void deliver(port_device& p, std::span<std::byte> f) {
     const auto to = p.sw->steer(f);
     const std::uint32_t* id = std::get_if<std::uint32_t>(&to);
     if (!id) return;
     connection* c = p.by_attachment.at(*id);
+    if (c->paused) {  // moving away: the transport retransmits it to the new device
+      p.sw->unsteer(*id, f.size());
+      return;
+    }
     rnic::fn_errc e{};
     auto space = c->rx.space(e);
     if (!space) {
@@ -385,6 +429,8 @@ class daemon_state {
     rnic::time_ns t = 1'000'000'000;
     for (auto& p : ports_) {
       if (auto d = p->udp->next_due()) t = std::min(t, *d > now ? *d - now : 0);
+      for (auto& x : p->extra)
+        if (auto d = x.udp->next_due()) t = std::min(t, *d > now ? *d - now : 0);
       for (connection& c : p->conns) {
         if (c.attachment && c.rate_until > now) t = std::min(t, c.rate_until - now);
         // frames waiting for a consumer that asked to be woken only after a while
@@ -410,10 +456,12 @@ class daemon_state {
       port_device& p = *pp;
       add(p.listen.get(), nullptr, &p, 1);
       for (int fd : p.udp->fds()) add(fd, nullptr, &p, 2);
+      for (auto& x : p.extra)
+        for (int fd : x.udp->fds()) add(fd, nullptr, &p, 2);
       for (connection& c : p.conns) {
         if (c.closing) continue;
         add(c.sock.get(), &c, &p, 3);
-        if (c.attachment && t > 0) {
+        if (c.attachment && !c.paused && t > 0) {
           if (c.rate_until <= net::monotonic_ns() && !c.tx.arm_sleep()) armed_all = false;
           add(c.doorbell.get(), &c, &p, 4);
         }
@@ -462,7 +510,8 @@ class daemon_state {
   /// Every message waiting on a connection; end of stream or an error closes it.
   void serve(port_device& p, connection& c) {
     for (;;) {
-      const ssize_t n = net::receive_message(c.sock.get(), msg_, nullptr, MSG_DONTWAIT);
+      std::vector<unique_fd> fds;  // (closed unless a migrate_attachment keeps them)
+      const ssize_t n = net::receive_message(c.sock.get(), msg_, &fds, MSG_DONTWAIT);
       if (n < 0 && n != -2 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
       if (n == 0 || n == -1) {
         c.closing = true;
@@ -472,10 +521,11 @@ class daemon_state {
         (void)reply_text(c.sock.get(), ctl::msg_type::output, 0, rnic::fn_errc::bad_message, "message too long");
         continue;
       }
-      handle(p, c, std::span<const std::byte>(msg_.data(), static_cast<std::size_t>(n)));
+      handle(p, c, std::span<const std::byte>(msg_.data(), static_cast<std::size_t>(n)), fds);
+      if (c.closing) return;
     }
   }
-  void handle(port_device& p, connection& c, std::span<const std::byte> m) {
+  void handle(port_device& p, connection& c, std::span<const std::byte> m, std::vector<unique_fd>& fds) {
     const auto h = ctl::peek_header(m);
     if (!h) {
       const auto raw = wire::decode_prefix<ctl::ctl_header>(m);
@@ -485,6 +535,9 @@ class daemon_state {
     }
     switch (h->type) {
       case ctl::msg_type::attach: return attach(p, c, m, h->tag);
+      case ctl::msg_type::migrate_offer: return arrive_offer(p, c, m, h->tag);
+      case ctl::msg_type::migrate_attachment: return arrive_attachment(p, c, m, fds);
+      case ctl::msg_type::migrate_commit: return arrive_commit(p, c, h->tag);
       case ctl::msg_type::reserve: {
         const auto r = wire::decode<ctl::reserve_request>(m);
         std::optional<rnic::fn_errc> st = rnic::fn_errc::bad_message;
@@ -509,6 +562,10 @@ class daemon_state {
           if (!reads_only && c.uid != 0 && c.uid != ::geteuid()) {
             st = rnic::fn_errc::not_permitted;
             out = "only root or the device process's user may change functions";
+          } else if (words.size() == 4 && words[0] == "migrate" && words[2] == "--to") {
+            st = migrate(p, words[1], std::string(words[3]), out);
+          } else if (auto e = take_addresses(p, words, out)) {
+            st = e;
           } else {
             st = p.sw->command(words, out);
             if (!st && !reads_only) log("%s: ctl (pid %u): %s", p.name.c_str(), c.pid, out.substr(0, out.find('\n')).c_str());
@@ -562,6 +619,304 @@ class daemon_state {
     p.by_attachment[a.id] = &c;
     log("%s: attachment %u: pid %u on %s%u, QPNs 0x%06x..", p.name.c_str(), a.id, c.pid, a.function ? "vf" : "pf", a.function,
         a.qpn_first());
+  }
+
+  // ---- a function's own addresses (spec/migration.md §4) ----------------------------------
+  /// Before `vf add|set N ... gid A[,B...]`: an IPv4 address that is not the port's but is
+  /// configured in this namespace becomes the port's too, with a socket of its own.
+  std::optional<rnic::fn_errc> take_addresses(port_device& p, const std::vector<std::string_view>& w, std::string& out) {
+    if (w.size() < 5 || w[0] != "vf" || (w[1] != "add" && w[1] != "set")) return std::nullopt;
+    for (std::size_t i = 3; i + 1 < w.size(); i += 2) {
+      if (w[i] != "gid") continue;
+      const std::string_view v = w[i + 1];
+      for (std::size_t at = 0; at <= v.size();) {
+        const std::size_t comma = std::min(v.find(',', at), v.size());
+        const auto g = rnic::eswitch::gid_of(v.substr(at, comma - at));
+        at = comma + 1;
+        const auto& have = p.sw->config().gids;
+        if (!g || !pushwire::ib::is_v4(*g) || std::find(have.begin(), have.end(), *g) != have.end()) continue;
+        if (auto e = take_address(p, *g)) {
+          out = "gid: " + rnic::eswitch::text_of(*g) + ": " + *e;
+          return rnic::fn_errc::bad_setting;
+        }
+      }
+    }
+    return std::nullopt;
+  }
+  /// The port takes address g, configured here: a socket binds it. The reason when it cannot.
+  std::optional<std::string> take_address(port_device& p, const pushwire::ib::gid& g) {
+    const auto v4 = pushwire::ib::v4_of(g);
+    const auto where = net::find_local(wire::ip_address<4>{v4});
+    if (!where) return std::string("not an address of this host (ip addr add it first)");
+    net::udp_config uc;
+    uc.address = v4;
+    auto u = std::make_unique<net::udp_port>(uc);
+    if (!u->ok()) return std::string("cannot bind port 4791: ") + std::strerror(u->error());
+    if (!p.sw->add_address(g)) return std::string("the port has 64 addresses");
+    p.extra.push_back({g, *where, std::move(u)});
+    log("%s: takes %s (%s/%u)", p.name.c_str(), rnic::eswitch::text_of(g).c_str(), where->interface.c_str(), where->prefix);
+    return std::nullopt;
+  }
+  /// The port gives address g up: its socket closes and the address leaves this host.
+  void give_up_address(port_device& p, const pushwire::ib::gid& g) {
+    for (auto it = p.extra.begin(); it != p.extra.end(); ++it) {
+      if (it->gid != g) continue;
+      if (const int e = net::remove_address(it->where.ifindex, it->where.ip, it->where.prefix))
+        log("%s: removing %s from %s: %s", p.name.c_str(), rnic::eswitch::text_of(g).c_str(), it->where.interface.c_str(), std::strerror(e));
+      p.extra.erase(it);
+      break;
+    }
+    p.sw->remove_address(g);
+  }
+  /// Address g comes to this host: added to `ifindex` (the port's interface), taken, announced.
+  std::optional<std::string> receive_address(port_device& p, const pushwire::ib::gid& g, unsigned ifindex, unsigned prefix) {
+    const wire::ip_address<4> ip{pushwire::ib::v4_of(g)};
+    if (const int e = net::add_address(ifindex, ip, prefix); e && e != EEXIST) return std::string("adding it: ") + std::strerror(e);
+    if (auto e = take_address(p, g)) return e;
+    const auto& where = p.extra.back().where;
+    if (const int e = net::announce(where.ifindex, where.mac, ip))
+      log("%s: announcing %s: %s", p.name.c_str(), rnic::eswitch::text_of(g).c_str(), std::strerror(e));
+    return std::nullopt;
+  }
+
+  // ---- moving a function: the source (spec/migration.md §3) --------------------------------
+  /// Waits up to ms for one message on sock: its length, 0 at the end of stream or on a
+  /// timeout (`timed_out` tells which).
+  ssize_t await(int sock, std::span<std::byte> buf, int ms, bool& timed_out) {
+    pollfd w{sock, POLLIN, 0};
+    timed_out = false;
+    const int n = ::poll(&w, 1, ms);
+    if (n == 0) {
+      timed_out = true;
+      return 0;
+    }
+    const ssize_t k = n > 0 ? net::receive_message(sock, buf, nullptr, MSG_DONTWAIT) : 0;
+    return k > 0 ? k : 0;
+  }
+  std::optional<rnic::fn_errc> migrate(port_device& p, std::string_view which, const std::string& to, std::string& out) {
+    namespace mg = rnic::migration;
+    std::uint64_t n = 0;
+    if (!parse_count(std::string(which).c_str(), n) || n == 0 || n > rnic::max_vfs) {
+      out = "migrate N --to SOCKET: a VF, 1..127";
+      return rnic::fn_errc::bad_setting;
+    }
+    const auto f = static_cast<std::uint16_t>(n);
+    const auto im = p.sw->image_of(f);
+    if (!im) {
+      out = "no VF " + std::to_string(n);
+      return rnic::fn_errc::no_such_function;
+    }
+    std::vector<pushwire::ib::gid> moving;
+    unsigned prefix = 32;
+    for (const auto& g : im->settings.gids) {
+      const auto x = std::find_if(p.extra.begin(), p.extra.end(), [&](const function_address& a) { return a.gid == g; });
+      if (x == p.extra.end() || p.sw->address_in_use(g, f)) {
+        out = "VF " + std::to_string(n) + " uses " + rnic::eswitch::text_of(g) +
+              ", an address of the port or of another function: a function moves with addresses of its own";
+        return rnic::fn_errc::bad_setting;
+      }
+      moving.push_back(g), prefix = x->where.prefix;
+    }
+    const rnic::time_ns t0 = net::monotonic_ns();
+    mg::src_state st = mg::src_state::serving;
+    auto go = [&](mg::event e) {
+      if (auto t = mg::step(st, e)) st = t->to;
+    };
+    // Quiesce: its rings stop here; what was taken from them leaves now.
+    std::vector<connection*> cs;
+    for (connection& c : p.conns)
+      if (c.attachment && !c.closing && p.sw->find(c.attachment) && p.sw->find(c.attachment)->function == f) c.paused = true, cs.push_back(&c);
+    p.udp->flush(t0);
+    for (auto& x : p.extra) x.udp->flush(t0);
+    go(mg::event::migrate), go(mg::event::flushed);
+    std::vector<net::local_address> left;  // the addresses given up, to take back on a roll-back
+    auto roll_back = [&](rnic::fn_errc why, const std::string& text) {
+      go(mg::event::peer_lost);
+      for (std::size_t i = 0; i < left.size(); ++i)
+        if (auto e = receive_address(p, moving[i], left[i].ifindex, left[i].prefix))
+          log("%s: taking %s back: %s", p.name.c_str(), rnic::eswitch::text_of(moving[i]).c_str(), e->c_str());
+      for (connection* c : cs) c->paused = false;
+      out = "VF " + std::to_string(n) + " stays here: " + text;
+      log("%s: migrating VF %u to %s: %s", p.name.c_str(), f, to.c_str(), out.c_str());
+      return why;
+    };
+    unique_fd d = net::connect_seqpacket(to);
+    if (!d) return roll_back(rnic::fn_errc::migration_failed, to + ": " + std::strerror(errno));
+    // Offer: the image, then each attachment with its descriptors.
+    ctl::migrate_offer o{};
+    o.header = {ctl::msg_type::migrate_offer, fn::version, 0, 1};
+    o.function = f, o.attachments = static_cast<std::uint16_t>(cs.size()), o.mac = im->settings.mac, o.prefix = static_cast<std::uint8_t>(prefix);
+    o.trust = im->settings.trust, o.max_qps = im->settings.limits.max_qps, o.max_mrs = im->settings.limits.max_mrs;
+    o.max_cqs = im->settings.limits.max_cqs, o.max_reg_bytes = im->settings.limits.max_reg_bytes, o.rate_bps = im->settings.limits.rate_bps;
+    o.gid_count = static_cast<std::uint8_t>(im->settings.gids.size());
+    wire::ip_address<16>* slots[4] = {&o.gid0, &o.gid1, &o.gid2, &o.gid3};
+    for (std::size_t i = 0; i < im->settings.gids.size() && i < 4; ++i) *slots[i] = wire::ip_address<16>{im->settings.gids[i]};
+    o.pkeys = std::span<const std::uint16_t>(im->settings.pkeys);
+    bool sent = send_encoded(d.get(), o);
+    for (connection* c : cs) {
+      const rnic::eswitch::attachment* a = p.sw->find(c->attachment);
+      ctl::migrate_attachment m{};
+      m.header = {ctl::msg_type::migrate_attachment, fn::version, 0, 1};
+      m.id = a->id, m.pid = a->pid, m.qps = a->qps, m.mrs = a->mrs, m.cqs = a->cqs, m.bytes = a->bytes;
+      const int fds[4] = {c->sock.get(), c->region.fd(), c->doorbell.get(), c->wake.get()};
+      sent = sent && send_encoded(d.get(), m, fds);
+    }
+    if (!sent) return roll_back(rnic::fn_errc::migration_failed, to + " ended before taking it");
+    bool timed_out = false;
+    std::vector<std::byte> in(256);
+    ssize_t k = await(d.get(), in, 5000, timed_out);
+    auto h = k > 0 ? ctl::peek_header(std::span<const std::byte>(in.data(), static_cast<std::size_t>(k))) : std::nullopt;
+    if (!h || h->type != ctl::msg_type::migrate_ready) return roll_back(rnic::fn_errc::migration_failed, to + (timed_out ? " did not answer" : " ended before taking it"));
+    if (h->status) {
+      go(mg::event::refused);
+      for (connection* c : cs) c->paused = false;
+      const auto e = static_cast<rnic::fn_errc>(h->status);
+      out = "VF " + std::to_string(n) + " stays here: " + to + " refused it: " + std::string(name_of(e));
+      log("%s: migrating VF %u: %s", p.name.c_str(), f, out.c_str());
+      return e;
+    }
+    go(mg::event::ready);
+    const rnic::time_ns t1 = net::monotonic_ns();
+    // Readdress: the addresses leave this host; then commit.
+    for (const auto& g : moving) {
+      for (const auto& x : p.extra)
+        if (x.gid == g) left.push_back(x.where);
+      give_up_address(p, g);
+    }
+    ctl::ctl_header cm{ctl::msg_type::migrate_commit, fn::version, 0, 2};
+    if (!send_encoded(d.get(), cm)) return roll_back(rnic::fn_errc::migration_failed, to + " ended before it committed");
+    k = await(d.get(), in, 10000, timed_out);
+    h = k > 0 ? ctl::peek_header(std::span<const std::byte>(in.data(), static_cast<std::size_t>(k))) : std::nullopt;
+    if (!h || h->type != ctl::msg_type::migrate_committed || h->status) {
+      if (!timed_out && k == 0) return roll_back(rnic::fn_errc::migration_failed, to + " ended before it committed");
+      // No answer, or a refusal after commit: it may serve the function or not. Neither side
+      // keeps it: its programs fail here.
+      for (connection* c : cs) notify(*c, rnic::fn_errc::migration_failed), c->closing = true;
+      out = "VF " + std::to_string(n) + ": " + to + " did not confirm it took it; its programs fail";
+      log("%s: migrating VF %u: %s", p.name.c_str(), f, out.c_str());
+      return rnic::fn_errc::migration_failed;
+    }
+    go(mg::event::committed);
+    // Release: the function and its attachments are the destination's.
+    p.sw->release(f);
+    for (auto it = p.conns.begin(); it != p.conns.end();) {
+      if (std::find(cs.begin(), cs.end(), &*it) == cs.end()) {
+        ++it;
+        continue;
+      }
+      p.by_attachment.erase(it->attachment);
+      it = p.conns.erase(it);
+    }
+    const rnic::time_ns t2 = net::monotonic_ns();
+    char b[256];
+    std::snprintf(b, sizeof b, "VF %u moved to %s with %zu attachments: quiesced and held there in %.3f ms, committed in %.3f ms\n", f,
+                  to.c_str(), cs.size(), static_cast<double>(t1 - t0) / 1e6, static_cast<double>(t2 - t1) / 1e6);
+    out = b;
+    log("%s: %s", p.name.c_str(), out.substr(0, out.size() - 1).c_str());
+    return std::nullopt;
+  }
+
+  // ---- moving a function: the destination ----------------------------------------------------
+  void answer(connection& c, ctl::msg_type type, std::uint16_t tag, std::optional<rnic::fn_errc> e) {
+    ctl::ctl_header h{type, fn::version, static_cast<std::uint16_t>(e ? static_cast<std::uint16_t>(*e) : 0), tag};
+    (void)send_encoded(c.sock.get(), h);
+  }
+  void arrive_offer(port_device& p, connection& c, std::span<const std::byte> m, std::uint16_t tag) {
+    const auto o = wire::decode<ctl::migrate_offer>(m);
+    if (!o || c.offer || c.attachment || o->gid_count == 0 || o->gid_count > 4 || o->pkeys.size() > 16 || o->attachments >= rnic::qpn_blocks)
+      return answer(c, ctl::msg_type::migrate_ready, tag, rnic::fn_errc::bad_message);
+    auto a = std::make_unique<connection::arriving>();
+    rnic::function_image& im = a->image;
+    im.function = o->function;
+    im.settings.mac = o->mac, im.settings.trust = o->trust != 0;
+    im.settings.limits = {o->max_qps, o->max_mrs, o->max_cqs, o->max_reg_bytes, o->rate_bps};
+    const wire::ip_address<16>* gids[4] = {&o->gid0, &o->gid1, &o->gid2, &o->gid3};
+    for (unsigned i = 0; i < o->gid_count; ++i) {
+      pushwire::ib::gid g;
+      std::copy(gids[i]->begin(), gids[i]->end(), g.begin());
+      im.settings.gids.push_back(g);
+    }
+    im.settings.pkeys.assign(o->pkeys.begin(), o->pkeys.end());
+    a->prefix = o->prefix;
+    a->expected = o->attachments;
+    a->state = rnic::migration::dst_state::idle;
+    c.offer = std::move(a);
+    if (c.offer->expected == 0) check_offer(p, c, tag);
+  }
+  void arrive_attachment(port_device& p, connection& c, std::span<const std::byte> m, std::vector<unique_fd>& fds) {
+    const auto a = wire::decode<ctl::migrate_attachment>(m);
+    if (!c.offer || c.offer->state != rnic::migration::dst_state::idle) return;
+    if (!a || fds.size() != 4 || c.offer->descriptors.size() >= c.offer->expected) {
+      c.offer.reset();
+      return answer(c, ctl::msg_type::migrate_ready, 1, rnic::fn_errc::bad_message);
+    }
+    c.offer->image.attachments.push_back({a->id, a->pid, a->qps, a->mrs, a->cqs, a->bytes});
+    c.offer->descriptors.push_back({std::move(fds[0]), std::move(fds[1]), std::move(fds[2]), std::move(fds[3])});
+    if (c.offer->descriptors.size() == c.offer->expected) check_offer(p, c, a->header.tag);
+  }
+  void check_offer(port_device& p, connection& c, std::uint16_t tag) {
+    namespace mg = rnic::migration;
+    auto& o = *c.offer;
+    std::vector<pushwire::ib::gid> arriving;
+    const auto home = net::find_local(wire::ip_address<4>{pushwire::ib::v4_of(p.sw->config().gids[0])});
+    for (const auto& g : o.image.settings.gids)
+      if (home && pushwire::ib::is_v4(g)) arriving.push_back(g);
+    std::optional<rnic::fn_errc> e = p.sw->check_adopt(o.image, o.image.function, arriving);
+    // Its regions must be laid out as this device's (the same slots).
+    for (auto& d : o.descriptors) {
+      if (e) break;
+      auto r = net::shared_region::open(unique_fd(::dup(d.region.get())), fn::region_bytes(p.sw->config().slots));
+      fn::region_view v;
+      if (!r.ok() || fn::check_region(r.bytes(), v) || v.slots != p.sw->config().slots) e = rnic::fn_errc::bad_message;
+    }
+    o.state = mg::step(o.state, mg::event::offer)->to;
+    o.state = mg::step(o.state, e ? mg::event::check_bad : mg::event::check_ok)->to;
+    answer(c, ctl::msg_type::migrate_ready, tag, e);
+    log("%s: VF %u offered with %zu attachments: %s", p.name.c_str(), o.image.function, o.descriptors.size(),
+        e ? std::string(name_of(*e)).c_str() : "held");
+    if (e) c.offer.reset();
+  }
+  void arrive_commit(port_device& p, connection& c, std::uint16_t tag) {
+    namespace mg = rnic::migration;
+    if (!c.offer || c.offer->state != mg::dst_state::held) return answer(c, ctl::msg_type::migrate_committed, tag, rnic::fn_errc::bad_message);
+    auto& o = *c.offer;
+    const rnic::time_ns t0 = net::monotonic_ns();
+    const auto home = net::find_local(wire::ip_address<4>{pushwire::ib::v4_of(p.sw->config().gids[0])});
+    for (const auto& g : o.image.settings.gids) {
+      const auto& have = p.sw->config().gids;
+      if (std::find(have.begin(), have.end(), g) != have.end()) continue;
+      if (auto e = receive_address(p, g, home ? home->ifindex : 0, o.prefix))
+        log("%s: taking %s: %s", p.name.c_str(), rnic::eswitch::text_of(g).c_str(), e->c_str());
+    }
+    if (auto e = p.sw->adopt(o.image, o.image.function)) {
+      log("%s: VF %u: %s after commit", p.name.c_str(), o.image.function, std::string(name_of(*e)).c_str());
+      c.offer.reset();
+      return answer(c, ctl::msg_type::migrate_committed, tag, e);
+    }
+    o.state = mg::step(o.state, mg::event::commit)->to;
+    for (std::size_t i = 0; i < o.descriptors.size(); ++i) {
+      auto& d = o.descriptors[i];
+      const auto& held = o.image.attachments[i];
+      connection n;
+      ucred cred{};
+      socklen_t len = sizeof cred;
+      n.uid = ::getsockopt(d.sock.get(), SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 ? cred.uid : static_cast<uid_t>(-1);
+      n.sock = std::move(d.sock);
+      n.region = net::shared_region::open(std::move(d.region), fn::region_bytes(p.sw->config().slots));
+      n.doorbell = std::move(d.doorbell), n.wake = std::move(d.wake);
+      fn::region_view v;
+      (void)fn::check_region(n.region.bytes(), v);
+      n.tx = fn::ring_consumer::resume(v.tx, v.slots);
+      n.rx = fn::ring_producer::resume(v.rx, v.slots);
+      n.attachment = held.id, n.pid = held.pid;
+      p.conns.push_back(std::move(n));
+      p.by_attachment[held.id] = &p.conns.back();
+      net::signal_eventfd(p.conns.back().wake.get());  // a program asleep looks at its rings again
+    }
+    log("%s: VF %u arrived with %zu attachments, serving in %.3f ms", p.name.c_str(), o.image.function, o.descriptors.size(),
+        static_cast<double>(net::monotonic_ns() - t0) / 1e6);
+    answer(c, ctl::msg_type::migrate_committed, tag, std::nullopt);
+    c.offer.reset();
   }
 
   void shutdown() {

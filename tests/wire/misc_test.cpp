@@ -1,5 +1,6 @@
 // hex, result, errc and its std::error_code category.
 #include <pushwire/wire/errc.hpp>
+#include <pushwire/wire/ethernet.hpp>
 #include <pushwire/wire/hex.hpp>
 #include <pushwire/wire/result.hpp>
 
@@ -44,4 +45,25 @@ TEST_CASE("errc: names, table and std::error_code", "[wire][errc]") {
     CHECK(ec.message() == info.name);
     CHECK(static_cast<bool>(ec));
   }
+}
+
+// A gratuitous ARP, against scapy's bytes for
+// ARP(op=1, hwsrc='02:03:c6:12:00:0b', psrc='198.18.0.11', hwdst='00:00:00:00:00:00', pdst='198.18.0.11').
+namespace {
+constexpr wire::mac_address garp_mac{0x02, 0x03, 0xc6, 0x12, 0x00, 0x0b};
+constexpr wire::ip_address<4> garp_ip{{198, 18, 0, 11}};
+constexpr auto garp_bytes = test::hex<"0001 0800 06 04 0001 0203c612000b c612000b 000000000000 c612000b">();
+}  // namespace
+static_assert(wire::to_bytes(wire::gratuitous_arp(garp_mac, garp_ip)) == garp_bytes);
+static_assert(wire::decode<wire::arp_packet>(garp_bytes)->src_proto_ipv4 == garp_ip);
+
+TEST_CASE("arp: a gratuitous ARP is scapy's, and decodes back; a short one does not", "[wire][arp]") {
+  const auto a = wire::gratuitous_arp(garp_mac, garp_ip);
+  CHECK(wire::to_bytes(a) == garp_bytes);
+  const auto d = wire::decode<wire::arp_packet>(garp_bytes);
+  REQUIRE(d.has_value());
+  CHECK(*d == a);
+  CHECK(d->opcode == 1);
+  CHECK(d->dst_proto_ipv4 == garp_ip);
+  for (std::size_t n = 0; n < garp_bytes.size(); ++n) CHECK(!wire::decode<wire::arp_packet>(std::span(garp_bytes).first(n)));
 }

@@ -10,6 +10,12 @@
 //                                limits (positive: take, negative: give back)
 // command (5) -> output (6)      a `ctl` command line (words separated by NUL), its text reply
 // notice (8)                     device -> program: the device stops serving it (the program's QPs fail)
+// Between device processes, moving a function (spec/migration.md):
+// migrate_offer (9) -> migrate_ready (10)   the function's image; the reply comes after the
+//                                           attachments: held (status 0) or refused (fn_errc)
+// migrate_attachment (11)                   one attachment, with its four descriptors
+//                                           (SCM_RIGHTS: control socket, region, doorbell, wake)
+// migrate_commit (12) -> migrate_committed (13)   serve it
 #pragma once
 
 #include <array>
@@ -31,11 +37,18 @@ enum class msg_type : std::uint16_t {
   command = 5,
   output = 6,
   notice = 8,
+  migrate_offer = 9,
+  migrate_ready = 10,
+  migrate_attachment = 11,
+  migrate_commit = 12,
+  migrate_committed = 13,
 };
-inline constexpr std::array<wire::named_value, 7> msg_type_names{{
+inline constexpr std::array<wire::named_value, 12> msg_type_names{{
     {msg_type::attach, "attach"}, {msg_type::attached, "attached"}, {msg_type::reserve, "reserve"},
     {msg_type::reserved, "reserved"}, {msg_type::command, "command"}, {msg_type::output, "output"},
-    {msg_type::notice, "notice"},
+    {msg_type::notice, "notice"}, {msg_type::migrate_offer, "migrate_offer"}, {msg_type::migrate_ready, "migrate_ready"},
+    {msg_type::migrate_attachment, "migrate_attachment"}, {msg_type::migrate_commit, "migrate_commit"},
+    {msg_type::migrate_committed, "migrate_committed"},
 }};
 constexpr std::span<const wire::named_value> wire_enum_names(msg_type) { return msg_type_names; }
 
@@ -126,6 +139,52 @@ struct notice_message {
       (ctl_header, header),
       (std::uint16_t, reason),
       (wire::reserved<std::uint16_t>, reserved));
+};
+
+/// migrate_offer: a function's image (eswitch.hpp's function_image) moving to the receiving
+/// device; `attachments` migrate_attachment messages follow.
+struct migrate_offer {
+  PUSHWIRE_STRUCT(migrate_offer,
+      (ctl_header, header),
+      /// its number, 1..127, on both devices
+      (std::uint16_t, function),
+      /// migrate_attachment messages that follow, 0..1023
+      (std::uint16_t, attachments),
+      (wire::mac_address, mac),
+      /// the prefix length its addresses move with (0..32)
+      (std::uint8_t, prefix),
+      /// 1: trusted (no spoof check)
+      (std::uint8_t, trust),
+      (std::uint32_t, max_qps),
+      (std::uint32_t, max_mrs),
+      (std::uint32_t, max_cqs),
+      (wire::reserved<std::uint32_t>, reserved),
+      (std::uint64_t, max_reg_bytes),
+      /// bits per second; 0: unlimited
+      (std::uint64_t, rate_bps),
+      /// its GIDs, 1..4 (the rest zero)
+      (std::uint8_t, gid_count),
+      (wire::reserved<std::uint8_t>, reserved2),
+      (wire::ip_address<16>, gid0),
+      (wire::ip_address<16>, gid1),
+      (wire::ip_address<16>, gid2),
+      (wire::ip_address<16>, gid3),
+      /// its P_Keys, 1..16
+      (wire::counted<std::uint16_t, std::uint16_t, "pkey_count", 1>, pkeys));
+};
+
+/// migrate_attachment: one attachment of the function on offer, what it holds of the limits;
+/// its descriptors ride with it.
+struct migrate_attachment {
+  PUSHWIRE_STRUCT(migrate_attachment,
+      (ctl_header, header),
+      /// its QPN block, 1..1023 (the same on the new device)
+      (std::uint32_t, id),
+      (std::uint32_t, pid),
+      (std::uint64_t, qps),
+      (std::uint64_t, mrs),
+      (std::uint64_t, cqs),
+      (std::uint64_t, bytes));
 };
 
 /// The type of a message, or nullopt when it is shorter than a header or not version 1.

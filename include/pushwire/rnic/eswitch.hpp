@@ -217,6 +217,30 @@ class eswitch {
     return std::nullopt;
   }
 
+  // ---- the port's addresses ----------------------------------------------------------------
+  /// The port takes address g too (a function's own, spec/migration.md §4): functions may be
+  /// given it, and frames to it are steered. At most 64 addresses.
+  bool add_address(const ib::gid& g) {
+    if (std::find(cfg_.gids.begin(), cfg_.gids.end(), g) != cfg_.gids.end()) return true;
+    if (cfg_.gids.size() >= 64) return false;
+    cfg_.gids.push_back(g);
+    return true;
+  }
+  /// The port gives address g up (not its first). Functions that still list it keep it listed
+  /// until they are changed; frames to it are no longer steered.
+  void remove_address(const ib::gid& g) {
+    if (!cfg_.gids.empty() && cfg_.gids[0] == g) return;
+    std::erase(cfg_.gids, g);
+  }
+  /// Whether a function other than `except` lists address g.
+  bool address_in_use(const ib::gid& g, std::uint16_t except) const {
+    for (std::size_t n = 0; n < functions_.size(); ++n)
+      if (n != except && functions_[n] &&
+          std::find(functions_[n]->settings.gids.begin(), functions_[n]->settings.gids.end(), g) != functions_[n]->settings.gids.end())
+        return true;
+    return false;
+  }
+
   // ---- migration (spec/migration.md) --------------------------------------------------------
   /// The image of VF n, to move it. nullopt: no such VF (the PF stays with its port).
   std::optional<function_image> image_of(std::uint16_t n) const {
@@ -232,7 +256,8 @@ class eswitch {
   /// function number or QPN block out of range, a block twice, holdings beyond the limits, or
   /// GIDs or P_Keys the settings could not have), function_busy (`as` has programs attached),
   /// qpn_block_taken, address_not_here.
-  std::optional<fn_errc> check_adopt(const function_image& im, std::uint16_t as) const {
+  /// `arriving`: addresses that come with the function (the port takes them when it adopts it).
+  std::optional<fn_errc> check_adopt(const function_image& im, std::uint16_t as, std::span<const ib::gid> arriving = {}) const {
     if (as == 0 || as > max_vfs || im.settings.gids.empty() || im.settings.gids.size() > 4 || im.settings.pkeys.empty() ||
         im.settings.pkeys.size() > 16)
       return fn_errc::bad_message;
@@ -252,7 +277,9 @@ class eswitch {
     for (const auto& h : im.attachments)
       if (atts_.contains(h.id)) return fn_errc::qpn_block_taken;
     for (const ib::gid& g : im.settings.gids)
-      if (std::find(cfg_.gids.begin(), cfg_.gids.end(), g) == cfg_.gids.end()) return fn_errc::address_not_here;
+      if (std::find(cfg_.gids.begin(), cfg_.gids.end(), g) == cfg_.gids.end() &&
+          std::find(arriving.begin(), arriving.end(), g) == arriving.end())
+        return fn_errc::address_not_here;
     return std::nullopt;
   }
   /// Makes the image function `as` here, with its attachments on their own QPN blocks (a function
@@ -495,6 +522,8 @@ class eswitch {
     }
     return std::nullopt;
   }
+
+ public:
   /// An IPv4-mapped GID as a.b.c.d, another as RFC 5952 text (inet_ntop).
   static std::string text_of(const ib::gid& g) {
     char b[INET6_ADDRSTRLEN];
@@ -512,6 +541,8 @@ class eswitch {
     if (::inet_pton(AF_INET6, z, g.data()) == 1) return g;
     return std::nullopt;
   }
+
+ private:
   static std::string mac_text(const wire::mac_address& m) {
     char b[24];
     std::snprintf(b, sizeof b, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);

@@ -48,8 +48,9 @@ enum class fn_errc : std::uint8_t {
   qpn_block_taken,
   address_not_here,
   migrating,
+  migration_failed,
 };
-inline constexpr std::array<wire::errc_info, 15> fn_errc_table{{
+inline constexpr std::array<wire::errc_info, 16> fn_errc_table{{
     {"bad_message", "A control message that is too short or too long for its type, of an unknown type, or with a field out of its range."},
     {"unsupported_version", "A control message or region of another protocol version than 1."},
     {"no_such_function", "No function of that number exists on the device (a VF not added, or deleted)."},
@@ -65,6 +66,7 @@ inline constexpr std::array<wire::errc_info, 15> fn_errc_table{{
     {"qpn_block_taken", "A function cannot move here: a QPN block of one of its attachments is another attachment's on this device."},
     {"address_not_here", "A function cannot move here: one of its GIDs is not an address of this device's port."},
     {"migrating", "The function is moving to another device: a `vf` command or a second migration waits until it ends."},
+    {"migration_failed", "The destination device could not be reached, or ended before it took the function: the function stays where it was."},
 }};
 constexpr std::span<const wire::named_value> wire_enum_names(fn_errc) { return wire::detail::error_names<fn_errc_table>; }
 
@@ -186,6 +188,13 @@ class ring_producer {
  public:
   ring_producer() = default;
   ring_producer(std::byte* ring, std::uint32_t slots) : ring_(ring), slots_(slots) {}
+  /// Takes over a ring another producer left (a function that moved to this device): from the
+  /// index it published.
+  static ring_producer resume(std::byte* ring, std::uint32_t slots) {
+    ring_producer p(ring, slots);
+    p.head_ = detail::word(ring + producer_at).load(std::memory_order_acquire);
+    return p;
+  }
   /// Free slots, or ring_index_out_of_range when the consumer's published index is ahead of
   /// what was produced or more than slot_count behind it.
   std::optional<std::uint32_t> space(fn_errc& err) const {
@@ -227,6 +236,12 @@ class ring_consumer {
  public:
   ring_consumer() = default;
   ring_consumer(std::byte* ring, std::uint32_t slots) : ring_(ring), slots_(slots) {}
+  /// Takes over a ring another consumer left: from the index it published.
+  static ring_consumer resume(std::byte* ring, std::uint32_t slots) {
+    ring_consumer c(ring, slots);
+    c.tail_ = detail::word(ring + consumer_at).load(std::memory_order_acquire);
+    return c;
+  }
   /// Slots waiting, or ring_index_out_of_range when the producer's published index is more
   /// than slot_count ahead of (or behind) what was consumed.
   std::optional<std::uint32_t> available(fn_errc& err) const {

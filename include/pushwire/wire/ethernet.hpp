@@ -60,4 +60,37 @@ constexpr result<eth_payload> locate_payload(std::span<const std::byte> frame) {
   return p;
 }
 
+/// EtherType of ARP (RFC 826).
+inline constexpr std::uint16_t ethertype_arp = 0x0806;
+
+/// An ARP packet for IPv4 over Ethernet (RFC 826): 28 bytes after the Ethernet header. Member
+/// names are Wireshark's with `_` for `.` (arp.hw.type, arp.src.proto_ipv4, ...).
+struct arp_packet {
+  PUSHWIRE_STRUCT(arp_packet,
+      /// hardware type: 1 (Ethernet)
+      (std::uint16_t, hw_type),
+      /// protocol type: 0x0800 (IPv4)
+      (std::uint16_t, proto_type),
+      /// hardware address length: 6
+      (std::uint8_t, hw_size),
+      /// protocol address length: 4
+      (std::uint8_t, proto_size),
+      /// 1 request, 2 reply
+      (std::uint16_t, opcode),
+      (mac_address, src_hw_mac),
+      (ip_address<4>, src_proto_ipv4),
+      (mac_address, dst_hw_mac),
+      (ip_address<4>, dst_proto_ipv4));
+};
+static_assert(fixed_size<arp_packet> == 28);
+
+/// A gratuitous ARP (RFC 5227 §3's announcement): a request from `mac` for its own address `ip`,
+/// target hardware address zero, so that neighbours and switches learn where `ip` is now.
+constexpr arp_packet gratuitous_arp(const mac_address& mac, const ip_address<4>& ip) {
+  arp_packet a{};
+  a.hw_type = 1, a.proto_type = 0x0800, a.hw_size = 6, a.proto_size = 4, a.opcode = 1;
+  a.src_hw_mac = mac, a.src_proto_ipv4 = ip, a.dst_proto_ipv4 = ip;
+  return a;
+}
+
 }  // namespace pushwire::wire
