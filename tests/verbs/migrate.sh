@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# Moving a function between device processes (spec/migration.md). Three namespaces on one bridge:
+# host a and host b, each with a device process, and a peer with an in-process device. The guest
+# function is a's VF 1 on an address of its own, 198.18.42.11; its program runs in namespace a
+# and knows nothing of the moves.
+# usage: migrate.sh BUILD unmodified | refused | dst-dies | src-dies    (root; skips without namespaces)
+#   unmodified  ibv_rc_pingpong -c, then ib_write_bw, against the peer while the function moves
+#               a -> b -> a ... five times, then once more: both pass; the bridge's capture of
+#               the pingpong decodes in stock
+#               tshark, every ICRC is good, pushwire-conform finds no violation; each move's
+#               downtime (the function's last frame through a to its first through b, on the
+#               bridge) is printed
+#   refused     b refuses (a QPN block taken there, then the function attached there): the
+#               function stays on a and its pingpong passes
+#   dst-dies    b is killed (-9) holding the offer: a rolls back, the pingpong passes
+#   src-dies    a is killed (-9) after offering: b drops what it held; the program's QPs fail
+#               (it exits with an error, it does not hang) and b serves nothing of it
+set -euo pipefail
+build=$(cd "$1" && pwd); what=$2
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../../examples/split-model/netns.sh"
+need=(/usr/bin/python3 ibv_rc_pingpong)
+[ "$what" = unmodified ] && need+=(ib_write_bw dumpcap tshark)
+pw_require "${need[@]}"
+verbs=$build/verbs/pushwire-verbs rnicd=$build/verbs/pushwire-rnicd
+s=pg$$; work=$(mktemp -d); chmod 755 "$work"
+trap 'pw_cleanup; rm -rf "$work"' EXIT
+trap 'exit 130' INT TERM
+A=198.18.42.1 B=198.18.42.2 P=198.18.42.3 G=198.18.42.11
+pw_netns $s-br
+ip -n $s-br link add br0 type bridge
+ip -n $s-br link set br0 up
+for h in a b p; do
+  pw_netns $s-$h
+  ip link add $s-$h type veth peer name $h-port
+  ip link set $s-$h netns $s-$h
+  ip link set $h-port netns $s-br
+  ip -n $s-br link set $h-port master br0 mtu 9000 up
+  ip -n $s-$h link set $s-$h mtu 9000 up
+done
+ip -n $s-a addr add $A/24 dev $s-a; ip -n $s-b addr add $B/24 dev $s-b; ip -n $s-p addr add $P/24 dev $s-p
+ip -n $s-a addr add $G/24 dev $s-a  # the guest function's address: it moves with the function
+
+fail() { echo "FAIL: $*"; for f in "$work"/*.log; do echo "--- $f"; tail -15 "$f"; done; exit 1; }
+start_daemon() {  # SIDE
+  local side=$1 addr=$A
+  [ $side = b ] && addr=$B
+  rm -f "$work/$side.sock"
+  ip netns exec $s-$side "$rnicd" --port pw0:$addr --functions 2 --control "$work/$side.sock" 2>>"$work/rnicd-$side.log" &
+  local pid=$!; pw_pids+=($pid); eval "daemon_$side=$pid"
+  for _ in $(seq 100); do [ -S "$work/$side.sock" ] && return 0; sleep 0.05; done
+  fail "pushwire-rnicd did not start in $side"
+}
+ctl() { local side=$1; shift; "$rnicd" ctl "$work/$side.sock" "$@"; }
+start_daemon a; start_daemon b
+ctl a vf set 1 gid $G >/dev/null || fail "vf set 1 gid $G on a"
+ctl b vf del 1 >/dev/null  # b has no VF 1: it arrives
+port=19600
+peer() {  # LOG PROGRAM ARGS...: the peer's server
+  local log=$1; shift
+  port=$((port + 1))
+  ip netns exec $s-p env PUSHWIRE_VERBS=pw0:$P timeout 200 "$verbs" run -- "$@" -p $port >"$log" 2>&1 &
+  server=$!
+  for _ in $(seq 200); do ip netns exec $s-p ss -ltn "sport = :$port" | grep -q LISTEN && return 0; sleep 0.05; done
+  fail "the peer does not listen"
+}
+guest() {  # LOG PROGRAM ARGS...: the guest's client, on VF 1 where it is (backgrounded: $client)
+  local log=$1; shift
+  ip netns exec $s-a env "PUSHWIRE_VERBS=pw0@$work/$where.sock#vf1" timeout 200 "$verbs" run -- "$@" -p $port $P >"$log" 2>&1 &
+  client=$!
+}
+where=a
+move() {  # the function to the other host
+  local to=b
+  [ $where = b ] && to=a
+  ctl $where migrate 1 --to "$work/$to.sock" >>"$work/moves.txt" || fail "migrate $where -> $to"
+  where=$to
+}
+attached_on() {  # SIDE: how many programs are attached to VF 1 there
+  ctl "$1" show --json | /usr/bin/python3 -c "import json,sys; j=json.load(sys.stdin); print(sum(1 for a in j['attachments'] if a['function'] == 1))"
+}
+
+case $what in
+unmodified)
+  ip netns exec $s-br dumpcap -q -i p-port -f "udp port 4791 or arp" -w "$work/moves.pcapng" 2>/dev/null & cap=$!; pw_pids+=($cap)
+  sleep 1
+  peer "$work/pp-server.log" ibv_rc_pingpong -d pw0 -g 0 -c -s 256 -n 70000
+  guest "$work/pp-client.log" ibv_rc_pingpong -d pw0 -g 0 -c -s 256 -n 70000
+  sleep 0.5
+  for k in 1 2 3 4 5; do
+    sleep 1
+    [ "$(attached_on $where)" = 1 ] || fail "the guest is not attached on $where before move $k"
+    move
+  done
+  wait $client || fail "ibv_rc_pingpong -c across five moves (client)"
+  wait $server || fail "ibv_rc_pingpong -c across five moves (server)"
+  echo "ok: ibv_rc_pingpong -c, 70000 iterations of 256 bytes across five moves: $(grep iters "$work/pp-client.log")"
+  sleep 0.5; kill -INT $cap; wait $cap 2>/dev/null || true
+  peer "$work/bw-server.log" ib_write_bw -d pw0 -x 0 -F -s 65536 -D 4
+  guest "$work/bw-client.log" ib_write_bw -d pw0 -x 0 -F -s 65536 -D 4
+  sleep 2.5; move
+  wait $client || fail "ib_write_bw across a move (client)"
+  wait $server || fail "ib_write_bw across a move (server)"
+  echo "ok: ib_write_bw across a move: $(awk '/#bytes/ {getline; print $4 " MB/s"; exit}' "$work/bw-client.log")"
+  [ "$(attached_on $where)" = 0 ] || fail "programs still attached on $where after they ended"
+  cat "$work/moves.txt"
+  frames=$(tshark -r "$work/moves.pcapng" -Y "udp.port == 4791" 2>/dev/null | wc -l)
+  malformed=$(tshark -r "$work/moves.pcapng" -Y "_ws.malformed" 2>/dev/null | wc -l)
+  echo "stock tshark: $frames RoCEv2 frames, $malformed malformed"
+  [ "$frames" -gt 1000 ] && [ "$malformed" = 0 ] || fail "tshark's decode"
+  /usr/bin/python3 "$here/icrc_check.py" "$work/moves.pcapng" 1000 20 || fail "ICRC"
+  "$build/tools/pushwire-conform" "$work/moves.pcapng" >"$work/conform.txt" || { cat "$work/conform.txt"; fail "pushwire-conform"; }
+  tail -1 "$work/conform.txt"
+  # Downtime per move: the guest's frames change source MAC (a's interface, then b's) on the bridge.
+  /usr/bin/python3 - "$work/moves.pcapng" "$G" <<'EOF'
+import subprocess, sys
+pcap, guest = sys.argv[1:3]
+out = subprocess.run(["tshark", "-r", pcap, "-Y", f"ip.src == {guest} && udp.port == 4791", "-T", "fields", "-e", "frame.time_epoch",
+                      "-e", "eth.src"], capture_output=True, text=True).stdout.split("\n")
+gaps, last = [], None
+for line in out:
+    if not line.strip():
+        continue
+    t, mac = line.split("\t")
+    t = float(t)
+    if last and mac != last[1]:
+        gaps.append((t - last[0]) * 1000)
+    last = (t, mac)
+gaps.sort()
+print("downtime per move (ms): " + ", ".join(f"{g:.1f}" for g in gaps) +
+      (f"; p50 {gaps[len(gaps) // 2]:.1f}, max {gaps[-1]:.1f}" if gaps else ""))
+sys.exit(0 if len(gaps) >= 5 else 1)
+EOF
+  echo "PASS: unmodified programs across six moves; the capture of the first five is clean"
+  ;;
+
+refused)
+  # A program on b's PF takes QPN block 1, the guest's.
+  ip netns exec $s-b env "PUSHWIRE_VERBS=pw0@$work/b.sock#pf" "$verbs" run -- ibv_rc_pingpong -d pw0 -g 0 -p 19599 >/dev/null 2>&1 & holder=$!
+  pw_pids+=($holder)
+  for _ in $(seq 100); do [ "$(ctl b show --json | /usr/bin/python3 -c "import json,sys; print(len(json.load(sys.stdin)['attachments']))")" = 1 ] && break; sleep 0.05; done
+  peer "$work/pp-server.log" ibv_rc_pingpong -d pw0 -g 0 -c -n 20000
+  guest "$work/pp-client.log" ibv_rc_pingpong -d pw0 -g 0 -c -n 20000
+  sleep 1
+  if ctl a migrate 1 --to "$work/b.sock" 2>"$work/refused.txt"; then fail "b took a function whose QPN block it uses"; fi
+  grep -q qpn_block_taken "$work/refused.txt" || fail "not refused with qpn_block_taken: $(cat "$work/refused.txt")"
+  echo "ok: $(cat "$work/refused.txt")"
+  kill $holder; wait $holder 2>/dev/null || true
+  # The function number is taken there by a program.
+  ctl b vf add 1 >/dev/null
+  ip netns exec $s-b env "PUSHWIRE_VERBS=pw0@$work/b.sock#vf1" "$verbs" run -- ibv_rc_pingpong -d pw0 -g 0 -p 19598 >/dev/null 2>&1 & holder=$!
+  pw_pids+=($holder)
+  for _ in $(seq 100); do [ "$(attached_on b)" = 1 ] && break; sleep 0.05; done
+  if ctl a migrate 1 --to "$work/b.sock" 2>"$work/refused.txt"; then fail "b took a function onto a VF with programs"; fi
+  grep -q function_busy "$work/refused.txt" || fail "not refused with function_busy: $(cat "$work/refused.txt")"
+  echo "ok: $(cat "$work/refused.txt")"
+  wait $client || fail "the pingpong after two refusals"
+  wait $server || fail "the peer's pingpong after two refusals"
+  [ "$(attached_on b)" = 1 ] || fail "b's own VF 1 program lost"
+  echo "ok: the function stayed on a: $(grep iters "$work/pp-client.log")"
+  echo "PASS: refusals leave the function where it was"
+  ;;
+
+dst-dies)
+  peer "$work/pp-server.log" ibv_rc_pingpong -d pw0 -g 0 -c -n 20000
+  guest "$work/pp-client.log" ibv_rc_pingpong -d pw0 -g 0 -c -n 20000
+  sleep 1
+  kill -STOP $daemon_b  # b takes the offer into its socket but does not answer
+  ctl a migrate 1 --to "$work/b.sock" 2>"$work/rollback.txt" & m=$!
+  sleep 0.5
+  kill -9 $daemon_b
+  kill -CONT $daemon_b 2>/dev/null || true
+  if wait $m; then fail "a migration to a killed device succeeded"; fi
+  grep -q migration_failed "$work/rollback.txt" || fail "not migration_failed: $(cat "$work/rollback.txt")"
+  echo "ok: $(cat "$work/rollback.txt")"
+  wait $client || fail "the pingpong after the rollback"
+  wait $server || fail "the peer's pingpong after the rollback"
+  echo "ok: the function stayed on a: $(grep iters "$work/pp-client.log")"
+  echo "PASS: a destination killed mid-transfer leaves the function on its source"
+  ;;
+
+src-dies)
+  peer "$work/pp-server.log" ibv_rc_pingpong -d pw0 -g 0 -n 1000000
+  guest "$work/pp-client.log" ibv_rc_pingpong -d pw0 -g 0 -n 1000000
+  sleep 1
+  kill -STOP $daemon_b
+  ctl a migrate 1 --to "$work/b.sock" >/dev/null 2>&1 & m=$!
+  sleep 0.5
+  kill -9 $daemon_a
+  kill -CONT $daemon_b
+  wait $m 2>/dev/null || true
+  t0=$(date +%s%N)
+  if wait $client; then fail "the guest's pingpong passed with its function on no device"; fi
+  echo "ok: the guest's program failed in $(( ($(date +%s%N) - t0) / 1000000 )) ms: $(grep -i -m1 "fail\|error\|status" "$work/pp-client.log")"
+  [ "$(attached_on b)" = 0 ] || fail "b serves a function it was never committed"
+  ctl b show | grep -q "^vf1" && fail "b has VF 1"
+  kill $server 2>/dev/null || true
+  echo "PASS: a source killed mid-transfer: the destination drops the offer and the program fails"
+  ;;
+*) echo "usage: migrate.sh BUILD unmodified | refused | dst-dies | src-dies"; exit 64 ;;
+esac
