@@ -112,6 +112,9 @@ demo: deps
 	@echo; echo "=== One software RNIC shared by programs (spec/rnicd.md): pushwire-rnicd per namespace, two pingpong"
 	@echo "    pairs at once through one address each side, on the PF and on VF 1 (examples/verbs/shared.sh)"
 	examples/verbs/shared.sh $(DIR_gcc)
+	@echo; echo "=== Moving a running program's function to another device process (spec/migration.md): a pingpong"
+	@echo "    runs on while its VF moves from host a to host b with its address (examples/verbs/migrate.sh)"
+	examples/verbs/migrate.sh $(DIR_gcc)
 	@if [ -f $(DIR_gcc)/plugins/4.0/epan/pushwire.so ]; then \
 	  echo; echo "=== Both captures in stock tshark with the pushwire plugin (dissectors/wireshark/tshark-pushwire)"; \
 	  dissectors/wireshark/tshark-pushwire --build $(DIR_gcc) -r $(DIR_gcc)/demo-roce.pcap; \

@@ -3,7 +3,7 @@
 //   pushwire-rnicd --port NAME:IPV4[:MTU][@IPV6] [--port ...] [--functions N] [--control PATH]
 //                  [--slots N] [--poll-us N] [--rate BPS]
 //   pushwire-rnicd ctl PATH show [--json] | vf add N [SETTING VALUE...] | vf del N |
-//                           vf set N SETTING VALUE...
+//                           vf set N SETTING VALUE... | migrate N --to OTHER_PATH
 //
 // A device process: it owns each port's UDP socket (port 4791 of the port's addresses) and is
 // the port's embedded switch (rnic/eswitch.hpp). Programs attach to a function of a port through
@@ -137,7 +137,8 @@ int usage(const char* why = nullptr) {
   std::fprintf(stderr,
                "usage: pushwire-rnicd --port NAME:IPV4[:MTU][@IPV6] [--port ...] [--functions N] [--control PATH]\n"
                "                      [--slots N] [--poll-us N] [--rate BPS]\n"
-               "       pushwire-rnicd ctl PATH show [--json] | vf add N [SETTING VALUE...] | vf del N | vf set N SETTING VALUE...\n"
+               "       pushwire-rnicd ctl PATH show [--json] | vf add N [SETTING VALUE...] | vf del N | vf set N SETTING VALUE... |\n"
+               "                               migrate N --to OTHER_PATH\n"
                "settings: mac, gid, max_qps, max_mrs, max_cqs, max_bytes, rate, trust, pkey (spec/rnicd.md)\n");
   return 64;
 }
@@ -697,7 +698,7 @@ class daemon_state {
     namespace mg = rnic::migration;
     std::uint64_t n = 0;
     if (!parse_count(std::string(which).c_str(), n) || n == 0 || n > rnic::max_vfs) {
-      out = "migrate N --to SOCKET: a VF, 1..127";
+      out = "migrate N --to SOCKET: N a VF, 1..127";
       return rnic::fn_errc::bad_setting;
     }
     const auto f = static_cast<std::uint16_t>(n);
@@ -716,6 +717,10 @@ class daemon_state {
         return rnic::fn_errc::bad_setting;
       }
       moving.push_back(g), prefix = x->where.prefix;
+    }
+    if (!net::may_change_addresses()) {
+      out = "moving a function moves its address: the device process needs CAP_NET_ADMIN and CAP_NET_RAW";
+      return rnic::fn_errc::not_permitted;
     }
     const rnic::time_ns t0 = net::monotonic_ns();
     mg::src_state st = mg::src_state::serving;
@@ -862,6 +867,7 @@ class daemon_state {
     for (const auto& g : o.image.settings.gids)
       if (home && pushwire::ib::is_v4(g)) arriving.push_back(g);
     std::optional<rnic::fn_errc> e = p.sw->check_adopt(o.image, o.image.function, arriving);
+    if (!e && !arriving.empty() && !net::may_change_addresses()) e = rnic::fn_errc::not_permitted;
     // Its regions must be laid out as this device's (the same slots).
     for (auto& d : o.descriptors) {
       if (e) break;

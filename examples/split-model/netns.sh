@@ -38,6 +38,25 @@ pw_veth_pair() {  # PREFIX "A_ADDRESSES" "B_ADDRESSES"
   for a in $3; do ip -n $s-b addr add $a dev $s-b; done
   ip -n $s-a link set $s-a mtu 9000 up; ip -n $s-b link set $s-b mtu 9000 up
 }
+# Namespaces PREFIX-br (a bridge br0) and PREFIX-H for each HOST, each with a veth (named
+# PREFIX-H, MTU 9000) to the bridge, and the addresses given (ADDRESS/LEN, separated by spaces).
+pw_bridge() {  # PREFIX "HOST=ADDRESSES" ...
+  local s=$1 h a spec
+  shift
+  pw_netns $s-br
+  ip -n $s-br link add br0 type bridge
+  ip -n $s-br link set br0 up
+  for spec in "$@"; do
+    h=${spec%%=*}
+    pw_netns $s-$h
+    ip link add $s-$h type veth peer name $h-port
+    ip link set $s-$h netns $s-$h
+    ip link set $h-port netns $s-br
+    ip -n $s-br link set $h-port master br0 mtu 9000 up
+    for a in ${spec#*=}; do ip -n $s-$h addr add $a dev $s-$h; done
+    ip -n $s-$h link set $s-$h mtu 9000 up
+  done
+}
 pw_wait_link() {  # namespace interface
   local _
   for _ in $(seq 100); do ip -n "$1" link show "$2" >/dev/null 2>&1 && return 0; sleep 0.05; done

@@ -27,19 +27,7 @@ s=pg$$; work=$(mktemp -d); chmod 755 "$work"
 trap 'pw_cleanup; rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM
 A=198.18.42.1 B=198.18.42.2 P=198.18.42.3 G=198.18.42.11
-pw_netns $s-br
-ip -n $s-br link add br0 type bridge
-ip -n $s-br link set br0 up
-for h in a b p; do
-  pw_netns $s-$h
-  ip link add $s-$h type veth peer name $h-port
-  ip link set $s-$h netns $s-$h
-  ip link set $h-port netns $s-br
-  ip -n $s-br link set $h-port master br0 mtu 9000 up
-  ip -n $s-$h link set $s-$h mtu 9000 up
-done
-ip -n $s-a addr add $A/24 dev $s-a; ip -n $s-b addr add $B/24 dev $s-b; ip -n $s-p addr add $P/24 dev $s-p
-ip -n $s-a addr add $G/24 dev $s-a  # the guest function's address: it moves with the function
+pw_bridge $s "a=$A/24 $G/24" "b=$B/24" "p=$P/24"  # $G: the guest function's address, moving with it
 
 fail() { echo "FAIL: $*"; for f in "$work"/*.log; do echo "--- $f"; tail -15 "$f"; done; exit 1; }
 start_daemon() {  # SIDE

@@ -17,6 +17,7 @@
 
 #include <array>
 #include <cerrno>
+#include <fstream>
 #include <cstdint>
 #include <cstring>
 #include <optional>
@@ -36,6 +37,20 @@ struct local_address {
   unsigned prefix = 32;          ///< the prefix length it was configured with, 0..32
   wire::mac_address mac{};       ///< the interface's hardware address (zero for one without)
 };
+
+/// Whether this process may add, remove and announce addresses: CAP_NET_ADMIN and CAP_NET_RAW
+/// are in its effective set (/proc/self/status, CapEff).
+inline bool may_change_addresses() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("CapEff:", 0) == 0) {
+      const unsigned long long eff = std::stoull(line.substr(7), nullptr, 16);
+      constexpr unsigned long long need = (1ull << 12) | (1ull << 13);  // CAP_NET_ADMIN, CAP_NET_RAW
+      return (eff & need) == need;
+    }
+  return false;
+}
 
 /// Where `ip` is configured here, if it is.
 inline std::optional<local_address> find_local(const wire::ip_address<4>& ip) {

@@ -386,7 +386,7 @@ class eswitch {
       show(out, w.size() > 1 && w[1] == "--json");
       return std::nullopt;
     }
-    if (w[0] != "vf" || w.size() < 3) return bad(out, "commands: show [--json] | vf add N [SETTING VALUE...] | vf del N | vf set N SETTING VALUE...");
+    if (w[0] != "vf" || w.size() < 3) return bad(out, "commands: show [--json] | vf add N [SETTING VALUE...] | vf del N | vf set N SETTING VALUE... | migrate N --to SOCKET");
     std::uint32_t n = 0;
     if (!number(w[2], n) || n == 0 || n > max_vfs) return bad(out, "a VF is numbered 1..127");
     if (w[1] == "add") {
