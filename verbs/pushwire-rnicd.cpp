@@ -827,6 +827,8 @@ class daemon_state {
     (void)send_encoded(c.sock.get(), h);
   }
   void arrive_offer(port_device& p, connection& c, std::span<const std::byte> m, std::uint16_t tag) {
+    // Only root or the device process's user hands a function over (as only they change one).
+    if (c.uid != 0 && c.uid != ::geteuid()) return answer(c, ctl::msg_type::migrate_ready, tag, rnic::fn_errc::not_permitted);
     const auto o = wire::decode<ctl::migrate_offer>(m);
     if (!o || c.offer || c.attachment || o->gid_count == 0 || o->gid_count > 4 || o->pkeys.size() > 16 || o->attachments >= rnic::qpn_blocks)
       return answer(c, ctl::msg_type::migrate_ready, tag, rnic::fn_errc::bad_message);
@@ -850,7 +852,9 @@ class daemon_state {
   }
   void arrive_attachment(port_device& p, connection& c, std::span<const std::byte> m, std::vector<unique_fd>& fds) {
     const auto a = wire::decode<ctl::migrate_attachment>(m);
-    if (!c.offer || c.offer->state != rnic::migration::dst_state::idle) return;
+    if (!c.offer || c.offer->state != rnic::migration::dst_state::idle)
+      return (void)reply_text(c.sock.get(), ctl::msg_type::output, a ? a->header.tag : 0, rnic::fn_errc::bad_message,
+                              "an attachment with no function offered");
     if (!a || fds.size() != 4 || c.offer->descriptors.size() >= c.offer->expected) {
       c.offer.reset();
       return answer(c, ctl::msg_type::migrate_ready, 1, rnic::fn_errc::bad_message);

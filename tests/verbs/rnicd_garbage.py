@@ -11,6 +11,7 @@ import sys
 BAD_MESSAGE, UNSUPPORTED_VERSION, NO_SUCH_FUNCTION, NOT_PERMITTED, BAD_SETTING = 1, 2, 3, 6, 11
 # msg_type (spec/rnicd.md §4)
 ATTACH, ATTACHED, RESERVE, RESERVED, COMMAND, OUTPUT = 1, 2, 3, 4, 5, 6
+MIGRATE_OFFER, MIGRATE_READY, MIGRATE_ATTACHMENT, MIGRATE_COMMIT, MIGRATE_COMMITTED = 9, 10, 11, 12, 13
 
 
 def connect(path):
@@ -45,7 +46,7 @@ def main():
         n = rng.randrange(1, 200)
         msg = bytes(rng.randrange(256) for _ in range(n))
         if i % 3 == 0 and n >= 8:  # a header of version 1 before random bytes
-            msg = header(rng.randrange(0, 12), 1, 0, i) + msg[8:]
+            msg = header(rng.randrange(0, 14), 1, 0, i) + msg[8:]
         r = ask(s, msg)
         if r[1] == 0 and r[0] != OUTPUT:
             sys.exit(f"FAIL: {msg.hex()} was taken (type {r[0]})")
@@ -59,6 +60,10 @@ def main():
     expect("vf add 200", ask(s, header(COMMAND) + b"vf\0add\0200"), OUTPUT, BAD_SETTING)
     expect("vf set 1 mac 01:00:00:00:00:01", ask(s, header(COMMAND) + b"vf\0set\x001\0mac\x0001:00:00:00:00:01"), OUTPUT, BAD_SETTING)
     expect("an unknown command", ask(s, header(COMMAND) + b"reboot"), OUTPUT, BAD_SETTING)
+    # (spec/migration.md) a function's attachment with no function offered, a commit of nothing
+    expect("migrate_attachment with no offer", ask(s, header(MIGRATE_ATTACHMENT) + bytes(40)), OUTPUT, BAD_MESSAGE)
+    expect("migrate_commit with no offer", ask(s, header(MIGRATE_COMMIT)), MIGRATE_COMMITTED, BAD_MESSAGE)
+    expect("migrate_offer, truncated", ask(s, header(MIGRATE_OFFER) + b"\x00\x01"), MIGRATE_READY, BAD_MESSAGE)
     ok = ask(s, header(COMMAND, tag=9) + b"show")
     if ok[1] != 0 or ok[2] != 9 or b"pf:" not in ok[3]:
         sys.exit("FAIL: show after the garbage")
@@ -81,7 +86,9 @@ def main():
             u = connect(path)
             looked = ask(u, header(COMMAND) + b"show")[1] == 0
             changed = ask(u, header(COMMAND) + b"vf\0add\x002")
-            os._exit(0 if looked and changed[0] == OUTPUT and changed[1] == NOT_PERMITTED else 1)
+            offered = ask(u, header(MIGRATE_OFFER) + bytes(120))
+            os._exit(0 if looked and changed[0] == OUTPUT and changed[1] == NOT_PERMITTED and offered[0] == MIGRATE_READY and
+                     offered[1] == NOT_PERMITTED else 1)
         except Exception as e:  # noqa: BLE001 (the child reports by its status)
             print("child:", e)
             os._exit(2)
@@ -89,7 +96,8 @@ def main():
     if os.waitstatus_to_exitcode(status) != 0:
         sys.exit("FAIL: a user neither root nor the device process's changed a function, or could not show")
     print(f"ok: 300 random messages ({refused} refused, the rest answered), "
-          "each malformed kind refused with its named error, vf add by uid 65534 not_permitted; the device serves on")
+          "each malformed kind refused with its named error, vf add and migrate_offer by uid 65534 not_permitted; "
+          "the device serves on")
 
 
 main()

@@ -57,7 +57,7 @@ constexpr auto garp_bytes = test::hex<"0001 0800 06 04 0001 0203c612000b c612000
 static_assert(wire::to_bytes(wire::gratuitous_arp(garp_mac, garp_ip)) == garp_bytes);
 static_assert(wire::decode<wire::arp_packet>(garp_bytes)->src_proto_ipv4 == garp_ip);
 
-TEST_CASE("arp: a gratuitous ARP is scapy's, and decodes back; a short one does not", "[wire][arp]") {
+TEST_CASE("arp: a gratuitous ARP is scapy's and decodes back, and a short one does not", "[wire][arp]") {
   const auto a = wire::gratuitous_arp(garp_mac, garp_ip);
   CHECK(wire::to_bytes(a) == garp_bytes);
   const auto d = wire::decode<wire::arp_packet>(garp_bytes);
