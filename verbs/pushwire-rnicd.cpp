@@ -735,8 +735,8 @@ class daemon_state {
     for (auto& x : p.extra) x.udp->flush(t0);
     go(mg::event::migrate), go(mg::event::flushed);
     std::vector<net::local_address> left;  // the addresses given up, to take back on a roll-back
-    auto roll_back = [&](rnic::fn_errc why, const std::string& text) {
-      go(mg::event::peer_lost);
+    auto roll_back = [&](rnic::fn_errc why, const std::string& text, mg::event e = mg::event::peer_lost) {
+      go(e);
       for (std::size_t i = 0; i < left.size(); ++i)
         if (auto e = receive_address(p, moving[i], left[i].ifindex, left[i].prefix))
           log("%s: taking %s back: %s", p.name.c_str(), rnic::eswitch::text_of(moving[i]).c_str(), e->c_str());
@@ -773,12 +773,8 @@ class daemon_state {
     auto h = k > 0 ? ctl::peek_header(std::span<const std::byte>(in.data(), static_cast<std::size_t>(k))) : std::nullopt;
     if (!h || h->type != ctl::msg_type::migrate_ready) return roll_back(rnic::fn_errc::migration_failed, to + (timed_out ? " did not answer" : " ended before taking it"));
     if (h->status) {
-      go(mg::event::refused);
-      for (connection* c : cs) c->paused = false;
       const auto e = static_cast<rnic::fn_errc>(h->status);
-      out = "VF " + std::to_string(n) + " stays here: " + to + " refused it: " + std::string(name_of(e));
-      log("%s: migrating VF %u: %s", p.name.c_str(), f, out.c_str());
-      return e;
+      return roll_back(e, to + " refused it: " + std::string(name_of(e)), mg::event::refused);
     }
     go(mg::event::ready);
     const rnic::time_ns t1 = net::monotonic_ns();
