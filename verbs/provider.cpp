@@ -395,6 +395,7 @@ struct attachment {
   std::unique_ptr<net::shm_port> port;
   std::mutex sock_mu;  ///< one request and its reply at a time (reserve)
   std::uint16_t tag = 0;
+  std::uint32_t moves = 0;  ///< the region's moves counter when last seen
 };
 
 struct engine {
@@ -553,6 +554,13 @@ void engine::step() {
       (dead || att->port->broken() || att->view.state() != pushwire::rnic::fn::device_state::up)) {
     dead = true;
     fail_all();
+  }
+  if (att && !failed) {
+    // The function moved to another device (spec/migration.md §5): resend and NAK at once.
+    if (const std::uint32_t m = att->view.moves(); m != att->moves) {
+      att->moves = m;
+      dev->moved(now);
+    }
   }
   for (int round = 0; round < 16; ++round)
     if (loop->turn(now) == 0 && !dev->busy()) break;
@@ -740,6 +748,7 @@ engine* attach_engine(registry& r, std::uint32_t index, std::unique_ptr<engine> 
     return nullptr;
   }
   a->port = std::make_unique<net::shm_port>(a->view, a->doorbell.get(), a->wake.get());
+  a->moves = a->view.moves();
   e->mac = rep->mac;
   e->mtu = rep->mtu;
   for (const auto& g : rep->gids) e->gids.push_back(g);

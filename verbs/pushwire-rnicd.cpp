@@ -675,7 +675,7 @@ class daemon_state {
     if (const int e = net::add_address(ifindex, ip, prefix); e && e != EEXIST) return std::string("adding it: ") + std::strerror(e);
     if (auto e = take_address(p, g)) return e;
     const auto& where = p.extra.back().where;
-    if (const int e = net::announce(where.ifindex, where.mac, ip))
+    if (const int e = arp_.announce(where.ifindex, where.mac, ip))
       log("%s: announcing %s: %s", p.name.c_str(), rnic::eswitch::text_of(g).c_str(), std::strerror(e));
     return std::nullopt;
   }
@@ -917,6 +917,7 @@ class daemon_state {
       n.attachment = held.id, n.pid = held.pid;
       p.conns.push_back(std::move(n));
       p.by_attachment[held.id] = &p.conns.back();
+      v.count_move();  // its engine resends and NAKs at once (spec/migration.md §5)
       net::signal_eventfd(p.conns.back().wake.get());  // a program asleep looks at its rings again
     }
     log("%s: VF %u arrived with %zu attachments, serving in %.3f ms", p.name.c_str(), o.image.function, o.descriptors.size(),
@@ -941,6 +942,7 @@ class daemon_state {
 
   options opt_;
   unique_fd loadavg_{::open("/proc/loadavg", O_RDONLY | O_CLOEXEC)};
+  net::announcer arp_;  ///< gratuitous ARPs for the addresses that arrive with functions
   unsigned cores_ = std::max(1u, std::thread::hardware_concurrency());
   rnic::time_ns spare_checked_ = 0;
   bool spare_ = true;

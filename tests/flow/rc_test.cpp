@@ -734,3 +734,128 @@ TEST_CASE("responder: a 2 GiB READ runs through a sink of min_room actions, pace
   CHECK(send_acked);
   CHECK(rs.state() == resp_state::ready);
 }
+
+TEST_CASE("requester: moved resends from the oldest unacknowledged PSN at once, not counted, and re-arms its timer") {
+  auto cfg = rc_cfg();
+  cfg.retry_cnt = 1;
+  requester<8> rq(cfg);
+  step_result r;
+  CHECK(collect<qp_action_t>([&](qp_sink& o) { return rq.moved(0, o); }, &r).empty());  // idle: nothing to resend
+  CHECK(r.error == errc::event_not_allowed);
+  (void)collect<qp_action_t>([&](qp_sink& o) { return rq.post({.id = 1, .op = wr_op::write, .length = 3 * mtu, .remote_va = 0, .rkey = 1}, 0, o); });
+  (void)collect<qp_action_t>([&](qp_sink& o) { return rq.on_packet(ack_for(0xFFFFFE), 10, o); });  // the first packet acknowledged
+  const auto a = collect<qp_action_t>([&](qp_sink& o) { return rq.moved(20, o); }, &r);
+  CHECK(r.ok());
+  const auto p = sent<void>(a);
+  REQUIRE(p.size() == 2);
+  CHECK(p[0].psn == 0xFFFFFF);
+  CHECK(p[0].opcode == ib::opcode::rc_rdma_write_middle);
+  CHECK(p[1].psn == 0);
+  const auto timers = only<qp_action::set_timer>(a);
+  REQUIRE(timers.size() == 1);
+  CHECK(timers[0].at == 20 + cfg.timeout);
+  CHECK(rq.stats().timeouts == 0);
+  CHECK(rq.stats().retransmitted == 2);
+  // Not counted against retry_cnt 1: the first timeout still retransmits, the second fails.
+  const auto t1 = sent<void>(collect<qp_action_t>([&](qp_sink& o) { return rq.on_timer(timer_kind::retransmit, 20 + cfg.timeout, o); }));
+  CHECK(t1.size() == 2);
+  CHECK(rq.state() == req_state::active);
+}
+
+TEST_CASE("requester: a PSN sequence error NAK naming the PSN after the highest sent acknowledges everything") {
+  requester<8> rq(rc_cfg());
+  (void)collect<qp_action_t>([&](qp_sink& o) { return rq.post({.id = 1, .op = wr_op::send, .length = 2 * mtu}, 0, o); });
+  (void)collect<qp_action_t>([&](qp_sink& o) { return rq.post({.id = 2, .op = wr_op::send, .length = 8}, 0, o); });
+  const auto a = collect<qp_action_t>([&](qp_sink& o) { return rq.on_packet(ack_for(1, ib::syndrome::nak(ib::nak_code::psn_sequence_error).raw), 5, o); });
+  CHECK(sent<void>(a).empty());
+  const auto c = only<qp_action::complete>(a);
+  REQUIRE(c.size() == 2);
+  CHECK(c[1].status == wc_status::success);
+  CHECK(rq.quiescent());
+  CHECK(only<qp_action::cancel_timer>(a).size() == 1);
+  // Beyond it, or with nothing outstanding: stale.
+  CHECK(collect<qp_action_t>([&](qp_sink& o) { return rq.on_packet(ack_for(1, ib::syndrome::nak(ib::nak_code::psn_sequence_error).raw), 6, o); }).empty());
+  CHECK(rq.stats().stale == 1);
+}
+
+TEST_CASE("requester: a PSN sequence error NAK past an unanswered READ re-issues the READ") {
+  requester<8> rq({.mtu = mtu, .dest_qp = 0x11, .start_psn = 0});
+  (void)collect<qp_action_t>([&](qp_sink& o) { return rq.post({.id = 1, .op = wr_op::read, .length = 2 * mtu, .remote_va = 64, .rkey = 3}, 0, o); });
+  (void)collect<qp_action_t>([&](qp_sink& o) { return rq.post({.id = 2, .op = wr_op::send, .length = 8}, 0, o); });
+  // The responder executed the READ (PSNs 0-1) and the SEND (2), expects 3: the responses and the ACK were lost.
+  const auto a = collect<qp_action_t>([&](qp_sink& o) { return rq.on_packet(ack_for(3, ib::syndrome::nak(ib::nak_code::psn_sequence_error).raw), 5, o); });
+  const auto p = sent<void>(a);
+  REQUIRE(p.size() == 2);
+  CHECK(p[0].opcode == ib::opcode::rc_rdma_read_request);
+  CHECK(p[0].psn == 0);
+  CHECK(p[1].psn == 2);
+  CHECK(only<qp_action::complete>(a).empty());
+}
+
+TEST_CASE("responder: moved NAKs at the expected PSN (RC only) and then waits for it") {
+  responder<4> rs({.mtu = mtu, .peer_qp = 0x22});
+  rs.post_receive(8);
+  packet p{.opcode = ib::opcode::rc_send_only, .psn = 0, .ack_req = true, .length = 8};
+  (void)collect<qp_action_t>([&](qp_sink& o) { return rs.on_packet(p, o); });
+  step_result r;
+  const auto n = sent<void>(collect<qp_action_t>([&](qp_sink& o) { return rs.moved(o); }, &r));
+  CHECK(r.ok());
+  REQUIRE(n.size() == 1);
+  CHECK(n[0].opcode == ib::opcode::rc_acknowledge);
+  CHECK(n[0].psn == 1);
+  CHECK(n[0].dest_qp == 0x22);
+  CHECK(ib::syndrome{n[0].aeth.syndrome}.nak_reason() == ib::nak_code::psn_sequence_error);
+  CHECK(n[0].aeth.msn == 1);
+  CHECK(rs.state() == resp_state::nak_sent);
+  p.psn = 2;  // ahead: dropped, the NAK was sent
+  CHECK(sent<void>(collect<qp_action_t>([&](qp_sink& o) { return rs.on_packet(p, o); })).empty());
+  CHECK(sent<void>(collect<qp_action_t>([&](qp_sink& o) { return rs.moved(o); })).size() == 1);  // moved again: again
+  p.psn = 1;
+  CHECK(only<qp_action::receive>(collect<qp_action_t>([&](qp_sink& o) { return rs.on_packet(p, o); })).size() == 1);
+  CHECK(rs.state() == resp_state::ready);
+  for (const auto svc : {service::uc, service::ud}) {
+    responder<4> other({.svc = svc, .mtu = mtu});
+    CHECK(collect<qp_action_t>([&](qp_sink& o) { return other.moved(o); }, &r).empty());
+    CHECK(r.error == errc::event_not_allowed);
+  }
+  responder<4> faulted({.mtu = mtu});
+  testing::set_state(faulted, resp_state::faulted);  // the peer waits for the fault's delay
+  CHECK(collect<qp_action_t>([&](qp_sink& o) { return faulted.moved(o); }, &r).empty());
+  CHECK(r.error == errc::event_not_allowed);
+}
+
+TEST_CASE("scenario: a move that loses everything for 1 ms recovers without a retransmission timeout, exactly once") {
+  // Either end moves (or both): everything sent during the move is lost both ways; then the
+  // moved machine is told. The timer (10 ms) never fires: recovery is the move's resend / NAK.
+  for (std::uint32_t seed = 1; seed <= 300; ++seed) {
+    INFO("seed " << seed);
+    const int who = static_cast<int>(seed % 3);  // 0: the requester's end moved, 1: the responder's, 2: both
+    rc_sim sim({.req = {.mtu = 512, .window = 16, .timeout = 10'000'000, .retry_cnt = 1, .ackreq_every = 4}, .resp = {.mtu = 512}});
+    std::uint32_t x = seed * 2654435761u;
+    const time_ns from = 1'000 + (x >> 16) % 30'000, to = from + 1'000'000;
+    sim.lose = [&](const packet&, bool) { return sim.now >= from && sim.now < to; };
+    sim.post({.id = 1, .op = wr_op::write, .length = 5000, .remote_va = 0, .rkey = 1});
+    sim.post({.id = 2, .op = wr_op::send_imm, .length = 1200, .imm = 9});
+    sim.post({.id = 3, .op = wr_op::read, .length = 3000, .remote_va = 0, .rkey = 1});
+    sim.post({.id = 4, .op = wr_op::fetch_add, .length = 8, .remote_va = 0, .rkey = 1, .swap = 1});
+    sim.post({.id = 5, .op = wr_op::write_imm, .length = 2000, .remote_va = 0, .rkey = 1, .imm = 7});
+    sim.run(from);
+    sim.post({.id = 6, .op = wr_op::send, .length = 700});  // posted during the move
+    sim.run(to);
+    sim.now = to;
+    if (who != 1) sim.take(collect<qp_action_t>([&](qp_sink& o) { return sim.rq.moved(to, o); }), true);
+    if (who != 0) sim.take(collect<qp_action_t>([&](qp_sink& o) { return sim.rs.moved(o); }), false);
+    sim.run(to + 1'000'000);
+    REQUIRE(sim.completions.size() == 6);
+    for (std::size_t i = 0; i < 6; ++i) {
+      CHECK(sim.completions[i].wr_id == i + 1);
+      CHECK(sim.completions[i].status == wc_status::success);
+    }
+    CHECK(sim.completed_at.back() < to + 200'000);
+    CHECK(sim.rq.stats().timeouts == 0);
+    CHECK(sim.received.size() == 3);  // SEND_WITH_IMM, WRITE_WITH_IMM, SEND: once each
+    std::set<std::pair<std::uint64_t, std::uint32_t>> places;
+    for (const auto& p : sim.placed) CHECK(places.insert({p.wr_id, p.offset}).second);
+    CHECK(sim.rq.quiescent());
+  }
+}

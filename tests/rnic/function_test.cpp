@@ -159,6 +159,7 @@ TEST_CASE("function: format_region writes every header field as the table says",
         {"tx_offset", 4096},
         {"rx_offset", 4096 + fn::ring_bytes(slots)},
         {"state", 1},
+        {"moves", 0},
     };
     std::size_t end = 0;
     for (const fn::field_info& f : fn::header_fields) {
@@ -180,6 +181,10 @@ TEST_CASE("function: format_region writes every header field as the table says",
     r.view.set_state(fn::device_state::fatal);
     CHECK(r.view.state() == fn::device_state::fatal);
     CHECK(get32(h + 40) == 2);
+    r.view.count_move();
+    r.view.count_move();
+    CHECK(r.view.moves() == 2);
+    CHECK(get32(h + 44) == 2);
   }
 }
 
@@ -192,7 +197,7 @@ TEST_CASE("function: format_region zeroes the control blocks of both rings", "[r
   REQUIRE_FALSE(fn::check_region(r.bytes, v).has_value());
   for (const std::byte* ring : {v.tx, v.rx})
     CHECK(std::all_of(ring, ring + fn::ring_control, [](std::byte b) { return b == std::byte{0}; }));
-  for (std::size_t i = 44; i < fn::header_bytes; ++i) REQUIRE(r.bytes[i] == std::byte{0});
+  for (std::size_t i = 40; i < fn::header_bytes; ++i) REQUIRE(r.bytes[i] == (i == 40 ? std::byte{1} : std::byte{0}));
 }
 
 TEST_CASE("function: check_region refuses each corrupted header field with its error", "[rnic][function]") {
@@ -214,6 +219,8 @@ TEST_CASE("function: check_region refuses each corrupted header field with its e
       // The device's state is the device process's to write (not a size or an offset): any value
       // passes the check; the program reads it with state().
       {"state", {{1, std::nullopt}, {2, std::nullopt}}},
+      // The moves counter is free-running: any value passes.
+      {"moves", {{0, std::nullopt}, {1, std::nullopt}, {0xFFFFFFFF, std::nullopt}}},
   };
   for (const fn::field_info& f : fn::header_fields) {
     INFO("field " << f.name);

@@ -267,8 +267,8 @@ inline constexpr std::array<wire::named_value, 5> req_state_names{{
     {req_state::error, "error"},
 }};
 constexpr std::span<const wire::named_value> wire_enum_names(req_state) { return req_state_names; }
-enum class req_event : std::uint8_t { post, ack, nak_seq, nak_fatal, rnr_nak, page_fault, timeout, wait_over, resolved };
-inline constexpr std::array<wire::named_value, 9> req_event_names{{
+enum class req_event : std::uint8_t { post, ack, nak_seq, nak_fatal, rnr_nak, page_fault, timeout, wait_over, resolved, moved };
+inline constexpr std::array<wire::named_value, 10> req_event_names{{
     {req_event::post, "post"},
     {req_event::ack, "ACK/response"},
     {req_event::nak_seq, "NAK PSN sequence error"},
@@ -278,6 +278,7 @@ inline constexpr std::array<wire::named_value, 9> req_event_names{{
     {req_event::timeout, "retransmit timeout"},
     {req_event::wait_over, "wait timer"},
     {req_event::resolved, "fault resolved"},
+    {req_event::moved, "moved to another device"},
 }};
 constexpr std::span<const wire::named_value> wire_enum_names(req_event) { return req_event_names; }
 
@@ -337,6 +338,11 @@ class requester {
   constexpr step_result on_timer(timer_kind k, time_ns now, qp_sink& out);
   /// The responder announced the page fault resolved (cell framing; or the caller's policy).
   constexpr step_result resolved(time_ns now, qp_sink& out);
+  /// The QP now runs on another device (spec/migration.md §5): what it sent before the move,
+  /// and the acknowledgements of it, may be lost. An active requester sends again from the
+  /// oldest unacknowledged PSN at once, without counting a retry; in any other state nothing
+  /// changes (event_not_allowed).
+  constexpr step_result moved(time_ns now, qp_sink& out);
   /// Send more (after a call that ran out of sink room).
   constexpr void pump(time_ns now, qp_sink& out);
   /// The peer's WRITE packets arrived on this QP: while the oldest unacknowledged request is a
@@ -420,7 +426,8 @@ class requester {
       return {};
     }
     m.nak_from_ = in.pkt.psn;
-    m.rewind(in.pkt.psn);
+    // from una_ when that stayed before the NAK's PSN: a READ or atomic there lost its response
+    m.rewind(ib::psn_before(m.una_, in.pkt.psn) ? m.una_ : in.pkt.psn);
     return {};
   }
   static constexpr errc a_fail(requester& m, const req_input& in, qp_sink& out) {
@@ -455,6 +462,13 @@ class requester {
     m.rewind(m.una_);
     (void)in;
     (void)out;
+    return {};
+  }
+  static constexpr errc a_moved(requester& m, const req_input&, qp_sink& out) {
+    if (m.rto_) out.push(qp_action::cancel_timer{timer_kind::retransmit});
+    m.rto_.reset();  // armed again by what is resent
+    m.nak_from_.reset();
+    m.rewind(m.una_);
     return {};
   }
   static constexpr errc a_retry_exceeded(requester& m, const req_input&, qp_sink& out) {
@@ -738,6 +752,7 @@ struct requester_rows {
       {req_state::rnr_wait, req_event::wait_over, "", nullptr, req_state::active, "go back to the RNR NAK's PSN", &M::a_resume},
       {req_state::paused, req_event::wait_over, "", nullptr, req_state::active, "resume from the faulted PSN", &M::a_resume},
       {req_state::paused, req_event::resolved, "", nullptr, req_state::active, "resume from the faulted PSN", &M::a_resume},
+      {req_state::active, req_event::moved, "", nullptr, req_state::active, "go back to the oldest unacknowledged PSN (not counted); re-arm timer", &M::a_moved},
   });
 };
 }  // namespace detail
@@ -797,12 +812,16 @@ constexpr step_result requester<SQ>::on_packet(const packet& p, time_ns now, qp_
   if (!p.known()) return {-1, errc::event_not_allowed};
   const ib::opcode_info* oi = &p.info();
   if (oi->request || !reliable()) return {-1, errc::event_not_allowed};
-  if (!outstanding(p.psn)) {  // stale: a duplicate, or for a packet already acknowledged
+  const ib::syndrome syn{p.aeth.syndrome};
+  const bool has_aeth = oi->has(ib::ext::aeth);
+  // A PSN sequence error NAK may name the PSN after the highest sent: the responder has all
+  // of it (a NAK acknowledges what precedes its PSN), as a responder that moved says.
+  const bool nak_after_all = has_aeth && syn.kind() == ib::aeth_kind::nak && syn.nak_reason() == ib::nak_code::psn_sequence_error &&
+                             p.psn == max_sent_ && una_ != max_sent_;
+  if (!outstanding(p.psn) && !nak_after_all) {  // stale: a duplicate, or for a packet already acknowledged
     ++stats_.stale;
     return {-1, errc{}};
   }
-  const ib::syndrome syn{p.aeth.syndrome};
-  const bool has_aeth = oi->has(ib::ext::aeth);
   if (has_aeth && syn.credits()) credits_ = *syn.credits() == 31 ? 0xFFFFFFFF : ib::credit_counts[*syn.credits()];
   req_event e = req_event::ack;
   if (has_aeth && syn.kind() == ib::aeth_kind::nak)
@@ -835,6 +854,12 @@ template <std::size_t SQ>
 constexpr step_result requester<SQ>::resolved(time_ns now, qp_sink& out) {
   if (out.room() < min_room) return {-1, errc::actions_full};
   return run(req_event::resolved, {.now = now}, out);
+}
+
+template <std::size_t SQ>
+constexpr step_result requester<SQ>::moved(time_ns now, qp_sink& out) {
+  if (out.room() < min_room) return {-1, errc::actions_full};
+  return run(req_event::moved, {.now = now}, out);
 }
 
 template <std::size_t SQ>
@@ -907,8 +932,8 @@ inline constexpr std::array<wire::named_value, 4> resp_state_names{{
 }};
 constexpr std::span<const wire::named_value> wire_enum_names(resp_state) { return resp_state_names; }
 /// The responder classifies each request packet before the table sees it.
-enum class resp_event : std::uint8_t { execute, no_receive, fault_ack, fault_drop, access_error, invalid, duplicate, ahead, operational_error };
-inline constexpr std::array<wire::named_value, 9> resp_event_names{{
+enum class resp_event : std::uint8_t { execute, no_receive, fault_ack, fault_drop, access_error, invalid, duplicate, ahead, operational_error, moved };
+inline constexpr std::array<wire::named_value, 10> resp_event_names{{
     {resp_event::execute, "in-sequence request"},
     {resp_event::no_receive, "in-sequence SEND, no receive posted"},
     {resp_event::fault_ack, "in-sequence, page not resident (ACK policy)"},
@@ -918,6 +943,7 @@ inline constexpr std::array<wire::named_value, 9> resp_event_names{{
     {resp_event::duplicate, "duplicate (PSN before expected)"},
     {resp_event::ahead, "ahead (PSN after expected)"},
     {resp_event::operational_error, "in-sequence SEND, its receive buffer unusable"},
+    {resp_event::moved, "moved to another device"},
 }};
 constexpr std::span<const wire::named_value> wire_enum_names(resp_event) { return resp_event_names; }
 
@@ -962,6 +988,16 @@ class responder {
   constexpr step_result on_packet(const packet& p, qp_sink& out);
   /// Sends queued responses while the sink has room.
   constexpr void pump(qp_sink& out);
+  /// The QP now runs on another device (spec/migration.md §5): requests its peer sent during
+  /// the move may be lost. An RC responder that is ready, or has NAKed, sends a PSN sequence
+  /// error NAK naming the PSN it expects, so the peer resends from there without waiting for
+  /// its timer (a peer with nothing outstanding drops it, as a NAK naming a PSN it has not
+  /// sent; one whose requests all arrived takes it as their ACK). Errors: actions_full, queue_full (as on_packet), event_not_allowed (any other
+  /// state or service: nothing is sent).
+  constexpr step_result moved(qp_sink& out) {
+    if (const errc e = refusal(out); e != errc{}) return {-1, e};
+    return step<row>(table(), st_, *this, resp_event::moved, {}, out);
+  }
   /// Where on_packet(p) would place p's payload if it came now: the placement of a SEND or
   /// WRITE packet this responder would execute (in sequence, its memory allowed), else nullopt.
   /// Changes nothing (the memory port's check is asked, as on_packet asks it). A caller may
@@ -1094,6 +1130,13 @@ class responder {
     m.respond(at, ib::syndrome::nak(ib::nak_code::psn_sequence_error), out);
     return {};
   }
+  static constexpr errc a_nak_moved(responder& m, const resp_input&, qp_sink& out) {
+    ++m.stats_.seq_naks;
+    packet at{};
+    at.psn = m.epsn_;
+    m.respond(at, ib::syndrome::nak(ib::nak_code::psn_sequence_error), out);
+    return {};
+  }
   static constexpr errc a_duplicate(responder& m, const resp_input& in, qp_sink& out) {
     ++m.stats_.duplicates;
     m.duplicate(in.pkt, out);
@@ -1113,6 +1156,7 @@ class responder {
   }
 
   static constexpr bool g_reliable(const responder& m, const resp_input&) { return m.cfg_.svc != service::uc; }
+  static constexpr bool g_rc(const responder& m, const resp_input&) { return m.cfg_.svc == service::rc; }
 
   /// The transition table (detail::responder_rows).
   static constexpr std::span<const row> table();
@@ -1235,6 +1279,8 @@ struct responder_rows {
       {resp_state::nak_sent, resp_event::ahead, "", nullptr, resp_state::nak_sent, "drop (NAK sent once)", &M::a_drop},
       {resp_state::faulted, resp_event::ahead, "", nullptr, resp_state::faulted, "drop (waiting for the faulted PSN)", &M::a_drop},
       {resp_state::error, resp_event::execute, "any request", nullptr, resp_state::error, "drop", &M::a_drop},
+      {resp_state::ready, resp_event::moved, "RC", &M::g_rc, resp_state::nak_sent, "NAK PSN sequence error at the expected PSN", &M::a_nak_moved},
+      {resp_state::nak_sent, resp_event::moved, "RC", &M::g_rc, resp_state::nak_sent, "NAK PSN sequence error at the expected PSN", &M::a_nak_moved},
   });
 };
 }  // namespace detail

@@ -136,20 +136,31 @@ inline int remove_address(unsigned ifindex, const wire::ip_address<4>& ip, unsig
   return detail::change_address(RTM_DELADDR, 0, ifindex, ip, prefix);
 }
 
-/// Broadcasts a gratuitous ARP for ip from mac on interface ifindex. 0, or an errno (EPERM
-/// without CAP_NET_RAW).
-inline int announce(unsigned ifindex, const wire::mac_address& mac, const wire::ip_address<4>& ip) {
-  unique_fd s(::socket(AF_PACKET, SOCK_DGRAM | SOCK_CLOEXEC, htons(wire::ethertype_arp)));
-  if (!s) return errno;
-  sockaddr_ll to{};
-  to.sll_family = AF_PACKET;
-  to.sll_protocol = htons(wire::ethertype_arp);
-  to.sll_ifindex = static_cast<int>(ifindex);
-  to.sll_halen = 6;
-  std::memcpy(to.sll_addr, wire::broadcast_mac.data(), 6);
-  const auto bytes = wire::to_bytes(wire::gratuitous_arp(mac, ip));
-  if (::sendto(s.get(), bytes.data(), bytes.size(), 0, reinterpret_cast<const sockaddr*>(&to), sizeof to) < 0) return errno;
-  return 0;
-}
+/// Broadcasts gratuitous ARPs. Its packet socket is opened once and kept: closing one waits
+/// for the kernel's network RCU grace period (synchronize_net, about 10 ms), which must not
+/// fall inside a migration's downtime. Protocol 0: the socket receives nothing.
+class announcer {
+ public:
+  announcer() : s_(::socket(AF_PACKET, SOCK_DGRAM | SOCK_CLOEXEC, 0)), error_(s_ ? 0 : errno) {}
+  /// 0, or the errno of opening the socket (EPERM without CAP_NET_RAW).
+  int error() const { return error_; }
+  /// Broadcasts a gratuitous ARP for ip from mac on interface ifindex. 0, or an errno.
+  int announce(unsigned ifindex, const wire::mac_address& mac, const wire::ip_address<4>& ip) const {
+    if (!s_) return error_;
+    sockaddr_ll to{};
+    to.sll_family = AF_PACKET;
+    to.sll_protocol = htons(wire::ethertype_arp);
+    to.sll_ifindex = static_cast<int>(ifindex);
+    to.sll_halen = 6;
+    std::memcpy(to.sll_addr, wire::broadcast_mac.data(), 6);
+    const auto bytes = wire::to_bytes(wire::gratuitous_arp(mac, ip));
+    if (::sendto(s_.get(), bytes.data(), bytes.size(), 0, reinterpret_cast<const sockaddr*>(&to), sizeof to) < 0) return errno;
+    return 0;
+  }
+
+ private:
+  unique_fd s_;
+  int error_;
+};
 
 }  // namespace pushwire::net

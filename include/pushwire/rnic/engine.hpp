@@ -141,6 +141,25 @@ class qp_engine {
     if (d == rx_drop::not_mine) ++stats_.dropped_not_mine;
   }
 
+  /// The device's QPs now run on another device (spec/migration.md §5), at `now`: each RC QP's
+  /// requester resends what is unacknowledged and its responder NAKs at the PSN it expects, so
+  /// neither side waits for its retransmission timer. Returns how many machines acted.
+  std::size_t moved(time_ns now) {
+    now_ = std::max(now_, now);
+    std::size_t n = 0;
+    for (auto& [qpn, q] : qps_) {
+      if (q->closed) continue;
+      if (q->resp) {
+        scratch a(*this);
+        n += q->resp->moved(a.out()).row >= 0;
+        handle(*q, a.out(), nullptr, nullptr);
+      }
+      if (q->req) run_sender(*q, [&](flow::qp_sink& out) { n += q->req->moved(now_, out).row >= 0; });
+      pump(*q);
+    }
+    return n;
+  }
+
   /// A QP's state, for tests and tools.
   struct qp_view {
     qp_state state;

@@ -102,7 +102,7 @@ struct field_info {
   std::size_t offset, size;
   std::string_view meaning;
 };
-inline constexpr std::array<field_info, 8> header_fields{{
+inline constexpr std::array<field_info, 9> header_fields{{
     {"magic", 0, 4, "0x4E465750, \"PWFN\""},
     {"version", 4, 4, "1"},
     {"region_bytes", 8, 8, "bytes of the whole region: header_bytes + 2 × ring_bytes(slot_count)"},
@@ -111,6 +111,7 @@ inline constexpr std::array<field_info, 8> header_fields{{
     {"tx_offset", 24, 8, "where the tx ring (program → device) starts: 4096"},
     {"rx_offset", 32, 8, "where the rx ring (device → program) starts"},
     {"state", 40, 4, "device_state: 1 up, 2 fatal (written by the device process only)"},
+    {"moves", 44, 4, "times the function moved to another device, free-running (written by the device process that adopts it)"},
 }};
 inline constexpr std::array<field_info, 5> ring_fields{{
     {"producer", producer_at, 4, "slots produced, free-running (written by the producer only)"},
@@ -166,6 +167,10 @@ struct region_view {
   std::byte* rx = nullptr;
   device_state state() const { return static_cast<device_state>(detail::word(bytes.data() + 40).load(std::memory_order_acquire)); }
   void set_state(device_state s) { detail::word(bytes.data() + 40).store(static_cast<std::uint32_t>(s), std::memory_order_release); }
+  /// The moves counter: the program's engine compares it with what it saw last and, when it
+  /// changed, resumes its QPs at once (qp_engine::moved).
+  std::uint32_t moves() const { return detail::word(bytes.data() + 44).load(std::memory_order_acquire); }
+  void count_move() { detail::word(bytes.data() + 44).fetch_add(1, std::memory_order_acq_rel); }
 };
 /// Checks a region's header: magic, version, sizes and offsets as region_bytes(slots) lays them
 /// out, within `bytes`. Errors: unsupported_version (magic or version), bad_message (any size or
