@@ -1,7 +1,7 @@
 // pushwire-rnicd: one software RNIC shared by many programs (spec/rnicd.md).
 //
 //   pushwire-rnicd --port NAME:IPV4[:MTU][@IPV6] [--port ...] [--functions N] [--control PATH]
-//                  [--slots N] [--poll-us N] [--rate BPS]
+//                  [--slots N] [--poll-us N] [--rate BPS] [--faults SPEC]
 //   pushwire-rnicd ctl PATH show [--json] | vf add N [SETTING VALUE...] | vf del N |
 //                           vf set N SETTING VALUE... | migrate N --to OTHER_PATH
 //
@@ -130,13 +130,16 @@ struct options {
   std::string control;
   rnic::time_ns poll_ns = 100'000;
   std::uint64_t rate = 0;
+  /// Faults on what every port sends (PUSHWIRE_VERBS_FAULTS' syntax: loss=0.02,seed=7);
+  /// each socket draws from seed + its index.
+  pushwire::verbs::fault_spec faults{};
 };
 
 int usage(const char* why = nullptr) {
   if (why) std::fprintf(stderr, "pushwire-rnicd: %s\n", why);
   std::fprintf(stderr,
                "usage: pushwire-rnicd --port NAME:IPV4[:MTU][@IPV6] [--port ...] [--functions N] [--control PATH]\n"
-               "                      [--slots N] [--poll-us N] [--rate BPS]\n"
+               "                      [--slots N] [--poll-us N] [--rate BPS] [--faults loss=P,duplicate=P,reorder=P,corrupt=P,delay=P,seed=N]\n"
                "       pushwire-rnicd ctl PATH show [--json] | vf add N [SETTING VALUE...] | vf del N | vf set N SETTING VALUE... |\n"
                "                               migrate N --to OTHER_PATH\n"
                "settings: mac, gid, max_qps, max_mrs, max_cqs, max_bytes, rate, trust, pkey (spec/rnicd.md)\n");
@@ -180,6 +183,7 @@ class daemon_state {
       net::udp_config uc;
       uc.address = *spec.address;
       uc.address6 = spec.address6;
+      uc.faults = opt_.faults.faults, uc.seed = opt_.faults.seed + sockets_++;
       p->udp = std::make_unique<net::udp_port>(uc);
       if (!p->udp->ok()) {
         log("%s: cannot bind %u.%u.%u.%u:4791: %s", spec.name.c_str(), uc.address[0], uc.address[1], uc.address[2], uc.address[3],
@@ -651,6 +655,7 @@ class daemon_state {
     if (!where) return std::string("not an address of this host (ip addr add it first)");
     net::udp_config uc;
     uc.address = v4;
+    uc.faults = opt_.faults.faults, uc.seed = opt_.faults.seed + sockets_++;
     auto u = std::make_unique<net::udp_port>(uc);
     if (!u->ok()) return std::string("cannot bind port 4791: ") + std::strerror(u->error());
     if (!p.sw->add_address(g)) return std::string("the port has 64 addresses");
@@ -943,6 +948,7 @@ class daemon_state {
   options opt_;
   unique_fd loadavg_{::open("/proc/loadavg", O_RDONLY | O_CLOEXEC)};
   net::announcer arp_;  ///< gratuitous ARPs for the addresses that arrive with functions
+  std::uint64_t sockets_ = 0;  ///< UDP ports opened: each one's fault seed is faults.seed + its index
   unsigned cores_ = std::max(1u, std::thread::hardware_concurrency());
   rnic::time_ns spare_checked_ = 0;
   bool spare_ = true;
@@ -1039,6 +1045,12 @@ int main(int argc, char** argv) {
       const char* p = value();
       if (!p || !parse_count(p, v)) return usage("--rate: bits per second of every function (0: unlimited)");
       o.rate = v;
+    } else if (a == "--faults") {
+      const char* p = value();
+      if (!p) return usage("--faults SPEC");
+      auto f = pushwire::verbs::parse_faults(p);
+      if (!f) return usage(("--faults: " + f.error).c_str());
+      o.faults = f.value;
     } else if (a == "-h" || a == "--help") {
       usage();
       return 0;

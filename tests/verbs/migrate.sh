@@ -3,13 +3,19 @@
 # host a and host b, each with a device process, and a peer with an in-process device. The guest
 # function is a's VF 1 on an address of its own, 198.18.42.11; its program runs in namespace a
 # and knows nothing of the moves.
-# usage: migrate.sh BUILD unmodified | refused | dst-dies | src-dies    (root; skips without namespaces)
+# usage: migrate.sh BUILD unmodified | data | data-loss | refused | dst-dies | src-dies
+#        (root; skips without namespaces)
 #   unmodified  ibv_rc_pingpong -c, then ib_write_bw, against the peer while the function moves
 #               a -> b -> a ... five times, then once more: both pass; the bridge's capture of
 #               the pingpong decodes in stock
 #               tshark, every ICRC is good, pushwire-conform finds no violation; each move's
 #               downtime (the function's last frame through a to its first through b, on the
 #               bridge) is printed
+#   data        pushwire-datacheck (RC WRITE with immediate, SEND/RECV, READ, atomics; every byte
+#               and atomic result checked; no error completion; the QP RTS at the end) while
+#               the function moves a -> b -> a -> b -> a -> b, every 1-2 s
+#   data-loss   the same with 2% loss on what every device sends: both device processes
+#               (--faults) and the peer (PUSHWIRE_VERBS_FAULTS)
 #   refused     b refuses (a QPN block taken there, then the function attached there): the
 #               function stays on a and its pingpong passes
 #   dst-dies    b is killed (-9) holding the offer: a rolls back, the pingpong passes
@@ -34,12 +40,16 @@ start_daemon() {  # SIDE
   local side=$1 addr=$A
   [ $side = b ] && addr=$B
   rm -f "$work/$side.sock"
-  ip netns exec $s-$side "$rnicd" --port pw0:$addr --functions 2 --control "$work/$side.sock" 2>>"$work/rnicd-$side.log" &
+  ip netns exec $s-$side "$rnicd" --port pw0:$addr --functions 2 --control "$work/$side.sock" "${daemon_args[@]}" 2>>"$work/rnicd-$side.log" &
   local pid=$!; pw_pids+=($pid); eval "daemon_$side=$pid"
   for _ in $(seq 100); do [ -S "$work/$side.sock" ] && return 0; sleep 0.05; done
   fail "pushwire-rnicd did not start in $side"
 }
 ctl() { local side=$1; shift; "$rnicd" ctl "$work/$side.sock" "$@"; }
+daemon_args=() peer_env=()
+if [ "$what" = data-loss ]; then
+  daemon_args=(--faults "loss=0.02,seed=$$") peer_env=("PUSHWIRE_VERBS_FAULTS=loss=0.02,seed=$$")
+fi
 start_daemon a; start_daemon b
 ctl a vf set 1 gid $G >/dev/null || fail "vf set 1 gid $G on a"
 ctl b vf del 1 >/dev/null  # b has no VF 1: it arrives
@@ -47,7 +57,7 @@ port=19600
 peer() {  # LOG PROGRAM ARGS...: the peer's server
   local log=$1; shift
   port=$((port + 1))
-  ip netns exec $s-p env PUSHWIRE_VERBS=pw0:$P timeout 200 "$verbs" run -- "$@" -p $port >"$log" 2>&1 &
+  ip netns exec $s-p env PUSHWIRE_VERBS=pw0:$P "${peer_env[@]}" timeout 200 "$verbs" run -- "$@" -p $port >"$log" 2>&1 &
   server=$!
   for _ in $(seq 200); do ip netns exec $s-p ss -ltn "sport = :$port" | grep -q LISTEN && return 0; sleep 0.05; done
   fail "the peer does not listen"
@@ -122,6 +132,27 @@ EOF
   echo "PASS: unmodified programs across six moves; the capture of the first five is clean"
   ;;
 
+data|data-loss)
+  check=$build/tests/pushwire-datacheck
+  [ -x "$check" ] || fail "$check is not built"
+  peer "$work/dc-server.log" "$check" -d pw0
+  ip netns exec $s-a env "PUSHWIRE_VERBS=pw0@$work/a.sock#vf1" timeout 200 "$verbs" run -- "$check" -d pw0 -t 14 -p $port $P >"$work/dc-client.log" 2>&1 &
+  client=$!
+  sleep 1
+  for k in 1 2 3 4 5; do
+    [ "$(attached_on $where)" = 1 ] || fail "the guest is not attached on $where before move $k"
+    move
+    sleep "1.$((RANDOM % 10))"
+  done
+  wait $client || fail "pushwire-datacheck across five moves (guest)"
+  wait $server || fail "pushwire-datacheck across five moves (peer)"
+  cat "$work/moves.txt"
+  echo "guest: $(cat "$work/dc-client.log")"
+  echo "peer:  $(cat "$work/dc-server.log")"
+  grep -q '^ok: .* every byte checked' "$work/dc-client.log" && grep -q '^ok: .* every byte checked' "$work/dc-server.log" || fail "a side did not check its iterations"
+  echo "PASS: WRITE with immediate, SEND/RECV, READ and atomics checked across five moves${daemon_args[*]:+ with 2% loss}"
+  ;;
+
 refused)
   # A program on b's PF takes QPN block 1, the guest's.
   ip netns exec $s-b env "PUSHWIRE_VERBS=pw0@$work/b.sock#pf" "$verbs" run -- ibv_rc_pingpong -d pw0 -g 0 -p 19599 >/dev/null 2>&1 & holder=$!
@@ -185,5 +216,5 @@ src-dies)
   kill $server 2>/dev/null || true
   echo "PASS: a source killed mid-transfer: the destination drops the offer and the program fails"
   ;;
-*) echo "usage: migrate.sh BUILD unmodified | refused | dst-dies | src-dies"; exit 64 ;;
+*) echo "usage: migrate.sh BUILD unmodified | data | data-loss | refused | dst-dies | src-dies"; exit 64 ;;
 esac
