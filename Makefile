@@ -186,9 +186,10 @@ bench-report: deps
 	bench/pingpong.sh $(DIR_gcc) >$(DIR_gcc)/pingpong.jsonl
 	bench/perftest.sh $(DIR_gcc) >$(DIR_gcc)/perftest.jsonl
 	bench/rnicd.sh $(DIR_gcc) >$(DIR_gcc)/rnicd.jsonl
+	bench/migration.sh $(DIR_gcc) >$(DIR_gcc)/migration.jsonl
 	./$(DIR_gcc)/bench/pushwire-bench --benchmark_format=json >$(DIR_gcc)/bench.json
 	bench/report.py --split $(DIR_gcc)/split_model.jsonl --pingpong $(DIR_gcc)/pingpong.jsonl \
-	  --perftest $(DIR_gcc)/perftest.jsonl --rnicd $(DIR_gcc)/rnicd.jsonl --bench $(DIR_gcc)/bench.json \
+	  --perftest $(DIR_gcc)/perftest.jsonl --rnicd $(DIR_gcc)/rnicd.jsonl --migration $(DIR_gcc)/migration.jsonl --bench $(DIR_gcc)/bench.json \
 	  --notes bench/notes.md --out bench/results.md
 
 # Regenerates the tables in spec/ from the code.

@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Writes bench/results.md and its PNG plots from one run of make bench-report.
 
-  bench/report.py --split S.jsonl --pingpong P.jsonl --bench B.json --out bench/results.md
+  bench/report.py --split S.jsonl --pingpong P.jsonl --bench B.json [--perftest F] [--rnicd R]
+                  [--migration M] --out bench/results.md
+  bench/report.py --update [--rnicd R] [--migration M] --out bench/results.md   (those sections only)
 
 S: bench/split_model.sh's lines; P: bench/pingpong.sh's; B: pushwire-bench
 --benchmark_format=json. Every figure stands beside its peer from the same run, with the ratio.
@@ -14,10 +16,13 @@ import platform
 import re
 import subprocess
 
-import matplotlib
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+def pyplot():
+    """matplotlib's pyplot (python3-matplotlib), for the plots only: --update needs none."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
 
 
 def lines(path):
@@ -60,6 +65,7 @@ def split_section(rows, outdir):
         out.append(f"| {p} | {r['iperf3_gbps']:.2f} | {ratio(r['iperf3_gbps'], vx.get('iperf3_gbps'))} | {r['retransmits']} | "
                    f"{r['ping_p50_ms']:.3f} | {ratio(r['ping_p50_ms'], vx.get('ping_p50_ms'))} | {r['ping_p99_ms']:.3f} |")
     built = [r for r in rows if r.get("built", True)]
+    plt = pyplot()
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.5))
     names = [r["path"] for r in built]
     a1.bar(names, [r["iperf3_gbps"] for r in built], color="#4a7ebb")
@@ -96,6 +102,7 @@ def pingpong_section(rows, outdir):
         fmt = lambda v: f"{v:.2f}" if v is not None else "-"  # noqa: E731
         out.append(f"| {s} | {fmt(u[0])} | {fmt(u[1])} | {fmt(u[2])} | {ratio(u[0], u[1])} | {ratio(u[0], u[2])} | "
                    f"{fmt(m[0])} | {fmt(m[1])} | {fmt(m[2])} | {ratio(m[0], m[1])} | {ratio(m[0], m[2])} |")
+    plt = pyplot()
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.5))
     w = 0.27
     for k, peer in enumerate(peers):
@@ -183,6 +190,43 @@ def rnicd_section(rows):
     return out + [""]
 
 
+def migration_section(rows):
+    """Live migration's downtime against the number of QPs (bench/migration.sh), against issue 32's goal."""
+    out = ["## Live migration: downtime against QPs (`bench/migration.sh`)", "",
+           "A guest function runs `ib_write_bw -q N` (64 KiB) against a peer while it moves between two device "
+           "processes on a bridge (spec/migration.md), five times per count. Downtime: the function's last frame "
+           "through its source to its first through its destination, from a capture on the bridge. Quiesce: the "
+           "source stops taking frames from its rings. Move: the destination holds the offer and the source gives "
+           "its addresses up. Resume: the commit sent to the first frame through the destination (the addresses "
+           "taken, the function adopted, the engines resend and NAK). p50 / max over the moves, ms; goal with 64 "
+           "QPs: downtime p50 ≤ 20, max ≤ 50.", "",
+           "| QPs | Moves | Downtime p50 | Downtime max | Quiesce p50 | Move p50 | Move max | Resume p50 | Resume max |",
+           "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        if not r.get("summary"):
+            continue
+        out.append(f"| {r['qps']} | {r['moves']} | {r['downtime_p50_ms']:.1f} | {r['downtime_max_ms']:.1f} | "
+                   f"{r['quiesce_p50_ms']:.3f} | {r['move_p50_ms']:.1f} | {r['move_max_ms']:.1f} | "
+                   f"{r['resume_p50_ms']:.1f} | {r['resume_max_ms']:.1f} |")
+    return out + [""]
+
+
+def replace_section(path, section):
+    """Puts `section` (its first line a '## ' heading) in place of the one with that heading in the
+    report at `path`, or before the pushwire-bench section when it has none."""
+    doc = open(path).read().rstrip("\n").split("\n")
+    head = section[0]
+    if head in doc:
+        i = doc.index(head)
+        j = next((k for k in range(i + 1, len(doc)) if doc[k].startswith("## ")), len(doc))
+        doc[i:j] = section
+    else:
+        k = next((k for k, line in enumerate(doc) if line.startswith("## pushwire-bench")), len(doc))
+        doc[k:k] = section
+    with open(path, "w") as f:
+        f.write("\n".join(doc) + "\n")
+
+
 # (benchmark, its peer) pairs from the same pushwire-bench run.
 PEERS = [(r"BM_crc32/(\d+)", ["BM_zlib_crc32/{}", "BM_isal_crc32/{}"]), (r"BM_crc32c/(\d+)", ["BM_isal_crc32c/{}"]),
          (r"BM_rnic_write/(\d+)", ["BM_memcpy/{}"]), (r"BM_rnic_write_cell/(\d+)", ["BM_memcpy/{}"]),
@@ -217,14 +261,26 @@ def bench_section(doc):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--split", required=True)
-    ap.add_argument("--pingpong", required=True)
-    ap.add_argument("--bench", required=True)
+    ap.add_argument("--split")
+    ap.add_argument("--pingpong")
+    ap.add_argument("--bench")
+    ap.add_argument("--migration", help="bench/migration.sh's lines")
+    ap.add_argument("--update", action="store_true",
+                    help="replace only the sections given (--rnicd, --migration) in an existing --out")
     ap.add_argument("--perftest", help="bench/perftest.sh's lines")
     ap.add_argument("--rnicd", help="bench/rnicd.sh's lines")
     ap.add_argument("--out", required=True)
     ap.add_argument("--notes", help="a Markdown file appended as is (where the time goes)")
     a = ap.parse_args()
+    if a.update:
+        if a.rnicd:
+            replace_section(a.out, rnicd_section(lines(a.rnicd)))
+        if a.migration:
+            replace_section(a.out, migration_section(lines(a.migration)))
+        print(f"updated {a.out}")
+        return
+    if not (a.split and a.pingpong and a.bench):
+        ap.error("--split, --pingpong and --bench are needed (or --update)")
     outdir = os.path.dirname(os.path.abspath(a.out))
     doc = ["# pushwire benchmark report", "", f"Machine: {machine()}.", "",
            "Written by `make bench-report` (bench/report.py); every figure beside its peer from the same run.", ""]
@@ -234,6 +290,8 @@ def main():
         doc += perftest_section(lines(a.perftest), lines(a.pingpong))
     if a.rnicd:
         doc += rnicd_section(lines(a.rnicd))
+    if a.migration:
+        doc += migration_section(lines(a.migration))
     doc += bench_section(json.load(open(a.bench)))
     if a.notes and os.path.exists(a.notes):
         doc += ["", open(a.notes).read().rstrip()]

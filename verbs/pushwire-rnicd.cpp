@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <filesystem>
 #include <list>
@@ -739,6 +740,7 @@ class daemon_state {
     p.udp->flush(t0);
     for (auto& x : p.extra) x.udp->flush(t0);
     go(mg::event::migrate), go(mg::event::flushed);
+    const rnic::time_ns tq = net::monotonic_ns();
     std::vector<net::local_address> left;  // the addresses given up, to take back on a roll-back
     auto roll_back = [&](rnic::fn_errc why, const std::string& text, mg::event e = mg::event::peer_lost) {
       go(e);
@@ -790,6 +792,9 @@ class daemon_state {
       give_up_address(p, g);
     }
     ctl::ctl_header cm{ctl::msg_type::migrate_commit, fn::version, 0, 2};
+    const rnic::time_ns tc = net::monotonic_ns();
+    timespec wall{};
+    ::clock_gettime(CLOCK_REALTIME, &wall);
     if (!send_encoded(d.get(), cm)) return roll_back(rnic::fn_errc::migration_failed, to + " ended before it committed");
     k = await(d.get(), in, 10000, timed_out);
     h = k > 0 ? ctl::peek_header(std::span<const std::byte>(in.data(), static_cast<std::size_t>(k))) : std::nullopt;
@@ -814,9 +819,13 @@ class daemon_state {
       it = p.conns.erase(it);
     }
     const rnic::time_ns t2 = net::monotonic_ns();
-    char b[256];
-    std::snprintf(b, sizeof b, "VF %u moved to %s with %zu attachments: quiesced and held there in %.3f ms, committed in %.3f ms\n", f,
-                  to.c_str(), cs.size(), static_cast<double>(t1 - t0) / 1e6, static_cast<double>(t2 - t1) / 1e6);
+    auto ms = [](rnic::time_ns a, rnic::time_ns b) { return static_cast<double>(b - a) / 1e6; };
+    char b[320];
+    std::snprintf(b, sizeof b,
+                  "VF %u moved to %s with %zu attachments: quiesced in %.3f ms, held there in %.3f ms, addresses given up in %.3f ms, "
+                  "committed in %.3f ms; commit sent at %lld.%06ld (CLOCK_REALTIME)\n",
+                  f, to.c_str(), cs.size(), ms(t0, tq), ms(tq, t1), ms(t1, tc), ms(tc, t2), static_cast<long long>(wall.tv_sec),
+                  wall.tv_nsec / 1000);
     out = b;
     log("%s: %s", p.name.c_str(), out.substr(0, out.size() - 1).c_str());
     return std::nullopt;

@@ -28,55 +28,11 @@ here=$(cd "$(dirname "$0")" && pwd)
 need=(/usr/bin/python3 ibv_rc_pingpong)
 [ "$what" = unmodified ] && need+=(ib_write_bw dumpcap tshark)
 pw_require "${need[@]}"
-verbs=$build/verbs/pushwire-verbs rnicd=$build/verbs/pushwire-rnicd
-s=pg$$; work=$(mktemp -d); chmod 755 "$work"
-trap 'pw_cleanup; rm -rf "$work"' EXIT
-trap 'exit 130' INT TERM
-A=198.18.42.1 B=198.18.42.2 P=198.18.42.3 G=198.18.42.11
-pw_bridge $s "a=$A/24 $G/24" "b=$B/24" "p=$P/24"  # $G: the guest function's address, moving with it
-
-fail() { echo "FAIL: $*"; for f in "$work"/*.log; do echo "--- $f"; tail -15 "$f"; done; exit 1; }
-start_daemon() {  # SIDE
-  local side=$1 addr=$A
-  [ $side = b ] && addr=$B
-  rm -f "$work/$side.sock"
-  ip netns exec $s-$side "$rnicd" --port pw0:$addr --functions 2 --control "$work/$side.sock" "${daemon_args[@]}" 2>>"$work/rnicd-$side.log" &
-  local pid=$!; pw_pids+=($pid); eval "daemon_$side=$pid"
-  for _ in $(seq 100); do [ -S "$work/$side.sock" ] && return 0; sleep 0.05; done
-  fail "pushwire-rnicd did not start in $side"
-}
-ctl() { local side=$1; shift; "$rnicd" ctl "$work/$side.sock" "$@"; }
 daemon_args=() peer_env=()
 if [ "$what" = data-loss ]; then
   daemon_args=(--faults "loss=0.02,seed=$$") peer_env=("PUSHWIRE_VERBS_FAULTS=loss=0.02,seed=$$")
 fi
-start_daemon a; start_daemon b
-ctl a vf set 1 gid $G >/dev/null || fail "vf set 1 gid $G on a"
-ctl b vf del 1 >/dev/null  # b has no VF 1: it arrives
-port=19600
-peer() {  # LOG PROGRAM ARGS...: the peer's server
-  local log=$1; shift
-  port=$((port + 1))
-  ip netns exec $s-p env PUSHWIRE_VERBS=pw0:$P "${peer_env[@]}" timeout 200 "$verbs" run -- "$@" -p $port >"$log" 2>&1 &
-  server=$!
-  for _ in $(seq 200); do ip netns exec $s-p ss -ltn "sport = :$port" | grep -q LISTEN && return 0; sleep 0.05; done
-  fail "the peer does not listen"
-}
-guest() {  # LOG PROGRAM ARGS...: the guest's client, on VF 1 where it is (backgrounded: $client)
-  local log=$1; shift
-  ip netns exec $s-a env "PUSHWIRE_VERBS=pw0@$work/$where.sock#vf1" timeout 200 "$verbs" run -- "$@" -p $port $P >"$log" 2>&1 &
-  client=$!
-}
-where=a
-move() {  # the function to the other host
-  local to=b
-  [ $where = b ] && to=a
-  ctl $where migrate 1 --to "$work/$to.sock" >>"$work/moves.txt" || fail "migrate $where -> $to"
-  where=$to
-}
-attached_on() {  # SIDE: how many programs are attached to VF 1 there
-  ctl "$1" show --json | /usr/bin/python3 -c "import json,sys; j=json.load(sys.stdin); print(sum(1 for a in j['attachments'] if a['function'] == 1))"
-}
+. "$here/migrate_env.sh"
 
 case $what in
 unmodified)
@@ -110,25 +66,7 @@ unmodified)
   "$build/tools/pushwire-conform" "$work/moves.pcapng" >"$work/conform.txt" || { cat "$work/conform.txt"; fail "pushwire-conform"; }
   tail -1 "$work/conform.txt"
   # Downtime per move: the guest's frames change source MAC (a's interface, then b's) on the bridge.
-  /usr/bin/python3 - "$work/moves.pcapng" "$G" <<'EOF'
-import subprocess, sys
-pcap, guest = sys.argv[1:3]
-out = subprocess.run(["tshark", "-r", pcap, "-Y", f"ip.src == {guest} && udp.port == 4791", "-T", "fields", "-e", "frame.time_epoch",
-                      "-e", "eth.src"], capture_output=True, text=True).stdout.split("\n")
-gaps, last = [], None
-for line in out:
-    if not line.strip():
-        continue
-    t, mac = line.split("\t")
-    t = float(t)
-    if last and mac != last[1]:
-        gaps.append((t - last[0]) * 1000)
-    last = (t, mac)
-gaps.sort()
-print("downtime per move (ms): " + ", ".join(f"{g:.1f}" for g in gaps) +
-      (f"; p50 {gaps[len(gaps) // 2]:.1f}, max {gaps[-1]:.1f}" if gaps else ""))
-sys.exit(0 if len(gaps) >= 5 else 1)
-EOF
+  /usr/bin/python3 "$here/downtime.py" "$work/moves.pcapng" "$G" "$work/moves.txt" 5 || fail "five moves in the capture"
   echo "PASS: unmodified programs across six moves; the capture of the first five is clean"
   ;;
 

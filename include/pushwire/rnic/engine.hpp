@@ -147,15 +147,16 @@ class qp_engine {
   std::size_t moved(time_ns now) {
     now_ = std::max(now_, now);
     std::size_t n = 0;
-    for (auto& [qpn, q] : qps_) {
-      if (q->closed) continue;
-      if (q->resp) {
+    for (auto& e : qps_) {
+      qp_context& q = *e.second;
+      if (q.closed) continue;
+      if (q.resp) {
         scratch a(*this);
-        n += q->resp->moved(a.out()).row >= 0;
-        handle(*q, a.out(), nullptr, nullptr);
+        n += q.resp->moved(a.out()).row >= 0;
+        handle(q, a.out(), nullptr, nullptr);
       }
-      if (q->req) run_sender(*q, [&](flow::qp_sink& out) { n += q->req->moved(now_, out).row >= 0; });
-      pump(*q);
+      if (q.req) run_sender(q, [&](flow::qp_sink& out) { n += q.req->moved(now_, out).row >= 0; });
+      pump(q);
     }
     return n;
   }
