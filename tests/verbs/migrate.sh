@@ -13,7 +13,8 @@
 #               bridge) is printed
 #   data        pushwire-datacheck (RC WRITE with immediate, SEND/RECV, READ, atomics; every byte
 #               and atomic result checked; no error completion; the QP RTS at the end) while
-#               the function moves a -> b -> a -> b -> a -> b, every 1-2 s
+#               the function moves a -> b -> a -> b -> a -> b, every 1-2 s; the bridge's capture:
+#               every ICRC good (one in 20), pushwire-conform finds no violation, downtime printed
 #   data-loss   the same with 2% loss on what every device sends: both device processes
 #               (--faults) and the peer (PUSHWIRE_VERBS_FAULTS)
 #   refused     b refuses (a QPN block taken there, then the function attached there): the
@@ -26,7 +27,8 @@ build=$(cd "$1" && pwd); what=$2
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../examples/split-model/netns.sh"
 need=(/usr/bin/python3 ibv_rc_pingpong)
-[ "$what" = unmodified ] && need+=(ib_write_bw dumpcap tshark)
+[ "$what" = unmodified ] && need+=(ib_write_bw)
+case $what in unmodified|data*) need+=(dumpcap tshark) ;; esac
 pw_require "${need[@]}"
 daemon_args=() peer_env=()
 if [ "$what" = data-loss ]; then
@@ -73,6 +75,8 @@ unmodified)
 data|data-loss)
   check=$build/tests/pushwire-datacheck
   [ -x "$check" ] || fail "$check is not built"
+  ip netns exec $s-br dumpcap -q -i p-port -f "udp port 4791" -w "$work/data.pcapng" 2>/dev/null & cap=$!; pw_pids+=($cap)
+  sleep 1
   peer "$work/dc-server.log" "$check" -d pw0
   ip netns exec $s-a env "PUSHWIRE_VERBS=pw0@$work/a.sock#vf1" timeout 200 "$verbs" run -- "$check" -d pw0 -t 14 -p $port $P >"$work/dc-client.log" 2>&1 &
   client=$!
@@ -88,6 +92,11 @@ data|data-loss)
   echo "guest: $(cat "$work/dc-client.log")"
   echo "peer:  $(cat "$work/dc-server.log")"
   grep -q '^ok: .* every byte checked' "$work/dc-client.log" && grep -q '^ok: .* every byte checked' "$work/dc-server.log" || fail "a side did not check its iterations"
+  sleep 0.5; kill -INT $cap; wait $cap 2>/dev/null || true
+  /usr/bin/python3 "$here/icrc_check.py" "$work/data.pcapng" 1000 20 || fail "ICRC"
+  "$build/tools/pushwire-conform" "$work/data.pcapng" >"$work/conform.txt" || { tail -20 "$work/conform.txt"; fail "pushwire-conform"; }
+  tail -1 "$work/conform.txt"
+  /usr/bin/python3 "$here/downtime.py" "$work/data.pcapng" "$G" "$work/moves.txt" 5 || fail "five moves in the capture"
   echo "PASS: WRITE with immediate, SEND/RECV, READ and atomics checked across five moves${daemon_args[*]:+ with 2% loss}"
   ;;
 
