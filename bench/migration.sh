@@ -34,7 +34,7 @@ for n in "${qps[@]}"; do
   ip netns exec $s-br dumpcap -q -i p-port -s 96 -f "udp port 4791 and src host $G" -w "$work/q$n.pcapng" 2>/dev/null & cap=$!
   pw_pids+=($cap)
   sleep 1
-  secs=$(( moves * 3 / 2 + 4 ))
+  secs=$(( moves * 3 / 2 + 8 ))  # the setup (2.5 s) and the moves, with room to spare
   peer "$work/bw-server-$n.log" ib_write_bw -d pw0 -x 0 -F -s 65536 -q "$n" -D "$secs"
   guest "$work/bw-client-$n.log" ib_write_bw -d pw0 -x 0 -F -s 65536 -q "$n" -D "$secs"
   sleep 2.5
@@ -46,10 +46,11 @@ for n in "${qps[@]}"; do
   wait $client || fail "ib_write_bw -q $n across the moves (guest)"
   wait $server || fail "ib_write_bw -q $n across the moves (peer)"
   sleep 0.5; kill -INT $cap; wait $cap 2>/dev/null || true
-  /usr/bin/python3 "$tests/downtime.py" "$work/q$n.pcapng" "$G" "$work/moves.txt" "$moves" --json "$n" |
-    /usr/bin/python3 -c "import json,sys
-for l in sys.stdin:
-    r = json.loads(l); r['qps'] = int(r.pop('label')); print(json.dumps(r))"
+  /usr/bin/python3 "$tests/downtime.py" "$work/q$n.pcapng" "$G" "$work/moves.txt" "$moves" --json "$n" >"$work/q$n.jsonl" ||
+    fail "$n QPs: fewer than $moves moves in the capture"
+  /usr/bin/python3 -c "import json,sys
+for l in open(sys.argv[1]):
+    r = json.loads(l); r['qps'] = int(r.pop('label')); print(json.dumps(r))" "$work/q$n.jsonl"
   # the function is on a again for the next count
   [ $where = a ] || move
 done

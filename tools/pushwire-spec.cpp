@@ -402,6 +402,7 @@ std::optional<std::string> render_flow(std::string_view arg) {
   if (what == "dc_initiator") return render_machine(flow::dci_info<1, 1>, diagram);
   if (what == "dc_target") return render_machine(flow::dct_info<1>, diagram);
   if (what == "session_receiver") return render_machine(flow::session_receiver_info<1, 1>, diagram);
+  if (what == "dcqcn_rp") return render_machine(flow::dcqcn_rp_info, diagram);
   return std::nullopt;
 }
 
@@ -714,6 +715,11 @@ std::optional<std::string> render(std::string_view key) {
     out = error_table(rnic::fn_errc_table);
   } else if (kind == "rnicd_drops") {
     out = render_rnicd_drops(arg);
+  } else if (kind == "dcqcn_parameters") {
+    std::string s = "| Parameter | Stands for | Default | Unit |\n|---|---|---:|---|\n";
+    for (const auto& p : flow::dcqcn_parameters(flow::dcqcn_config{}))
+      s += "| `" + std::string{p.name} + "` | " + std::string{p.source} + " | " + std::to_string(p.value) + " | " + std::string{p.unit} + " |\n";
+    out = s;
   } else if (kind == "rnicd_settings") {
     out = render_rnicd_settings();
   } else if (kind == "rnicd_numbers") {

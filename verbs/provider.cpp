@@ -555,15 +555,18 @@ void engine::step() {
     dead = true;
     fail_all();
   }
-  if (att && !failed) {
-    // The function moved to another device (spec/migration.md §5): resend and NAK at once.
-    if (const std::uint32_t m = att->view.moves(); m != att->moves) {
-      att->moves = m;
-      dev->moved(now);
-    }
-  }
+  // The function moved to another device (spec/migration.md §5): once what waits in the rx
+  // ring is taken (the source's last frames), resend and NAK at once.
+  bool moved = false;
+  if (att && !failed)
+    if (const std::uint32_t m = att->view.moves(); m != att->moves) att->moves = m, moved = true;
   for (int round = 0; round < 16; ++round)
     if (loop->turn(now) == 0 && !dev->busy()) break;
+  if (moved) {
+    dev->moved(now);
+    for (int round = 0; round < 16; ++round)
+      if (loop->turn(now) == 0 && !dev->busy()) break;
+  }
   const rnic::time_ns due = now + loop->timeout(now, idle_limit);
   due_at.store(due, std::memory_order_relaxed);
   if (due < sleeps_until.load(std::memory_order_relaxed)) wake();

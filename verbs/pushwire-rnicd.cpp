@@ -670,6 +670,7 @@ class daemon_state {
       if (it->gid != g) continue;
       if (const int e = net::remove_address(it->where.ifindex, it->where.ip, it->where.prefix))
         log("%s: removing %s from %s: %s", p.name.c_str(), rnic::eswitch::text_of(g).c_str(), it->where.interface.c_str(), std::strerror(e));
+      gone_lost_ += it->udp->stats().lost;
       p.extra.erase(it);
       break;
     }
@@ -747,7 +748,13 @@ class daemon_state {
       for (std::size_t i = 0; i < left.size(); ++i)
         if (auto e = receive_address(p, moving[i], left[i].ifindex, left[i].prefix))
           log("%s: taking %s back: %s", p.name.c_str(), rnic::eswitch::text_of(moving[i]).c_str(), e->c_str());
-      for (connection* c : cs) c->paused = false;
+      for (connection* c : cs) {
+        c->paused = false;
+        fn::region_view v;
+        // Its address was away: what was sent to it then is lost; its engines resend and NAK.
+        if (!left.empty() && !fn::check_region(c->region.bytes(), v)) v.count_move();
+        net::signal_eventfd(c->wake.get());
+      }
       out = "VF " + std::to_string(n) + " stays here: " + text;
       log("%s: migrating VF %u to %s: %s", p.name.c_str(), f, to.c_str(), out.c_str());
       return why;
@@ -820,13 +827,12 @@ class daemon_state {
     }
     const rnic::time_ns t2 = net::monotonic_ns();
     auto ms = [](rnic::time_ns a, rnic::time_ns b) { return static_cast<double>(b - a) / 1e6; };
-    char b[320];
+    char b[256];
     std::snprintf(b, sizeof b,
-                  "VF %u moved to %s with %zu attachments: quiesced in %.3f ms, held there in %.3f ms, addresses given up in %.3f ms, "
+                  " with %zu attachments: quiesced in %.3f ms, held there in %.3f ms, addresses given up in %.3f ms, "
                   "committed in %.3f ms; commit sent at %lld.%06ld (CLOCK_REALTIME)\n",
-                  f, to.c_str(), cs.size(), ms(t0, tq), ms(tq, t1), ms(t1, tc), ms(tc, t2), static_cast<long long>(wall.tv_sec),
-                  wall.tv_nsec / 1000);
-    out = b;
+                  cs.size(), ms(t0, tq), ms(tq, t1), ms(t1, tc), ms(tc, t2), static_cast<long long>(wall.tv_sec), wall.tv_nsec / 1000);
+    out = "VF " + std::to_string(f) + " moved to " + to + b;
     log("%s: %s", p.name.c_str(), out.substr(0, out.size() - 1).c_str());
     return std::nullopt;
   }
@@ -941,6 +947,14 @@ class daemon_state {
   }
 
   void shutdown() {
+    if (opt_.faults.faults.loss > 0) {  // what --faults did (the sockets of addresses gone too)
+      std::uint64_t lost = gone_lost_;
+      for (auto& p : ports_) {
+        lost += p->udp->stats().lost;
+        for (auto& x : p->extra) lost += x.udp->stats().lost;
+      }
+      log("faults injected: lost %llu frames", static_cast<unsigned long long>(lost));
+    }
     for (auto& p : ports_) {
       for (connection& c : p->conns)
         if (c.attachment) notify(c, rnic::fn_errc::shutting_down);
@@ -957,6 +971,7 @@ class daemon_state {
   options opt_;
   unique_fd loadavg_{::open("/proc/loadavg", O_RDONLY | O_CLOEXEC)};
   net::announcer arp_;  ///< gratuitous ARPs for the addresses that arrive with functions
+  std::uint64_t gone_lost_ = 0;  ///< frames --faults lost on the sockets of addresses given up
   std::uint64_t sockets_ = 0;  ///< UDP ports opened: each one's fault seed is faults.seed + its index
   unsigned cores_ = std::max(1u, std::thread::hardware_concurrency());
   rnic::time_ns spare_checked_ = 0;

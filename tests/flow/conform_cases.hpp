@@ -310,10 +310,15 @@ inline std::vector<rule_case> rule_cases() {
   out.push_back({"resp.ack_psn", rule::resp_ack_psn, 4, base_conversation({.edit = [](std::size_t i, packet& p) {
                    if (i == 4) p.psn = bogus_ack_psn;
                  }})});
-  // resp.ack_psn: a plain ACK for a PSN of the READ before its responses.
-  out.push_back({"resp.ack_psn (inside a READ)", rule::resp_ack_psn, 8, base_conversation({.after = [](std::size_t i, capture& c) {
-                   if (i == 7) c.roce(ack(105, 3), false);
-                 }})});
+  // resp.ack_psn: a plain ACK for a PSN of the READ, whose responses never come.
+  {
+    capture c;
+    const auto d = c.keep(bytes(64, 9));
+    c.roce(read_req(100, 2 * mtu));
+    const std::size_t at = c.roce(ack(101, 1), false);
+    c.roce(req(opcode::rc_send_only, 102, d));
+    out.push_back({"resp.ack_psn (inside a READ never answered)", rule::resp_ack_psn, at, std::move(c)});
+  }
   // resp.msn: the MSN goes back (2 after 1 becomes 0).
   out.push_back({"resp.msn", rule::resp_msn, 6, base_conversation({.edit = [](std::size_t i, packet& p) {
                    if (i == 6) p.aeth.msn = 0;
@@ -531,6 +536,10 @@ inline std::vector<rule_case> complete_cases() {
     c.roce(req(opcode::rc_send_only, 103, d));
     out.push_back({"a PSN skipped", rule::req_psn_sequence, at, std::move(c)});
   }
+  // B's ACK for a PSN of the READ before the READ's responses: a path that reorders B's frames.
+  out.push_back({"an ACK inside a READ before its responses", rule::resp_ack_psn, 8, base_conversation({.after = [](std::size_t i, capture& c) {
+                   if (i == 7) c.roce(ack(105, 3), false);
+                 }})});
   // B's ACK for PSN 103 a frame before A's SEND 103: transmitted and received frames skewed.
   out.push_back({"a response before its request", rule::resp_ack_psn, 4, base_conversation({.edit = [](std::size_t i, packet& p) {
                    if (i == 4) p.psn = 103;

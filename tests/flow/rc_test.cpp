@@ -762,6 +762,18 @@ TEST_CASE("requester: moved resends from the oldest unacknowledged PSN at once, 
   CHECK(rq.state() == req_state::active);
 }
 
+TEST_CASE("requester: moved does nothing for UC and UD") {
+  for (const auto svc : {service::uc, service::ud}) {
+    auto cfg = rc_cfg();
+    cfg.svc = svc;
+    requester<8> rq(cfg);
+    (void)collect<qp_action_t>([&](qp_sink& o) { return rq.post({.id = 1, .op = wr_op::send, .length = 8, .dest_qp = 3}, 0, o); });
+    step_result r;
+    CHECK(sent<void>(collect<qp_action_t>([&](qp_sink& o) { return rq.moved(5, o); }, &r)).empty());
+    CHECK(r.error == errc::event_not_allowed);
+  }
+}
+
 TEST_CASE("requester: a PSN sequence error NAK naming the PSN after the highest sent acknowledges everything") {
   requester<8> rq(rc_cfg());
   (void)collect<qp_action_t>([&](qp_sink& o) { return rq.post({.id = 1, .op = wr_op::send, .length = 2 * mtu}, 0, o); });
@@ -790,6 +802,10 @@ TEST_CASE("requester: a PSN sequence error NAK past an unanswered READ re-issues
   CHECK(p[0].psn == 0);
   CHECK(p[1].psn == 2);
   CHECK(only<qp_action::complete>(a).empty());
+  // The same NAK again (a duplicate on the wire): nothing is resent, the READ not re-issued again.
+  const auto d = collect<qp_action_t>([&](qp_sink& o) { return rq.on_packet(ack_for(3, ib::syndrome::nak(ib::nak_code::psn_sequence_error).raw), 6, o); });
+  CHECK(sent<void>(d).empty());
+  CHECK(rq.stats().stale == 1);
 }
 
 TEST_CASE("responder: moved NAKs at the expected PSN (RC only) and then waits for it") {
@@ -806,10 +822,13 @@ TEST_CASE("responder: moved NAKs at the expected PSN (RC only) and then waits fo
   CHECK(n[0].dest_qp == 0x22);
   CHECK(ib::syndrome{n[0].aeth.syndrome}.nak_reason() == ib::nak_code::psn_sequence_error);
   CHECK(n[0].aeth.msn == 1);
+  CHECK(rs.state() == resp_state::ready);  // it saw no gap
+  p.psn = 2;  // ahead: a gap, NAKed once
+  CHECK(sent<void>(collect<qp_action_t>([&](qp_sink& o) { return rs.on_packet(p, o); })).size() == 1);
   CHECK(rs.state() == resp_state::nak_sent);
-  p.psn = 2;  // ahead: dropped, the NAK was sent
   CHECK(sent<void>(collect<qp_action_t>([&](qp_sink& o) { return rs.on_packet(p, o); })).empty());
   CHECK(sent<void>(collect<qp_action_t>([&](qp_sink& o) { return rs.moved(o); })).size() == 1);  // moved again: again
+  CHECK(rs.state() == resp_state::nak_sent);
   p.psn = 1;
   CHECK(only<qp_action::receive>(collect<qp_action_t>([&](qp_sink& o) { return rs.on_packet(p, o); })).size() == 1);
   CHECK(rs.state() == resp_state::ready);

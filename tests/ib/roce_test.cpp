@@ -387,3 +387,65 @@ TEST_CASE("roce: IPv4 with options (IHL > 5): parsed, and covered by the ICRC", 
   f[35] = std::byte{0};
   CHECK(decode(f).value().icrc_state == crc_status::bad);
 }
+
+// ECN: a switch's CE mark on scapy's frames, against scapy's own (tos | 3, IPv4 checksum
+// recomputed by scapy: b4d3; IPv6 traffic class 0xe2 -> 0xe3); the ICRC still holds.
+namespace {
+template <std::size_t N>
+constexpr std::array<std::byte, N> marked(std::array<std::byte, N> f) {
+  (void)mark_ce(f);
+  return f;
+}
+constexpr auto scapy_v4_ce = pushwire::test::hex<
+    "248a07a8fa22248a07a8fa22080045030040047840004011b4d3c0a80007c0a80007c00012b7002c00002460ffff000000d300cf17104630818be28935d90e9a9550"
+    "5401be885e50000078f353f3">();
+constexpr auto scapy_v6_ce = pushwire::test::hex<
+    "248a07a8fa22248a07a8fa2286dd6e31face002c11ff2022000000000000000000000000102320230000000000000000000000001024c00012b7002ce7c52460ffff"
+    "000000d300cf17104630818be28935d90e9a95505401be885e5000003e5b743b">();
+}  // namespace
+static_assert(ecn_of(v4_frame) == ecn::ect1 && ecn_of(v6_frame) == ecn::ect0);
+static_assert(marked(v4_frame) == scapy_v4_ce);
+static_assert(marked(v6_frame) == scapy_v6_ce);
+
+TEST_CASE("ecn: mark_ce sets CE as scapy does, keeps the IPv4 checksum and the ICRC good, and leaves Not-ECT alone", "[ib][ecn]") {
+  auto v4 = v4_frame;
+  REQUIRE(mark_ce(v4));
+  CHECK(v4 == scapy_v4_ce);
+  CHECK(ecn_of(v4) == ecn::ce);
+  CHECK(decode(v4)->icrc_state == crc_status::good);
+  roce_view v;
+  REQUIRE(inspect(v4, v).code == errc{});
+  CHECK(v.ip_checksum_ok());
+  auto v6 = v6_frame;
+  REQUIRE(mark_ce(v6));
+  CHECK(v6 == scapy_v6_ce);
+  CHECK(decode(v6)->icrc_state == crc_status::good);
+  CHECK(mark_ce(v6));  // CE stays CE
+  CHECK(v6 == scapy_v6_ce);
+  // Not-ECT: unchanged, refused.
+  roce_packet p = scapy_v4();
+  p.ip4.dsfield_ecn = 0;
+  std::array<std::byte, 78> n{};
+  REQUIRE(build(p, n).has_value());
+  const auto before = n;
+  CHECK_FALSE(mark_ce(n));
+  CHECK(n == before);
+  // Not IP, or cut short: nothing.
+  std::array<std::byte, 20> shortf{};
+  CHECK_FALSE(ecn_of(shortf).has_value());
+  CHECK_FALSE(mark_ce(std::span(v4).first(30)));
+  // Every checksum stays right whatever the TOS byte and the other header words.
+  for (unsigned tos = 0; tos < 256; ++tos) {
+    roce_packet q = scapy_v4();
+    q.ip4.dsfield_dscp = tos >> 2;
+    q.ip4.dsfield_ecn = tos & 3;
+    q.ip4.id = static_cast<std::uint16_t>(tos * 2654435761u);
+    std::array<std::byte, 78> f{};
+    REQUIRE(build(q, f).has_value());
+    INFO("tos " << tos);
+    CHECK(mark_ce(f) == ((tos & 3) != 0));
+    REQUIRE(inspect(f, v).code == errc{});
+    CHECK(v.ip_checksum_ok());
+    CHECK(decode(f)->icrc_state == crc_status::good);
+  }
+}

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include <pushwire/rnic/connect.hpp>
@@ -33,8 +34,11 @@ struct side {
   std::vector<std::unique_ptr<sq_memory>> sqs;
   std::vector<std::unique_ptr<rq_memory>> rqs;
 
-  side(int n, framing f, std::size_t bytes = 1 << 20, std::uint32_t cq_depth = 1024, device_config cfg = {}) {
-    cfg.ports = {port_n(n, f)};
+  side(int n, framing f, std::size_t bytes = 1 << 20, std::uint32_t cq_depth = 1024, device_config cfg = {})
+      : side(port_n(n, f), bytes, cq_depth, std::move(cfg)) {}
+  /// With its one port as given.
+  side(const port_config& port, std::size_t bytes, std::uint32_t cq_depth, device_config cfg) {
+    cfg.ports = {port};
     dev = std::make_unique<device>(cfg);
     pd = *dev->alloc_pd();
     scq_mem = std::make_unique<cq_memory>(cq_depth);

@@ -13,9 +13,9 @@
 // against the value the SEND announces. It then waits for the other side's messages of the same
 // iteration before it starts the next (a slot is written again two iterations later, after its
 // reader has checked it). The client runs -t seconds (default 10) and then tells the server the
-// last iteration. Any completion that is not a success, any byte that differs, a QP that is not
-// RTS at the end, or 20 s without progress: exit 1 with what and where. Success prints one line
-// starting "ok:".
+// last iteration. Any completion that is not a success, any byte that differs or that a WRITE or
+// READ changed beyond its length, a QP that is not RTS at the end, or 20 s without progress:
+// exit 1 with what and where. Success prints one line starting "ok:".
 #include <arpa/inet.h>
 #include <infiniband/verbs.h>
 #include <netinet/in.h>
@@ -55,6 +55,13 @@ void fill(std::uint8_t* p, std::uint32_t n, int side, std::uint64_t i, kind k, s
     const std::uint32_t at = from + j;
     p[j] = static_cast<std::uint8_t>(mix(base ^ (at / 8)) >> (8 * (at % 8)));
   }
+}
+constexpr std::uint8_t guard = 0xA5;  ///< what no one wrote: slots and the READ buffer between uses
+/// The first offset in [from, to) of p not `guard`, or -1.
+long overrun(const std::uint8_t* p, std::uint32_t from, std::uint32_t to) {
+  for (std::uint32_t j = from; j < to; ++j)
+    if (p[j] != guard) return j;
+  return -1;
 }
 /// The first differing offset, or -1.
 long differs(const std::uint8_t* p, std::uint32_t n, int side, std::uint64_t i, kind k, std::uint32_t from = 0) {
@@ -159,6 +166,7 @@ int main(int argc, char** argv) {
   std::vector<std::uint8_t> mem_v(layout::total + 64);
   auto* mem = reinterpret_cast<std::uint8_t*>((reinterpret_cast<std::uintptr_t>(mem_v.data()) + 63) & ~std::uintptr_t{63});
   fill(mem + layout::ro, ro_bytes, me, 0, k_ro);
+  std::memset(mem + layout::slots, guard, 2 * max_write);
   ibv_mr* mr = pd ? ibv_reg_mr(pd, mem, layout::total,
                                IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
                   : nullptr;
@@ -230,7 +238,7 @@ int main(int argc, char** argv) {
     fill(m + header, slen, me, i, k_send);
     auto* results = reinterpret_cast<std::uint64_t*>(mem + layout::results);
     results[0] = results[1] = 0xDEADBEEFDEADBEEFull;
-    std::memset(mem + layout::dst, 0, rlen);
+    std::memset(mem + layout::dst, guard, ro_bytes);
     ibv_sge sg[5] = {
         {reinterpret_cast<std::uint64_t>(mem + layout::src), wlen, mr->lkey},
         {reinterpret_cast<std::uint64_t>(mem + layout::dst), rlen, mr->lkey},
@@ -296,8 +304,10 @@ int main(int argc, char** argv) {
           const std::uint32_t plen = write_len(peer, i);
           if (ntohl(c.imm_data) != static_cast<std::uint32_t>(i)) die("iteration %" PRIu64 ": immediate %u", i, ntohl(c.imm_data));
           if (c.byte_len != plen) die("iteration %" PRIu64 ": WRITE with immediate of %u bytes, not %u", i, c.byte_len, plen);
-          if (const long at = differs(mem + layout::slots + (i % 2) * max_write, plen, peer, i, k_write); at >= 0)
-            die("iteration %" PRIu64 ": written byte %ld of %u differs", i, at, plen);
+          std::uint8_t* slot = mem + layout::slots + (i % 2) * max_write;
+          if (const long at = differs(slot, plen, peer, i, k_write); at >= 0) die("iteration %" PRIu64 ": written byte %ld of %u differs", i, at, plen);
+          if (const long at = overrun(slot, plen, max_write); at >= 0) die("iteration %" PRIu64 ": a WRITE of %u bytes changed byte %ld", i, plen, at);
+          std::memset(slot, guard, max_write);  // the peer writes it again two iterations on
           bytes_written += plen;
         } else {  // the SEND
           if (c.opcode != IBV_WC_RECV) die("iteration %" PRIu64 ": receive %d is opcode %d, not the SEND", i, recvs, c.opcode);
@@ -318,6 +328,7 @@ int main(int argc, char** argv) {
       }
     }
     if (const long at = differs(mem + layout::dst, rlen, peer, 0, k_ro, roff); at >= 0) die("iteration %" PRIu64 ": read byte %ld of %u (at %u) differs", i, at, rlen, roff);
+    if (const long at = overrun(mem + layout::dst, rlen, ro_bytes); at >= 0) die("iteration %" PRIu64 ": a READ of %u bytes changed byte %ld", i, rlen, at);
     bytes_read += rlen;
     if (results[0] != fa_old) die("iteration %" PRIu64 ": FETCH_AND_ADD returned %#" PRIx64 ", not %#" PRIx64, i, results[0], fa_old);
     if (results[1] != fa_old + add) die("iteration %" PRIu64 ": COMPARE_AND_SWAP returned %#" PRIx64 ", not %#" PRIx64, i, results[1], fa_old + add);

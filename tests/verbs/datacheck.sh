@@ -6,8 +6,9 @@
 build=$(cd "$1" && pwd); pw_port=$2
 . "$(dirname "$0")/common.sh"
 check=$build/tests/pushwire-datacheck
-export PUSHWIRE_VERBS_FAULTS="loss=0.02,reorder=0.02,seed=$pw_port"
-pw_pair 60 "$check" -d pw0 -p "$pw_port" -- "$check" -d pw0 -p "$pw_port" -t 5 127.0.0.1
+faults="loss=0.02,reorder=0.02,seed"  # each side its own seed: the two directions lose differently
+pw_pair 60 env "PUSHWIRE_VERBS_FAULTS=$faults=$pw_port" "$check" -d pw0 -p "$pw_port" -- \
+  env "PUSHWIRE_VERBS_FAULTS=$faults=$((pw_port + 1))" "$check" -d pw0 -p "$pw_port" -t 5 127.0.0.1
 for f in server client; do
   grep -q '^ok: .* every byte checked' "$pw_work/$f.log" || { echo "FAIL: $f did not check its iterations"; exit 1; }
 done

@@ -30,9 +30,9 @@ need=(/usr/bin/python3 ibv_rc_pingpong)
 [ "$what" = unmodified ] && need+=(ib_write_bw)
 case $what in unmodified|data*) need+=(dumpcap tshark) ;; esac
 pw_require "${need[@]}"
-daemon_args=() peer_env=()
+daemon_args=() peer_env=() daemon_faults=
 if [ "$what" = data-loss ]; then
-  daemon_args=(--faults "loss=0.02,seed=$$") peer_env=("PUSHWIRE_VERBS_FAULTS=loss=0.02,seed=$$")
+  daemon_faults=loss=0.02 peer_env=("PUSHWIRE_VERBS_FAULTS=loss=0.02,seed=$(( $$ + 7 ))")
 fi
 . "$here/migrate_env.sh"
 
@@ -68,7 +68,7 @@ unmodified)
   "$build/tools/pushwire-conform" "$work/moves.pcapng" >"$work/conform.txt" || { cat "$work/conform.txt"; fail "pushwire-conform"; }
   tail -1 "$work/conform.txt"
   # Downtime per move: the guest's frames change source MAC (a's interface, then b's) on the bridge.
-  /usr/bin/python3 "$here/downtime.py" "$work/moves.pcapng" "$G" "$work/moves.txt" 5 || fail "five moves in the capture"
+  /usr/bin/python3 "$here/downtime.py" "$work/moves.pcapng" "$G" "$work/moves.txt" 5 --naks || fail "five moves, each with the engines' NAK, in the capture"
   echo "PASS: unmodified programs across six moves; the capture of the first five is clean"
   ;;
 
@@ -96,7 +96,15 @@ data|data-loss)
   /usr/bin/python3 "$here/icrc_check.py" "$work/data.pcapng" 1000 20 || fail "ICRC"
   "$build/tools/pushwire-conform" "$work/data.pcapng" >"$work/conform.txt" || { tail -20 "$work/conform.txt"; fail "pushwire-conform"; }
   tail -1 "$work/conform.txt"
-  /usr/bin/python3 "$here/downtime.py" "$work/data.pcapng" "$G" "$work/moves.txt" 5 || fail "five moves in the capture"
+  # Each move shows the engines' resume (a NAK at the expected PSN), unless loss may have taken it.
+  naks=--naks; [ "$what" = data-loss ] && naks=
+  /usr/bin/python3 "$here/downtime.py" "$work/data.pcapng" "$G" "$work/moves.txt" 5 $naks || fail "five moves in the capture"
+  if [ "$what" = data-loss ]; then  # the loss was there: the device processes dropped frames
+    kill -TERM $daemon_a $daemon_b; wait $daemon_a $daemon_b 2>/dev/null || true
+    lost=$(grep -ho 'faults injected: lost [0-9]*' "$work"/rnicd-*.log | awk '{s += $4} END {print s + 0}')
+    echo "frames the device processes' --faults lost: $lost"
+    [ "$lost" -gt 100 ] || fail "the device processes lost only $lost frames"
+  fi
   echo "PASS: WRITE with immediate, SEND/RECV, READ and atomics checked across five moves${daemon_args[*]:+ with 2% loss}"
   ;;
 

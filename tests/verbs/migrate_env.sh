@@ -1,7 +1,8 @@
 # The setting of tests/verbs/migrate.sh and bench/migration.sh: three namespaces on one bridge,
 # host a and host b each with a device process, and a peer with an in-process device. The guest
 # function is a's VF 1 on an address of its own, $G, which moves with it.
-# Set daemon_args (pushwire-rnicd's extra options) and peer_env (the peer's environment), then
+# Set daemon_args (pushwire-rnicd's extra options), daemon_faults (--faults without a seed: each
+# device process gets its own) and peer_env (the peer's environment), then
 # source this with $build set; it sets up everything and cleans up on exit.
 #   fail TEXT             prints the device processes' logs and exits 1
 #   ctl SIDE ARGS...      pushwire-rnicd ctl on a or b
@@ -24,7 +25,8 @@ start_daemon() {  # SIDE
   local side=$1 addr=$A
   [ $side = b ] && addr=$B
   rm -f "$work/$side.sock"
-  ip netns exec $s-$side "$rnicd" --port pw0:$addr --functions 2 --control "$work/$side.sock" "${daemon_args[@]}" 2>>"$work/rnicd-$side.log" &
+  ip netns exec $s-$side "$rnicd" --port pw0:$addr --functions 2 --control "$work/$side.sock" "${daemon_args[@]}" \
+    ${daemon_faults:+--faults "$daemon_faults,seed=$(( $$ + ${#side} + $(printf %d "'$side") ))"} 2>>"$work/rnicd-$side.log" &
   local pid=$!; pw_pids+=($pid); eval "daemon_$side=$pid"
   for _ in $(seq 100); do [ -S "$work/$side.sock" ] && return 0; sleep 0.05; done
   fail "pushwire-rnicd did not start in $side"
@@ -38,14 +40,14 @@ peer() {  # LOG PROGRAM ARGS...: the peer's server
   local log=$1; shift
   port=$((port + 1))
   ip netns exec $s-p env PUSHWIRE_VERBS=pw0:$P "${peer_env[@]}" timeout 200 "$verbs" run -- "$@" -p $port >"$log" 2>&1 &
-  server=$!
+  server=$!; pw_pids+=($server)
   for _ in $(seq 200); do ip netns exec $s-p ss -ltn "sport = :$port" | grep -q LISTEN && return 0; sleep 0.05; done
   fail "the peer does not listen"
 }
 guest() {  # LOG PROGRAM ARGS...: the guest's client, on VF 1 where it is (backgrounded: $client)
   local log=$1; shift
   ip netns exec $s-a env "PUSHWIRE_VERBS=pw0@$work/$where.sock#vf1" timeout 200 "$verbs" run -- "$@" -p $port $P >"$log" 2>&1 &
-  client=$!
+  client=$!; pw_pids+=($client)
 }
 where=a
 move() {  # the function to the other host

@@ -110,7 +110,8 @@ inline constexpr std::array<rule_info, rule_count> rule_table{{
     {rule::resp_ack_psn, "resp.ack_psn",
      "An ACK, NAK or RNR NAK names a PSN its requester sent (a capture may record that request after it) and "
      "acknowledges nothing beyond it; a READ or atomic not yet answered is acknowledged by its responses, not by an "
-     "ACKNOWLEDGE naming one of its PSNs.",
+     "ACKNOWLEDGE naming one of its PSNs (unless the capture is complete, responses that come after such an "
+     "ACKNOWLEDGE answer it: a path may reorder them).",
      "the stream's PSN and READ records", "IBTA vol. 1 9.7.5.1.1, 9.7.5.1.5; rxe check_psn, hfi1 do_rc_ack"},
     {rule::resp_msn, "resp.msn",
      "The AETH MSN counts completed messages: it never decreases as the PSN acknowledged grows, and it never grows by more "
@@ -308,6 +309,7 @@ class conformance {
       if (s->reliable())
         for (const gap& g : s->gaps) judge_gap(*s, g);
       judge_ahead(*s);
+      judge_early(*s);
       // (A capture that loses the requester's packets may have lost the resend.)
       if (s->restart && s->restart->offending && !lossy(*s))
         report_at(*s->restart->offending, rule::retx_restart, *s, "a resend from PSN " + psn_text(s->restart->psn) + " (NAK at frame " + std::to_string(s->restart->frame) + ")",
@@ -415,6 +417,15 @@ class conformance {
       std::string seen;
     };
     std::vector<ahead> aheads;
+    /// ACKs and NAKs that acknowledged a READ or atomic before any response of it came: a path
+    /// that reorders may bring the responses after them. Forgiven when they come; judged at the
+    /// end, or when the stream starts a new connection.
+    struct early_ack {
+      std::uint32_t read_psn = 0;
+      std::uint64_t frame = 0;
+      std::string expected, seen;
+    };
+    std::vector<early_ack> early;
     std::uint64_t last_request = 0;  ///< frame of the stream's latest request
     std::optional<restart_due> restart{};
     std::uint32_t satisfied_nak_psn = 0, satisfied_nak_msn = 0;
@@ -720,6 +731,7 @@ class conformance {
     if (s.reliable())
       for (const gap& g : s.gaps) judge_gap(s, g);
     judge_ahead(s);
+    judge_early(s);
     s.aheads = std::move(keep);
     s.denied.clear();
     s.started = false;
@@ -988,6 +1000,16 @@ class conformance {
   static void explain_ahead(stream& s) {
     if (!s.aheads.empty()) std::erase_if(s.aheads, [&](const stream::ahead& a) { return !ib::psn_after(a.psn, ack_limit(s, a.nak)); });
   }
+  static void forgive_early(stream& s, std::uint32_t read_psn) {
+    if (!s.early.empty()) std::erase_if(s.early, [&](const stream::early_ack& e) { return e.read_psn == read_psn; });
+  }
+  /// Acknowledgements of a READ or atomic whose responses never came, at their connection's
+  /// end; unless the capture loses frames of the stream (then it may have lost the responses).
+  void judge_early(stream& s) {
+    if (!lossy(s))
+      for (const stream::early_ack& e : s.early) report_at(e.frame, rule::resp_ack_psn, s, e.expected, e.seen);
+    s.early.clear();
+  }
   /// Responses ahead that nothing explained, at their connection's end. Their requests were
   /// never sent when the capture holds the requester going on after them, in sequence, without
   /// ever reaching their PSN. Else the capture may have lost them: it loses requests of that
@@ -1121,6 +1143,7 @@ class conformance {
                std::string{o.name} + " PSN " + psn_text(p.psn) + " (" + range_text(want, ib::psn_add(p.psn, -1)) + " missing)");
       r->answered = true;
       r->next = ib::psn_add(p.psn, 1);
+      forgive_early(s, r->psn);
     }
     const ib::syndrome syn{p.aeth.syndrome};
     if (has_aeth && syn.kind() == ib::aeth_kind::reserved)
@@ -1141,11 +1164,14 @@ class conformance {
       return;
     }
     read_rec* rr = find_read(s, p.psn);
-    if (plain && rr && !rr->answered && (syn.kind() == ib::aeth_kind::ack || p.psn != rr->psn))
-      return report(rule::resp_ack_psn, s,
-                    std::string{rr->atomic ? "an ATOMIC_ACKNOWLEDGE" : "READ responses"} + " for the request at PSN " + psn_text(rr->psn) + " (frame " +
-                        std::to_string(rr->frame) + ")",
-                    std::string{syn.kind() == ib::aeth_kind::ack ? "an ACK" : "a NAK"} + " naming PSN " + psn_text(p.psn));
+    if (plain && rr && !rr->answered && (syn.kind() == ib::aeth_kind::ack || p.psn != rr->psn)) {
+      std::string expected = std::string{rr->atomic ? "an ATOMIC_ACKNOWLEDGE" : "READ responses"} + " for the request at PSN " + psn_text(rr->psn) +
+                             " (frame " + std::to_string(rr->frame) + ")";
+      std::string seen = std::string{syn.kind() == ib::aeth_kind::ack ? "an ACK" : "a NAK"} + " naming PSN " + psn_text(p.psn);
+      if (opt_.complete) return report(rule::resp_ack_psn, s, expected, seen);
+      if (s.early.size() < 64) s.early.push_back({rr->psn, frame_, std::move(expected), std::move(seen)});
+      return;
+    }
     if (o.is(ib::op_class::read_response)) check_read_response(s, p);
     if (o.op == ib::operation::atomic_acknowledge) {
       const sent* q = find_sent(s, p.psn);
@@ -1154,7 +1180,7 @@ class conformance {
       else if (rr && rr->atomic && rr->psn == p.psn && rr->va % 8 != 0 && !rr->answered)
         report(rule::resp_atomic, s, "a NAK invalid request: the atomic's VA " + hex64(rr->va) + " is not 8-byte aligned", "an ATOMIC_ACKNOWLEDGE");
     }
-    if ((o.is(ib::op_class::read_response) || o.op == ib::operation::atomic_acknowledge) && rr) rr->answered = true;
+    if ((o.is(ib::op_class::read_response) || o.op == ib::operation::atomic_acknowledge) && rr) rr->answered = true, forgive_early(s, rr->psn);
     if (!o.has(ib::ext::aeth)) return;
     const std::uint32_t through = syn.kind() == ib::aeth_kind::ack ? p.psn : ib::psn_add(p.psn, -1);
     if (syn.kind() == ib::aeth_kind::nak) check_nak(s, p, syn);

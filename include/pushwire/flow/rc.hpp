@@ -340,8 +340,8 @@ class requester {
   constexpr step_result resolved(time_ns now, qp_sink& out);
   /// The QP now runs on another device (spec/migration.md §5): what it sent before the move,
   /// and the acknowledgements of it, may be lost. An active requester sends again from the
-  /// oldest unacknowledged PSN at once, without counting a retry; in any other state nothing
-  /// changes (event_not_allowed).
+  /// oldest unacknowledged PSN at once, without counting a retry; in any other state or
+  /// service (UC, UD, DC) nothing changes (event_not_allowed).
   constexpr step_result moved(time_ns now, qp_sink& out);
   /// Send more (after a call that ran out of sink room).
   constexpr void pump(time_ns now, qp_sink& out);
@@ -356,7 +356,13 @@ class requester {
   }
 
   constexpr req_state state() const { return st_; }
-  /// pump() has work: packets the window allows, or completions held back by a full sink.
+  /// An outside rate limiter (DCQCN's pacing, spec/qos.md §3) holds new packets back: while
+  /// held, no call sends a packet (completions still go; posts queue, NAKs and timeouts rewind
+  /// as usual). The caller releases it for each packet its rate allows.
+  constexpr void hold(bool on) { held_ = on; }
+  constexpr bool held() const { return held_; }
+  /// pump() has work: packets the window allows (held or not), or completions held back by a
+  /// full sink.
   constexpr bool wants_to_send() const {
     if (!q_.empty() && q_.front().done) return true;
     return (st_ == req_state::active || st_ == req_state::idle) && cur_ < q_.size() && window_open() && !credit_blocks(q_[cur_]);
@@ -392,6 +398,7 @@ class requester {
     h(credits_);
     h(rto_.has_value());
     h(wait_.has_value());
+    h(held_);
   }
 
   // ---- guards --------------------------------------------------------------------------
@@ -399,6 +406,7 @@ class requester {
   static constexpr bool g_all_done(const requester& m, const req_input& in) { return m.acks_all(in.pkt); }
   static constexpr bool g_rnr_left(const requester& m, const req_input&) { return m.cfg_.rnr_retry == infinite_retries || m.rnr_left_ > 0; }
   static constexpr bool g_retry_left(const requester& m, const req_input&) { return m.cfg_.retry_forever || m.retry_left_ > 0; }
+  static constexpr bool g_rc(const requester& m, const req_input&) { return m.cfg_.svc == service::rc; }
 
   // ---- actions -------------------------------------------------------------------------
   static constexpr errc a_queue(requester& m, const req_input& in, qp_sink&) {
@@ -418,13 +426,14 @@ class requester {
   }
   static constexpr errc a_go_back(requester& m, const req_input& in, qp_sink& out) {
     ++m.stats_.seq_naks;
-    m.advance_before(in.pkt.psn, in.now, out);
-    // One go-back per gap: the same NAK again (a duplicate on the wire) resends nothing more;
-    // a retransmission lost again is the timeout's to recover (the responder NAKs a gap once).
+    // One go-back per gap: the same NAK again (a duplicate on the wire) acknowledges nothing new
+    // and resends nothing more, not even a READ or atomic the first one re-issued; a
+    // retransmission lost again is the timeout's to recover (the responder NAKs a gap once).
     if (m.nak_from_ && *m.nak_from_ == in.pkt.psn) {
       ++m.stats_.stale;
       return {};
     }
+    m.advance_before(in.pkt.psn, in.now, out);
     m.nak_from_ = in.pkt.psn;
     // from una_ when that stayed before the NAK's PSN: a READ or atomic there lost its response
     m.rewind(ib::psn_before(m.una_, in.pkt.psn) ? m.una_ : in.pkt.psn);
@@ -713,6 +722,7 @@ class requester {
   std::uint8_t retry_left_, rnr_left_;
   std::uint32_t credits_ = 1;  ///< from the last ACK's AETH (unlimited: large)
   std::optional<time_ns> rto_, wait_;
+  bool held_ = false;
   req_state st_ = req_state::idle;
   counters stats_{};
 
@@ -752,7 +762,7 @@ struct requester_rows {
       {req_state::rnr_wait, req_event::wait_over, "", nullptr, req_state::active, "go back to the RNR NAK's PSN", &M::a_resume},
       {req_state::paused, req_event::wait_over, "", nullptr, req_state::active, "resume from the faulted PSN", &M::a_resume},
       {req_state::paused, req_event::resolved, "", nullptr, req_state::active, "resume from the faulted PSN", &M::a_resume},
-      {req_state::active, req_event::moved, "", nullptr, req_state::active, "go back to the oldest unacknowledged PSN (not counted); re-arm timer", &M::a_moved},
+      {req_state::active, req_event::moved, "RC", &M::g_rc, req_state::active, "go back to the oldest unacknowledged PSN (not counted); re-arm timer", &M::a_moved},
   });
 };
 }  // namespace detail
@@ -766,7 +776,7 @@ template <std::size_t SQ>
 constexpr void requester<SQ>::pump(time_ns now, qp_sink& out) {
   complete_done(out);
   if (st_ != req_state::active && st_ != req_state::idle) return;
-  while (cur_ < q_.size() && window_open() && out.room() > timer_room) {
+  while (!held_ && cur_ < q_.size() && window_open() && out.room() > timer_room) {
     wqe& w = q_[cur_];
     if (credit_blocks(w)) break;
     packet p = make_packet(w, cur_pkt_);
@@ -991,6 +1001,8 @@ class responder {
   /// The QP now runs on another device (spec/migration.md §5): requests its peer sent during
   /// the move may be lost. An RC responder that is ready, or has NAKed, sends a PSN sequence
   /// error NAK naming the PSN it expects, so the peer resends from there without waiting for
+  /// its timer; its state stays (it saw no gap: a gap it sees later is NAKed too). A peer that
+  /// went back to that same PSN before the move takes the NAK for a duplicate and recovers by
   /// its timer (a peer with nothing outstanding drops it, as a NAK naming a PSN it has not
   /// sent; one whose requests all arrived takes it as their ACK). Errors: actions_full, queue_full (as on_packet), event_not_allowed (any other
   /// state or service: nothing is sent).
@@ -1279,7 +1291,7 @@ struct responder_rows {
       {resp_state::nak_sent, resp_event::ahead, "", nullptr, resp_state::nak_sent, "drop (NAK sent once)", &M::a_drop},
       {resp_state::faulted, resp_event::ahead, "", nullptr, resp_state::faulted, "drop (waiting for the faulted PSN)", &M::a_drop},
       {resp_state::error, resp_event::execute, "any request", nullptr, resp_state::error, "drop", &M::a_drop},
-      {resp_state::ready, resp_event::moved, "RC", &M::g_rc, resp_state::nak_sent, "NAK PSN sequence error at the expected PSN", &M::a_nak_moved},
+      {resp_state::ready, resp_event::moved, "RC", &M::g_rc, resp_state::ready, "NAK PSN sequence error at the expected PSN", &M::a_nak_moved},
       {resp_state::nak_sent, resp_event::moved, "RC", &M::g_rc, resp_state::nak_sent, "NAK PSN sequence error at the expected PSN", &M::a_nak_moved},
   });
 };

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -94,6 +95,61 @@ constexpr std::uint32_t inet_sum(std::span<const std::byte> b, std::uint32_t sum
 constexpr std::uint16_t inet_fold(std::uint32_t sum) {
   while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
   return static_cast<std::uint16_t>(~sum & 0xFFFF);
+}
+
+/// The ECN field's values (RFC 3168): the IP header's two low traffic class / TOS bits.
+enum class ecn : std::uint8_t { not_ect = 0, ect1 = 1, ect0 = 2, ce = 3 };
+inline constexpr std::array<wire::named_value, 4> ecn_names{{
+    {ecn::not_ect, "Not-ECT"}, {ecn::ect1, "ECT(1)"}, {ecn::ect0, "ECT(0)"}, {ecn::ce, "CE"}}};
+constexpr std::span<const wire::named_value> wire_enum_names(ecn) { return ecn_names; }
+
+/// Where the IP header of an Ethernet frame starts (after one 802.1Q tag, if any), and whether
+/// it is IPv6; nullopt when the frame carries neither IPv4 nor IPv6, or is too short for its
+/// fixed header.
+struct ip_at {
+  std::size_t offset;
+  bool v6;
+};
+constexpr std::optional<ip_at> find_ip(std::span<const std::byte> frame) {
+  std::size_t at = wire::eth_header_size;
+  if (frame.size() < at) return std::nullopt;
+  std::uint16_t type = wire::load_be16(frame.data() + 12);
+  if (type == ethertype_vlan) {
+    if (frame.size() < at + 4) return std::nullopt;
+    type = wire::load_be16(frame.data() + 16);
+    at += 4;
+  }
+  if (type == ethertype_ipv4 && frame.size() >= at + 20 && (std::to_integer<unsigned>(frame[at]) >> 4) == 4) return ip_at{at, false};
+  if (type == ethertype_ipv6 && frame.size() >= at + 40 && (std::to_integer<unsigned>(frame[at]) >> 4) == 6) return ip_at{at, true};
+  return std::nullopt;
+}
+/// The ECN field of an Ethernet frame's IP header (nullopt: no IP header).
+constexpr std::optional<ecn> ecn_of(std::span<const std::byte> frame) {
+  const auto ip = find_ip(frame);
+  if (!ip) return std::nullopt;
+  const unsigned b = std::to_integer<unsigned>(frame[ip->offset + 1]);
+  return static_cast<ecn>(ip->v6 ? (b >> 4) & 3 : b & 3);
+}
+/// Marks an ECN-capable frame Congestion Experienced, as a congested switch does: the ECN
+/// field becomes CE and an IPv4 header checksum is brought up to date (RFC 1624). The ICRC
+/// masks both (spec/roce.md §8). Returns false, changing nothing, when the frame has no IP
+/// header or is not ECT(0) / ECT(1); true when it is CE after the call.
+constexpr bool mark_ce(std::span<std::byte> frame) {
+  const auto ip = find_ip(frame);
+  const auto e = ecn_of(frame);
+  if (!ip || !e || *e == ecn::not_ect) return false;
+  if (*e == ecn::ce) return true;
+  std::byte& b = frame[ip->offset + 1];
+  const std::uint16_t before = wire::load_be16(frame.data() + ip->offset);
+  b |= std::byte{static_cast<std::uint8_t>(ip->v6 ? 0x30 : 0x03)};
+  if (!ip->v6) {  // HC' = ~(~HC + ~m + m'), over the 16-bit word holding the TOS byte
+    const std::uint16_t after = wire::load_be16(frame.data() + ip->offset);
+    const std::uint32_t hc = wire::load_be16(frame.data() + ip->offset + 10);
+    std::uint32_t sum = (~hc & 0xFFFF) + (~std::uint32_t{before} & 0xFFFF) + after;
+    while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+    wire::store_be16(frame.data() + ip->offset + 10, static_cast<std::uint16_t>(~sum & 0xFFFF));
+  }
+  return true;
 }
 
 }  // namespace pushwire::ib

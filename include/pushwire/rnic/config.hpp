@@ -8,7 +8,9 @@
 #include <span>
 #include <vector>
 
+#include <pushwire/flow/dcqcn.hpp>
 #include <pushwire/flow/rc.hpp>
+#include <pushwire/ib/encap.hpp>
 #include <pushwire/ib/gid.hpp>
 #include <pushwire/rnic/core.hpp>
 #include <pushwire/wire/ethernet.hpp>
@@ -39,6 +41,10 @@ struct port_config {
   /// from the flow label (ib/entropy.hpp); a UDP socket transport sets its bound port
   /// (net/udp.hpp), since the kernel sends from that. Sessions set their own.
   std::uint16_t udp_sport = 0;
+  /// RoCE: the ECN field of what the port sends (spec/qos.md §1): ECT(0) or ECT(1) lets
+  /// switches mark it CE; Not-ECT (the default) keeps the traffic class's low bits. CNPs are
+  /// always Not-ECT.
+  ib::ecn ecn = ib::ecn::not_ect;
 
   /// GID `index` of the port's table (0: gid, then extra_gids), or nullptr beyond it.
   const ib::gid* gid_at(std::size_t index) const {
@@ -51,6 +57,18 @@ struct port_config {
       if (g == e) return true;
     return false;
   }
+};
+
+/// Congestion control (spec/qos.md §3): DCQCN's notification and reaction points.
+struct congestion_config {
+  /// Notification point: a CE-marked request for an RC QP makes a CNP to its peer QP, at most
+  /// one per QP per cnp_interval ns (np_min_time_between_cnps).
+  bool notify = false;
+  time_ns cnp_interval = 4'000;
+  /// Reaction point: a CNP for an RC QP starts DCQCN's rate machine on it; its requests are then
+  /// paced at the machine's rate until it is back at line rate.
+  bool react = false;
+  flow::dcqcn_config dcqcn{};
 };
 
 /// Limits and behaviour of one device (spec/rnic.md §2).
@@ -95,6 +113,7 @@ struct device_config {
   /// (behind it: take_frame), one datagram burst each way instead of two; a stream's ACKs,
   /// several, are not held. 0: at once.
   time_ns ack_delay = 0;
+  congestion_config congestion{};
 };
 
 /// An asynchronous event (ibv_event_type's meaning): the device reports what no completion can.
@@ -141,6 +160,10 @@ struct device_counters {
   std::uint64_t session_duplicate = 0;      ///< a sequence number already delivered or held
   std::uint64_t session_window_full = 0;    ///< beyond the resequencing window
   std::uint64_t session_not_sent = 0;       ///< a session QP's message with no session to go on
+  /// Congestion control (spec/qos.md §3).
+  std::uint64_t ce_received = 0;    ///< requests that arrived marked CE
+  std::uint64_t cnps_sent = 0;
+  std::uint64_t cnps_received = 0;  ///< CNPs for a QP of this device (whether it reacts or not)
 };
 
 }  // namespace pushwire::rnic

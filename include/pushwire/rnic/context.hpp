@@ -105,6 +105,11 @@ struct qp_context {
   std::uint32_t dc_ah = 0;     ///< DCI: the AH of the target it is connected to
   dma* memory = nullptr;       ///< the DMA engine its responder's memory port reaches (dma.hpp)
   std::unique_ptr<session_qp> sessions{};  ///< set_qp_sessions
+  /// DCQCN (device_config::congestion): the reaction point, from the first CNP; when its
+  /// requester may send next while paced; when it last sent a CNP.
+  std::optional<flow::dcqcn_rp> rp{};
+  time_ns tx_next = 0;
+  std::optional<time_ns> last_cnp{};
 
   bool is(qp_type t) const { return init.type == t; }
   /// UC and UD fail their send queue alone (SQE); RC and DC the whole QP (ERR).

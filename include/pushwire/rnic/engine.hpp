@@ -60,6 +60,7 @@ class qp_engine {
         continue;
       }
       fire_timers(*q);
+      if (q->rp) fire_rate_timers(*q);
       pump(*q);
       write_completions(*q);
     }
@@ -80,6 +81,10 @@ class qp_engine {
     for (const auto& [n, q] : qps_) {
       if (q->closed) take(q->last_heard + q->linger);
       if (const requester_t* r = q->sender()) take(r->deadline(flow::timer_kind::retransmit)), take(r->deadline(flow::timer_kind::wait));
+      if (q->rp) {
+        for (const auto k : {flow::rp_timer::decrease, flow::rp_timer::alpha, flow::rp_timer::increase}) take(q->rp->deadline(k));
+        if (paced(*q) && q->req && q->req->wants_to_send()) take(q->tx_next);
+      }
     }
     return t;
   }
@@ -193,6 +198,8 @@ class qp_engine {
     scratch(const scratch&) = delete;
     scratch& operator=(const scratch&) = delete;
     flow::qp_sink& out() { return list_->out; }
+    /// Its storage, for a smaller sink over part of it.
+    std::span<flow::qp_action_t> storage() { return list_->storage; }
 
    private:
     qp_engine& e_;
@@ -463,9 +470,14 @@ class qp_engine {
   template <class F>
   void run_sender(qp_context& q, F&& f, const flow::packet* in = nullptr) {
     scratch a(*this);
+    run_sender_into(q, a.out(), f, in);
+  }
+  /// run_sender() with the caller's sink.
+  template <class F>
+  void run_sender_into(qp_context& q, flow::qp_sink& out, F&& f, const flow::packet* in = nullptr) {
     const requester_t* r = q.sender();
     const auto before = r ? r->stats() : typename requester_t::counters{};
-    f(a.out());
+    f(out);
     if (const requester_t* after = q.sender()) {
       stats_.retransmits += after->stats().retransmitted - before.retransmitted;
       if (after->stats().page_faults != before.page_faults) {
@@ -474,7 +486,7 @@ class qp_engine {
           stats_.retransmits_avoided += (*until - now_) / std::max<time_ns>(after->config().timeout, 1);
       }
     }
-    handle(q, a.out(), in, nullptr);
+    handle(q, out, in, nullptr);
   }
   void fire_timers(qp_context& q) {
     for (const auto k : {flow::timer_kind::retransmit, flow::timer_kind::wait}) {
@@ -484,8 +496,10 @@ class qp_engine {
       run_sender(q, [&](flow::qp_sink& out) { q.req ? q.req->on_timer(k, now_, out) : q.dci->on_timer(k, now_, out); });
     }
   }
-  static bool wants_work(const qp_context& q) {
-    if ((q.req && q.req->wants_to_send()) || (q.resp && q.resp->wants_to_send())) return true;
+  /// DCQCN holds q's requests back (its rate machine is below line rate).
+  static bool paced(const qp_context& q) { return q.rp && q.rp->state() != flow::rp_state::line_rate; }
+  bool wants_work(const qp_context& q) const {
+    if ((q.req && q.req->wants_to_send() && (!paced(q) || q.tx_next <= now_)) || (q.resp && q.resp->wants_to_send())) return true;
     if ((q.dci && q.dci->wants_to_send()) || (q.dct && q.dct->wants_to_send())) return true;
     return (!q.sends.empty() && q.sends.front().done) || (!q.recvs.empty() && q.recvs.front().done);
   }
@@ -497,6 +511,9 @@ class qp_engine {
         scratch a(*this);
         q.resp ? q.resp->pump(a.out()) : q.dct->pump(a.out());
         handle(q, a.out(), nullptr, nullptr);
+      } else if (q.req && q.req->wants_to_send() && paced(q)) {
+        if (q.tx_next > now_) break;
+        send_paced(q);
       } else if ((q.req && q.req->wants_to_send()) || (q.dci && q.dci->wants_to_send())) {
         run_sender(q, [&](flow::qp_sink& out) { q.req ? q.req->pump(now_, out) : q.dci->pump(now_, out); });
       } else {
@@ -508,6 +525,60 @@ class qp_engine {
       q.drained_told = true;
       events_.push_back({event_type::sq_drained, q.qpn});
     }
+  }
+
+  // -- congestion control (spec/qos.md §3) ------------------------------------------------------------
+  /// One request packet of a paced QP: then its next may go after its bytes at the QP's rate.
+  void send_paced(qp_context& q) {
+    scratch a(*this);
+    // room for one packet: the requester's timer actions and a completion beside it
+    flow::qp_sink one{std::span<flow::qp_action_t>(a.storage()).first(requester_t::min_room)};
+    const std::uint64_t before = stats_.bytes_out;
+    q.req->hold(false);
+    run_sender_into(q, one, [&](flow::qp_sink& out) { q.req->pump(now_, out); });
+    q.req->hold(true);
+    const std::uint64_t bytes = stats_.bytes_out - before;
+    const std::uint64_t rate = std::max<std::uint64_t>(q.rp->rate(), 1);
+    q.tx_next = std::max(q.tx_next, now_) + static_cast<time_ns>((static_cast<unsigned __int128>(bytes) * 8'000'000'000u + rate - 1) / rate);
+    rate_actions([&](flow::rp_sink& out) { return q.rp->on_sent(bytes, now_, out); });
+    pace(q);
+  }
+  /// The requester is held while the rate machine is below line rate.
+  static void pace(qp_context& q) {
+    if (q.req) q.req->hold(paced(q));
+  }
+  template <class F>
+  static void rate_actions(F&& f) {
+    std::array<flow::rp_action_t, flow::dcqcn_rp::min_room> st{};
+    flow::rp_sink out{std::span<flow::rp_action_t>(st)};
+    (void)f(out);  // the machine keeps its rate and deadlines: rate() and deadline() are read
+  }
+  void fire_rate_timers(qp_context& q) {
+    for (const auto k : {flow::rp_timer::decrease, flow::rp_timer::alpha, flow::rp_timer::increase})
+      if (const auto d = q.rp->deadline(k); d && *d <= now_) rate_actions([&](flow::rp_sink& out) { return q.rp->on_timer(k, now_, out); });
+    pace(q);
+  }
+  /// A CNP for q: its reaction point (started now if this is the first) cuts its rate.
+  void congestion_notified(qp_context& q) {
+    ++stats_.cnps_received;
+    if (!cfg_.congestion.react || !q.is(qp_type::rc) || !q.req) return;
+    if (!q.rp) q.rp.emplace(cfg_.congestion.dcqcn);
+    rate_actions([&](flow::rp_sink& out) { return q.rp->on_cnp(now_, out); });
+    pace(q);
+  }
+  /// A request for RC QP q arrived marked CE: a CNP to its peer, unless one went within the
+  /// interval.
+  void notify_congestion(qp_context& q) {
+    ++stats_.ce_received;
+    if (!cfg_.congestion.notify || !flow::cnp_due(q.last_cnp, now_, cfg_.congestion.cnp_interval)) return;
+    flow::packet c{};
+    c.opcode = ib::opcode::cnp;
+    c.dest_qp = q.attr.dest_qp_num;
+    c.p_key = 0xFFFF;
+    c.becn = true;  // RoCEv2 annex A17: a CNP sets BECN
+    const address_vector& av = q.attr.av;
+    if (av.port >= ports_.size() || !ports_[av.port].accepts(false)) return;
+    if (ports_[av.port].send(c, q.qpn, av, 0, std::nullopt, now_, stats_, [](auto&&) { return true; })) ++stats_.cnps_sent;
   }
 
   // -- actions ------------------------------------------------------------------------------------
@@ -783,6 +854,10 @@ class qp_engine {
       return;
     }
     const bool request = p.info().request;
+    if (p.info().is(ib::op_class::cnp)) {
+      if (!q->closed && from_peer(*q, p, rx)) congestion_notified(*q);
+      return;
+    }
     if (q->closed) {  // lingering: duplicates only (device_config::linger)
       if (!request || !q->resp || !ib::psn_before(p.psn, q->resp->expected_psn())) {
         ++stats_.dropped_no_qp;
@@ -800,6 +875,9 @@ class qp_engine {
       return;
     }
     if (q->closed) q->last_heard = now_;
+    if (request && q->is(qp_type::rc) && !rx.cells() && rx.ip.size() >= 2 &&
+        ((rx.v6 ? std::to_integer<unsigned>(rx.ip[1]) >> 4 : std::to_integer<unsigned>(rx.ip[1])) & 3) == 3)
+      notify_congestion(*q);
     if (request) {
       if (q->is(qp_type::dct)) reply_to_[reply_key(q->qpn, p.dc_initiator())] = rx.from;
       if (q->srq) {

@@ -6,7 +6,10 @@
 // so a device that outruns its link fills its own transmit queue and stops sending requests. A pcap tap
 // records every frame delivered, as delivered. A raw port stands in for a device on the far end
 // of a link: the caller reads what the device sends there and injects any bytes into it, to
-// drive the reference with frames from another NIC.
+// drive the reference with frames from another NIC. A switch joins many device ports: it
+// forwards by destination MAC into per-port egress queues that share one buffer (a frame that
+// finds it full is dropped: tail drop), and marks ECN-capable frames CE by the depth of their
+// egress queue as they leave it (flow::ecn_marking, spec/qos.md §2), as a DCQCN congestion point.
 #pragma once
 
 #include <cstddef>
@@ -19,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include <pushwire/flow/dcqcn.hpp>
+#include <pushwire/ib/encap.hpp>
 #include <pushwire/rnic/device.hpp>
 #include <pushwire/rnic/faults.hpp>
 #include <pushwire/wire/pcap.hpp>
@@ -41,6 +46,24 @@ struct fabric_counters {
   std::uint64_t too_big = 0, unlinked = 0, queue_drops = 0;
 };
 
+/// A switch of the loopback fabric. Its egress rate per port is the rate of the link on it.
+struct switch_config {
+  std::size_t ports = 8;
+  /// Bytes all egress queues hold together; a frame that would exceed it is dropped.
+  std::size_t buffer_bytes = 200'000;
+  /// Marks ECT frames CE by the bytes queued behind them at their egress port as they leave it
+  /// (at dequeue, as HPCC's ns-3 switch: the mark carries the queue's state without its delay);
+  /// none: no marking.
+  std::optional<flow::ecn_marking> marking{};
+};
+struct switch_counters {
+  std::uint64_t forwarded = 0;    ///< frames queued for an egress port (a flooded frame counts per port)
+  std::uint64_t tail_drops = 0;   ///< frames dropped: the shared buffer was full
+  std::uint64_t marked = 0;       ///< ECT frames marked CE
+  std::uint64_t unknown = 0;      ///< frames to a MAC no port has (flooded)
+  std::uint64_t max_buffered = 0; ///< the most bytes the egress queues held together
+};
+
 class loopback_fabric {
  public:
   explicit loopback_fabric(std::uint64_t seed = 1) : seed_(seed) {}
@@ -57,6 +80,30 @@ class loopback_fabric {
     add_device(&a);
     add_device(&b);
     return {};
+  }
+  /// A switch; returns its number (for link_switch, switch_stats, queued).
+  std::size_t add_switch(const switch_config& c) {
+    std::seed_seq q{static_cast<std::uint32_t>(seed_), static_cast<std::uint32_t>(seed_ >> 32), 0x5717C4u,
+                    static_cast<std::uint32_t>(switches_.size())};
+    switches_.push_back({c, {}, {}, std::mt19937_64(q)});
+    return switches_.size() - 1;
+  }
+  /// Connects port pa of a to port sp of switch sw; the switch forwards frames for a's MAC on
+  /// that port there. Errors: invalid_argument (no such port or switch), busy (a port already
+  /// linked).
+  errc link_switch(device& a, std::size_t pa, std::size_t sw, std::size_t sp, const link_config& c = {}) {
+    if (pa >= a.port_count() || sw >= switches_.size() || sp >= switches_[sw].cfg.ports) return errc::invalid_argument;
+    if (find_end(&a, pa) || switch_link(sw, sp)) return errc::busy;
+    links_.push_back({c, {end{&a, pa, -1}, end{nullptr, sp, -1, static_cast<int>(sw)}}, {0, 0}, {rng(links_.size(), 0), rng(links_.size(), 1)}});
+    switches_[sw].macs.push_back({a.config().ports[pa].mac, sp});
+    add_device(&a);
+    return {};
+  }
+  const switch_counters& switch_stats(std::size_t sw) const { return switches_.at(sw).stats; }
+  /// Bytes waiting in switch sw's egress queue of port sp now.
+  std::size_t queued(std::size_t sw, std::size_t sp) const {
+    const auto l = switch_link(sw, sp);
+    return l ? egress_bytes(*l) : 0;
   }
   /// Connects port p of d to a raw endpoint; returns its number (for inject / take).
   result<std::size_t> raw_port(device& d, std::size_t p, const link_config& c = {}) {
@@ -142,7 +189,62 @@ class loopback_fabric {
     device* dev = nullptr;
     std::size_t port = 0;
     int raw = -1;  ///< a raw endpoint's number instead of a device
+    int sw = -1;   ///< a switch's number instead (port: its port)
   };
+  struct switch_state {
+    switch_config cfg;
+    std::vector<std::pair<wire::mac_address, std::size_t>> macs;  ///< where each linked device port is
+    switch_counters stats;
+    std::mt19937_64 rng;
+  };
+  /// The link on port sp of switch sw.
+  std::optional<std::size_t> switch_link(std::size_t sw, std::size_t sp) const {
+    for (std::size_t l = 0; l < links_.size(); ++l)
+      if (links_[l].ends[1].sw == static_cast<int>(sw) && links_[l].ends[1].port == sp) return l;
+    return std::nullopt;
+  }
+  /// Bytes the switch end of link l has queued for the wire now (its egress queue).
+  std::size_t egress_bytes(std::size_t l) const {
+    const link_state& k = links_[l];
+    if (k.cfg.rate <= 0 || k.busy_until[1] <= now_) return 0;
+    return static_cast<std::size_t>(static_cast<double>(k.busy_until[1] - now_) * k.cfg.rate / 1e9);
+  }
+  /// A frame arrived at port `in` of switch sw: queued at the port of its destination MAC
+  /// (every other port for a group or unknown address), or dropped when the shared buffer is
+  /// full; marked on the way.
+  void forward(std::size_t sw, std::size_t in, frame_bytes&& f, device* from) {
+    switch_state& s = switches_[sw];
+    const wire::mac_address dst = detail_mac(f);
+    std::vector<std::size_t> out;
+    for (const auto& [mac, port] : s.macs)
+      if (mac == dst && port != in) out.push_back(port);
+    if (out.empty()) {
+      if (!(dst[0] & 1)) ++s.stats.unknown;
+      for (const auto& [mac, port] : s.macs)
+        if (port != in && std::find(out.begin(), out.end(), port) == out.end()) out.push_back(port);
+    }
+    std::size_t held = 0;
+    for (std::size_t p = 0; p < s.cfg.ports; ++p)
+      if (const auto l = switch_link(sw, p)) held += egress_bytes(*l);
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      const auto l = switch_link(sw, out[i]);
+      if (!l) continue;
+      if (held + f.size() > s.cfg.buffer_bytes) {
+        ++s.stats.tail_drops;
+        continue;
+      }
+      frame_bytes copy = i + 1 < out.size() ? f : std::move(f);
+      held += copy.size();
+      ++s.stats.forwarded;
+      s.stats.max_buffered = std::max<std::uint64_t>(s.stats.max_buffered, held);
+      send(*l, 1, std::move(copy), from);
+    }
+  }
+  static wire::mac_address detail_mac(const frame_bytes& f) {
+    wire::mac_address m{};
+    for (std::size_t i = 0; i < 6 && i < f.size(); ++i) m[i] = std::to_integer<std::uint8_t>(f[i]);
+    return m;
+  }
   struct link_state {
     link_config cfg;
     std::array<end, 2> ends;
@@ -232,11 +334,14 @@ class loopback_fabric {
     ++stats_.unlinked;
     d->recycle(std::move(f));
   }
-  /// A frame leaves end `from` of link l now: serialization, latency, then the faults.
-  void send(std::size_t l, int from, frame_bytes&& f) {
+  /// A frame leaves end `from` of link l now: serialization, latency, then the faults. A
+  /// switch end's queue is the switch's (forward checked it); `owner` is the device whose
+  /// buffer pool the frame goes back to (the sender's, by default).
+  void send(std::size_t l, int from, frame_bytes&& f, device* owner = nullptr) {
     link_state& k = links_[l];
     const auto dir = static_cast<std::size_t>(from);
-    device* sender = k.ends[dir].dev;
+    device* sender = owner ? owner : k.ends[dir].dev;
+    const bool from_switch = k.ends[dir].sw >= 0;
     const direction_faults& fx = from == 0 ? k.cfg.a_to_b : k.cfg.b_to_a;
     auto& r = k.rng[dir];
     ++stats_.sent;
@@ -245,7 +350,8 @@ class loopback_fabric {
       return;
     }
     const time_ns start = std::max(now_, k.busy_until[dir]);
-    if (k.cfg.rate > 0 && static_cast<double>(start - now_) * k.cfg.rate / 1e9 + static_cast<double>(f.size()) > static_cast<double>(k.cfg.queue_bytes)) {
+    if (!from_switch && k.cfg.rate > 0 &&
+        static_cast<double>(start - now_) * k.cfg.rate / 1e9 + static_cast<double>(f.size()) > static_cast<double>(k.cfg.queue_bytes)) {
       ++stats_.queue_drops;
       return;
     }
@@ -259,6 +365,18 @@ class loopback_fabric {
   }
   void deliver(event& e) {
     const end& to = links_[e.link].ends[static_cast<std::size_t>(e.to)];
+    if (to.sw >= 0) {
+      forward(static_cast<std::size_t>(to.sw), to.port, std::move(e.frame), e.from);
+      return;
+    }
+    if (const end& by = links_[e.link].ends[static_cast<std::size_t>(1 - e.to)]; by.sw >= 0) {
+      // Marked as it left the switch, by the bytes queued behind it then (the queue now, one
+      // propagation delay later: what the link has not yet sent).
+      switch_state& s = switches_[static_cast<std::size_t>(by.sw)];
+      if (s.cfg.marking && s.cfg.marking->mark(egress_bytes(e.link), std::uniform_real_distribution<double>(0, 1)(s.rng)) &&
+          ib::mark_ce(std::span<std::byte>(e.frame.data(), e.frame.size())))
+        ++s.stats.marked;
+    }
     ++stats_.delivered;
     if (tap_) {
       const auto h = wire::pcap::record_header(e.at, e.frame.size(), wire::pcap::resolution::nano);
@@ -279,6 +397,7 @@ class loopback_fabric {
   std::vector<link_state> links_;
   std::vector<dev_state> devs_;
   std::vector<std::vector<frame_bytes>> raws_;
+  std::vector<switch_state> switches_;
   std::priority_queue<event> events_;
   std::uint64_t seq_ = 0;
   time_ns now_ = 0;
