@@ -57,6 +57,15 @@ TEST_CASE("dcqcn: the first CNP halves the rate by α and arms the α and increa
   CHECK(m.deadline(rp_timer::decrease) == std::nullopt);
 }
 
+TEST_CASE("dcqcn: at 25 Gb/s, four timer steps of fast recovery after the first CNP") {
+  dcqcn_rp m;
+  (void)collect<rp_action_t>([&](rp_sink& o) { return m.on_cnp(0, o); });
+  for (int k = 0; k < 4; ++k) {
+    CHECK(rate_of(fire(m, rp_timer::increase, 300'000 * static_cast<time_ns>(k + 1))) == fast[k]);
+    CHECK(m.state() == rp_state::fast_recovery);
+  }
+}
+
 TEST_CASE("dcqcn: fast recovery halves the gap to the target, then additive increase raises the target by Rai") {
   dcqcn_config c;
   c.line_rate = 40'000'000'000;  // the target has room to grow
