@@ -10,6 +10,7 @@
 #include <numeric>
 #include <vector>
 
+#include "../ib/public_frames.hpp"
 #include "harness.hpp"
 
 using namespace pushwire;
@@ -118,4 +119,83 @@ TEST_CASE("qos: an 8-to-1 incast at 25 Gb/s into a 200 KB buffer: DCQCN avoids t
   CHECK(without.window_drops > 0);
   CHECK(without.sw.marked == 0);
   CHECK(without.receiver.cnps_sent == 0);
+}
+
+TEST_CASE("qos: a CE-marked request gets one CNP per interval, laid out as a ConnectX-4 Lx's", "[rnic][qos][cnp]") {
+  // b's RC QP, its peer a raw endpoint (a's address and QP 0x77) that sends it WRITEs marked CE.
+  loopback_fabric fab(1);
+  device_config cfg;
+  cfg.congestion.notify = true;
+  cfg.congestion.cnp_interval = 50'000;
+  port_config pb = port_n(2);
+  pb.ecn = ib::ecn::ect0;
+  side b(pb, std::size_t{1} << 20, 64, cfg);
+  const auto raw = *fab.raw_port(*b.dev, 0);
+  const port_config pa = port_n(1);
+  const std::uint32_t qb = b.qp(qp_type::rc);
+  REQUIRE(bring_up(*b.dev, qb, {.type = qp_type::rc, .peer_qpn = 0x77, .av = {.port = 0, .dmac = pa.mac, .dgid = pa.gid}, .mtu = 1024}) == errc{});
+  const auto data = pattern_bytes(64, 5);
+  auto write = [&](std::uint32_t psn, bool ce) {
+    flow::packet w{};
+    w.opcode = ib::opcode::rc_rdma_write_only;
+    w.dest_qp = qb;
+    w.psn = psn;
+    w.ack_req = true;
+    w.va = b.addr(0);
+    w.rkey = b.mr.rkey;
+    w.dmalen = w.length = 64;
+    w.payload = data;
+    ib::roce_packet base{};
+    base.eth.src = pa.mac;
+    base.eth.dst = b.dev->config().ports[0].mac;
+    const auto s4 = ib::v4_of(pa.gid), d4 = ib::v4_of(b.dev->config().ports[0].gid);
+    std::copy(s4.begin(), s4.end(), base.ip4.src.begin());
+    std::copy(d4.begin(), d4.end(), base.ip4.dst.begin());
+    base.ip4.dsfield_ecn = ce ? 3 : 2;
+    base.udp.srcport = 0xC001;
+    const ib::roce_packet r = flow::to_roce(w, base);
+    std::vector<std::byte> f(*ib::frame_size(r));
+    REQUIRE(ib::build(r, f).has_value());
+    fab.inject(raw, f);
+  };
+  auto cnps = [&] {
+    std::vector<frame_bytes> out;
+    fab.advance_to(fab.now() + 10'000);
+    while (auto f = fab.take(raw))
+      if (ib::roce_view v; ib::inspect(*f, v).code == wire::errc{} && v.op->is(ib::op_class::cnp)) out.push_back(*f);
+    return out;
+  };
+  write(0, false);
+  CHECK(cnps().empty());  // ECT(0), not CE: no CNP
+  write(1, true);
+  const auto c = cnps();
+  REQUIRE(c.size() == 1);
+  write(2, true);  // within the interval: none
+  CHECK(cnps().empty());
+  fab.advance_to(fab.now() + 50'000);
+  write(3, true);
+  CHECK(cnps().size() == 1);
+  CHECK(b.dev->counters().ce_received == 3);
+  CHECK(b.dev->counters().cnps_sent == 2);
+  // The CNP against the ConnectX-4 Lx's (tests/ib/public_frames.hpp): IPv4 TOS 0xc2 (DSCP 48,
+  // ECT(0)), BTH opcode 0x81, flags 0, P_Key 0xffff, BECN set, PSN 0, 16 zero bytes, a good ICRC;
+  // only the addresses, the UDP source port, the IP ID and checksum, and the QP differ.
+  using pushwire::test::public_frames::cx4_cnp;
+  ib::roce_view ours, theirs;
+  REQUIRE(ib::inspect(c[0], ours, {.crc = wire::crc_check::require}).code == wire::errc{});
+  REQUIRE(ib::inspect(cx4_cnp, theirs, {.crc = wire::crc_check::require}).code == wire::errc{});
+  CHECK(c[0].size() == cx4_cnp.size());
+  CHECK(ours.ipv4().dsfield_dscp == theirs.ipv4().dsfield_dscp);
+  CHECK(ours.ipv4().dsfield_ecn == theirs.ipv4().dsfield_ecn);
+  CHECK(ours.udp().dstport == 4791);
+  const auto bo = ours.bth(), bt = theirs.bth();
+  CHECK(bo.opcode == bt.opcode);
+  CHECK(bo.p_key == bt.p_key);
+  CHECK(bo.becn == bt.becn);
+  CHECK(bo.fecn == bt.fecn);
+  CHECK(bo.psn == bt.psn);
+  CHECK(bo.destqp == 0x77);
+  CHECK(ours.ip_checksum_ok());
+  CHECK(std::equal(c[0].begin() + static_cast<std::ptrdiff_t>(ours.bth_offset) + 12, c[0].end() - 4,
+                   cx4_cnp.begin() + static_cast<std::ptrdiff_t>(theirs.bth_offset) + 12));  // the 16 reserved bytes
 }

@@ -42,9 +42,11 @@ struct port_config {
   /// (net/udp.hpp), since the kernel sends from that. Sessions set their own.
   std::uint16_t udp_sport = 0;
   /// RoCE: the ECN field of what the port sends (spec/qos.md §1): ECT(0) or ECT(1) lets
-  /// switches mark it CE; Not-ECT (the default) keeps the traffic class's low bits. CNPs are
-  /// always Not-ECT.
+  /// switches mark it CE; Not-ECT (the default) keeps the traffic class's low bits.
   ib::ecn ecn = ib::ecn::not_ect;
+  /// RoCE: the DSCP of the CNPs the port sends, 0..63 (mlx5's np_cnp_dscp, 48; a ConnectX-4
+  /// Lx's CNP carries 48).
+  std::uint8_t cnp_dscp = 48;
 
   /// GID `index` of the port's table (0: gid, then extra_gids), or nullptr beyond it.
   const ib::gid* gid_at(std::size_t index) const {

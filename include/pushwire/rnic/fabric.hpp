@@ -183,6 +183,11 @@ class loopback_fabric {
     }
     settle();
   }
+  /// run_until(t), then the clock stands at t (what is injected next leaves then).
+  void advance_to(time_ns t) {
+    run_until(t);
+    now_ = std::max(now_, t);
+  }
 
  private:
   struct end {

@@ -203,22 +203,21 @@ class port {
     const ib::gid& sgid = g ? *g : cfg_.gid;
     const bool v6 = !ib::is_v4(to.dgid) || !ib::is_v4(sgid);
     b.v6 = v6;
-    // DSCP: the traffic class's six high bits; ECN: the port's, else the traffic class's two low
-    // bits (spec/qos.md §1); a CNP is Not-ECT.
-    const std::uint8_t ecn = p.info().is(ib::op_class::cnp) ? 0
-                             : cfg_.ecn != ib::ecn::not_ect ? static_cast<std::uint8_t>(cfg_.ecn)
-                                                            : static_cast<std::uint8_t>(to.traffic_class & 3);
+    // DSCP: the traffic class's six high bits (a CNP: the port's cnp_dscp); ECN: the port's,
+    // else the traffic class's two low bits (spec/qos.md §1).
+    const std::uint8_t ecn = cfg_.ecn != ib::ecn::not_ect ? static_cast<std::uint8_t>(cfg_.ecn) : static_cast<std::uint8_t>(to.traffic_class & 3);
+    const std::uint8_t dscp = p.info().is(ib::op_class::cnp) ? static_cast<std::uint8_t>(cfg_.cnp_dscp & 63) : static_cast<std::uint8_t>(to.traffic_class >> 2);
     if (v6) {
       std::copy(sgid.begin(), sgid.end(), b.ip6.src.begin());
       std::copy(to.dgid.begin(), to.dgid.end(), b.ip6.dst.begin());
       b.ip6.hlim = to.hop_limit;
-      b.ip6.tclass = static_cast<std::uint8_t>((to.traffic_class & 0xFC) | ecn);
+      b.ip6.tclass = static_cast<std::uint8_t>(dscp << 2 | ecn);
     } else {
       const auto s4 = ib::v4_of(sgid), d4 = ib::v4_of(to.dgid);
       std::copy(s4.begin(), s4.end(), b.ip4.src.begin());
       std::copy(d4.begin(), d4.end(), b.ip4.dst.begin());
       b.ip4.ttl = to.hop_limit;
-      b.ip4.dsfield_dscp = to.traffic_class >> 2;
+      b.ip4.dsfield_dscp = dscp;
       b.ip4.dsfield_ecn = ecn;
       b.ip4.flags_df = true;  // as rxe, and as Linux sends a datagram of an unconnected socket (identification 0): net/udp.hpp
     }
