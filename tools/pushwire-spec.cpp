@@ -720,6 +720,25 @@ std::optional<std::string> render(std::string_view key) {
     for (const auto& p : flow::dcqcn_parameters(flow::dcqcn_config{}))
       s += "| `" + std::string{p.name} + "` | " + std::string{p.source} + " | " + std::to_string(p.value) + " | " + std::string{p.unit} + " |\n";
     out = s;
+  } else if (kind == "class_model") {
+    // the default class model: each class, its priorities, its DSCPs, its selection
+    const flow::qos_map m{};
+    std::string s = "| Class | Priorities | DSCPs (trust dscp) | TSA | Weight (%) | Rate limit |\n|---:|---|---|---|---:|---|\n";
+    for (std::uint8_t c = 0; c < flow::traffic_classes; ++c) {
+      std::string prios, dscps;
+      for (std::uint8_t p = 0; p < 8; ++p)
+        if (m.prio_tc[p] == c) prios += (prios.empty() ? "" : ", ") + std::to_string(p);
+      int first = -1;
+      for (int d = 0; d <= 64; ++d) {
+        const bool in = d < 64 && m.class_of(0, static_cast<std::uint8_t>(d << 2)) == c;
+        if (in && first < 0) first = d;
+        if (!in && first >= 0) dscps += (dscps.empty() ? "" : ", ") + std::to_string(first) + (d - 1 > first ? "–" + std::to_string(d - 1) : ""), first = -1;
+      }
+      const flow::tc_config& t = m.tc[c];
+      s += "| " + std::to_string(c) + " | " + prios + " | " + dscps + " | " + std::string{wire::enum_name(t.tsa)} + " | " + std::to_string(t.weight) +
+           " | " + (t.rate_limit ? std::to_string(t.rate_limit) + " bit/s" : "none") + " |\n";
+    }
+    out = s;
   } else if (kind == "rnicd_settings") {
     out = render_rnicd_settings();
   } else if (kind == "rnicd_numbers") {

@@ -1636,6 +1636,7 @@ rnic::address_vector av_of(const ibv_ah_attr& a, std::uint8_t default_port) {
   v.hop_limit = a.grh.hop_limit;
   v.traffic_class = a.grh.traffic_class;
   v.flow_label = a.grh.flow_label & 0xFFFFF;
+  v.sl = a.sl & 15;
   return v;
 }
 /// RoCE needs a GRH; its source GID index must name an entry of the table, of the
@@ -2149,6 +2150,7 @@ PW_EXPORT int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int /*mask: everything
   attr->ah_attr.grh.flow_label = a.av.flow_label;
   attr->ah_attr.grh.hop_limit = a.av.hop_limit;
   attr->ah_attr.grh.traffic_class = a.av.traffic_class;
+  attr->ah_attr.sl = a.av.sl;
   attr->ah_attr.port_num = 1;
   attr->pkey_index = a.pkey_index;
   attr->en_sqd_async_notify = 0;

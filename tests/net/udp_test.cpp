@@ -403,3 +403,78 @@ TEST_CASE("loop: a linger policy caps each sleep at its tick while traffic is re
   CHECK(a.loop.turn(t1 + 50'000'000) == 0u);
   CHECK(a.loop.timeout(t1 + 100'000'000, 30'000'000) == 30'000'000u);
 }
+
+TEST_CASE("udp: DSCP and ECN leave with each datagram and come back into the rebuilt frame, as a plain socket sees them", "[net][qos]") {
+  // Oracles: a plain UDP socket with IP_RECVTOS reads the TOS the kernel put in the IP header;
+  // a plain socket with IP_TOS set sends one.
+  net::udp_port port({.address = {127, 0, 79, 61}});
+  REQUIRE(port.ok());
+  const int plain = ::socket(AF_INET, SOCK_DGRAM, 0);
+  REQUIRE(plain >= 0);
+  sockaddr_in at{};
+  at.sin_family = AF_INET;
+  at.sin_port = htons(47910);
+  at.sin_addr.s_addr = htonl(0x7F004F3E);  // 127.0.79.62
+  REQUIRE(::bind(plain, reinterpret_cast<const sockaddr*>(&at), sizeof at) == 0);
+  const int one = 1;
+  REQUIRE(::setsockopt(plain, IPPROTO_IP, IP_RECVTOS, &one, sizeof one) == 0);
+  // a frame from the port to the plain socket: DSCP 26 (AF31), ECT(0)
+  ib::roce_packet p{};
+  p.ip4.src = {127, 0, 79, 61};
+  p.ip4.dst = {127, 0, 79, 62};
+  p.ip4.dsfield_dscp = 26;
+  p.ip4.dsfield_ecn = 2;
+  p.ip4.flags_df = true;
+  p.udp.srcport = ib::roce_port;
+  p.udp.dstport = 47910;
+  p.bth.opcode = static_cast<std::uint8_t>(ib::opcode::rc_send_only);
+  const std::vector<std::byte> payload(40, std::byte{0x11});
+  p.payload = payload;
+  std::vector<std::byte> f(*ib::frame_size(p));
+  REQUIRE(ib::build(p, f).has_value());
+  port.send(f, 0);
+  REQUIRE(port.flush(0) == 1);
+  std::array<std::byte, 2048> buf{};
+  std::array<char, 64> ctl{};
+  iovec iov{buf.data(), buf.size()};
+  msghdr m{};
+  m.msg_iov = &iov;
+  m.msg_iovlen = 1;
+  m.msg_control = ctl.data();
+  m.msg_controllen = ctl.size();
+  const ssize_t n = ::recvmsg(plain, &m, 0);
+  REQUIRE(n == static_cast<ssize_t>(f.size() - net::udp_port::headers));
+  int tos = -1;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+    if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) tos = *reinterpret_cast<const unsigned char*>(CMSG_DATA(c));
+  CHECK(tos == (26 << 2 | 2));
+  // the other way: the plain socket sends with TOS DSCP 46 (EF), CE; the port's frame has them
+  const int ce_tos = 46 << 2 | 3;
+  REQUIRE(::setsockopt(plain, IPPROTO_IP, IP_TOS, &ce_tos, sizeof ce_tos) == 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(ib::roce_port);
+  to.sin_addr.s_addr = htonl(0x7F004F3D);  // 127.0.79.61
+  // its datagram: a frame from 127.0.79.62:47910 (DF, identification 0, as the port rebuilds it)
+  ib::roce_packet r = p;
+  r.ip4.src = {127, 0, 79, 62};
+  r.ip4.dst = {127, 0, 79, 61};
+  r.ip4.dsfield_dscp = 0, r.ip4.dsfield_ecn = 0;  // (masked by the ICRC)
+  r.udp.srcport = 47910;
+  r.udp.dstport = ib::roce_port;
+  std::vector<std::byte> rf(*ib::frame_size(r));
+  REQUIRE(ib::build(r, rf).has_value());
+  const std::size_t dn = rf.size() - net::udp_port::headers;
+  REQUIRE(::sendto(plain, rf.data() + net::udp_port::headers, dn, 0, reinterpret_cast<const sockaddr*>(&to), sizeof to) == static_cast<ssize_t>(dn));
+  std::vector<std::byte> got;
+  for (int tries = 0; tries < 1000 && got.empty(); ++tries)
+    (void)port.receive({2, 0, 0, 0, 0, 61}, [&](std::span<std::byte> fr) { got.assign(fr.begin(), fr.end()); });
+  ::close(plain);
+  REQUIRE(!got.empty());
+  ib::roce_view v;
+  REQUIRE(ib::inspect(got, v, {.crc = wire::crc_check::require}).code == wire::errc{});  // the ICRC masks the TOS
+  CHECK(v.ipv4().dsfield_dscp == 46);
+  CHECK(v.ipv4().dsfield_ecn == 3);
+  CHECK(ib::ecn_of(got) == ib::ecn::ce);
+  CHECK(v.ip_checksum_ok());
+}

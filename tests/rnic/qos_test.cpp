@@ -5,9 +5,12 @@
 // goodput and fairness are (spec/qos.md §3).
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <cmath>
 #include <memory>
 #include <numeric>
+#include <optional>
+#include <unordered_map>
 #include <vector>
 
 #include "../ib/public_frames.hpp"
@@ -198,4 +201,186 @@ TEST_CASE("qos: a CE-marked request gets one CNP per interval, laid out as a Con
   CHECK(ours.ip_checksum_ok());
   CHECK(std::equal(c[0].begin() + static_cast<std::ptrdiff_t>(ours.bth_offset) + 12, c[0].end() - 4,
                    cx4_cnp.begin() + static_cast<std::ptrdiff_t>(theirs.bth_offset) + 12));  // the 16 reserved bytes
+}
+
+namespace {
+
+/// A port model of two weighted ETS classes (1: 75 %, 2: 25 %; the rest ETS 0) and a strict
+/// class 7. DSCP 8 is class 1, DSCP 16 class 2, DSCP 56 class 7, DSCP 0 class 0.
+flow::qos_map ets_model() {
+  flow::qos_map m;
+  for (auto& c : m.tc) c = {};
+  m.tc[1].weight = 75, m.tc[2].weight = 25;
+  m.tc[7] = {.tsa = flow::tsa::strict};
+  return m;
+}
+constexpr std::uint8_t tclass_of_dscp(std::uint8_t dscp) { return static_cast<std::uint8_t>(dscp << 2); }
+
+/// Sender a and receiver b on one link of `rate` bytes per second and 500 ns, each with `model`
+/// (none: no classes).
+struct class_pair {
+  loopback_fabric fab{3};
+  std::unique_ptr<side> a, b;
+  class_pair(std::optional<flow::qos_map> model, double rate) {
+    port_config pa = port_n(1), pb = port_n(2);
+    pa.classes = pb.classes = model;
+    a = std::make_unique<side>(pa, std::size_t{4} << 20, 4096, device_config{});
+    b = std::make_unique<side>(pb, std::size_t{4} << 20, 4096, device_config{});
+    link_config lc;
+    lc.rate = rate;
+    lc.latency = 500;
+    REQUIRE(fab.link(*a->dev, 0, *b->dev, 0, lc) == errc{});
+  }
+  /// An RC QP pair a → b whose packets carry DSCP `dscp` both ways: a's QP.
+  std::pair<std::uint32_t, std::uint32_t> connect(std::uint8_t dscp, std::uint32_t mtu = 4096) {
+    const std::uint32_t qa = a->qp(qp_type::rc), qb = b->qp(qp_type::rc);
+    address_vector to_b = av_to(*b->dev), to_a = av_to(*a->dev);
+    to_b.traffic_class = to_a.traffic_class = tclass_of_dscp(dscp);
+    REQUIRE(bring_up(*a->dev, qa, qp_type::rc, qb, to_b, mtu) == errc{});
+    REQUIRE(bring_up(*b->dev, qb, qp_type::rc, qa, to_a, mtu) == errc{});
+    return {qa, qb};
+  }
+};
+
+}  // namespace
+
+TEST_CASE("qos: two saturating RC flows in ETS classes weighted 75/25 share a 25 Gb/s link 75/25 over 1 s", "[rnic][qos][ets]") {
+  class_pair p(ets_model(), link_bytes_per_s);
+  const std::uint32_t q1 = p.connect(8).first, q2 = p.connect(16).first;
+  const std::array<std::uint32_t, 2> qs{q1, q2};
+  std::array<std::uint64_t, 2> done{};
+  std::uint64_t id = 1;
+  std::unordered_map<std::uint32_t, std::size_t> flow_of{{q1, 0}, {q2, 1}};
+  auto post = [&](std::size_t f) {
+    const sge g = p.a->at(f * 1024 * 1024, write_bytes);
+    REQUIRE(p.a->dev->post_send(qs[f], {.wr_id = id++, .opcode = wr_opcode::rdma_write, .sg_list = std::span(&g, 1),
+                                        .remote_addr = p.b->addr(f * 1024 * 1024), .rkey = p.b->mr.rkey}) == errc{});
+  };
+  for (std::size_t f = 0; f < 2; ++f)
+    for (std::uint32_t k = 0; k < outstanding; ++k) post(f);
+  const time_ns duration = 1'000'000'000, slice = 20'000;
+  std::uint64_t most_waiting = 0;
+  for (time_ns t = slice; t <= duration; t += slice) {
+    p.fab.run_until(t);
+    for (const auto& c : p.a->poll_send()) {
+      REQUIRE(c.status == wc_status::success);
+      const std::size_t f = flow_of.at(c.qp_num);
+      done[f] += write_bytes;
+      post(f);
+    }
+    most_waiting = std::max<std::uint64_t>(most_waiting, p.a->dev->class_waiting(0, 1) + p.a->dev->class_waiting(0, 2));
+  }
+  const double total = static_cast<double>(done[0] + done[1]);
+  INFO("class 1 " << done[0] << " bytes, class 2 " << done[1] << ", of the link " << total / link_bytes_per_s);
+  CHECK(static_cast<double>(done[0]) / total == Approx(0.75).margin(0.03));
+  CHECK(total / link_bytes_per_s >= 0.90);
+  // The scheduler holds descriptors: while both QPs wait, the port holds at most one built frame
+  // per class (its MTU's payload and headers).
+  const auto& cs = p.a->dev->class_stats(0);
+  CHECK(most_waiting >= 1);
+  CHECK(cs[1].max_held <= 4096 + 80);
+  CHECK(cs[2].max_held <= 4096 + 80);
+  CHECK(cs[1].bytes > 2 * cs[2].bytes);
+  CHECK(cs[0].bytes == 0);  // a sends nothing in class 0
+}
+
+TEST_CASE("qos: without classes the port holds built frames, with them only descriptors", "[rnic][qos][ets]") {
+  // the same two flows for 5 ms: without a class model the QPs' windows are built into frames
+  // (payload gathered) ahead of the wire; with one, at most a frame per class is
+  for (const bool classes : {false, true}) {
+    class_pair p(classes ? std::optional<flow::qos_map>(ets_model()) : std::nullopt, link_bytes_per_s);
+    const std::uint32_t q1 = p.connect(8).first, q2 = p.connect(16).first;
+    std::uint64_t id = 1;
+    for (const std::uint32_t q : {q1, q2})
+      for (std::uint32_t k = 0; k < outstanding; ++k) {
+        const sge g = p.a->at(0, write_bytes);
+        REQUIRE(p.a->dev->post_send(q, {.wr_id = id++, .opcode = wr_opcode::rdma_write, .sg_list = std::span(&g, 1),
+                                        .remote_addr = p.b->addr(0), .rkey = p.b->mr.rkey}) == errc{});
+      }
+    p.fab.run_until(5'000'000);
+    const auto& cs = p.a->dev->class_stats(0);
+    INFO("classes " << classes << ": most held in class 1 " << cs[1].max_held << ", class 2 " << cs[2].max_held);
+    CHECK(cs[1].held == 0);
+    CHECK(cs[1].bytes >= std::uint64_t{outstanding} * write_bytes);  // both flows done
+    CHECK(cs[2].bytes >= std::uint64_t{outstanding} * write_bytes);
+    if (classes) CHECK(cs[1].max_held + cs[2].max_held <= 2 * (4096 + 80));
+    else CHECK(cs[1].max_held > 64 * 4096);  // the window of 128 packets, built at once
+  }
+}
+
+namespace {
+
+/// A 64-byte SEND pingpong a → b → a on an RC QP of DSCP `ping_dscp`, beside `bulk` RC flows
+/// a → b of DSCP 0 that each keep four 64 KiB WRITEs posted, over `duration` of virtual time:
+/// the pingpong's round trip times.
+std::vector<time_ns> pingpong_beside(std::size_t bulk, std::uint8_t ping_dscp, time_ns duration) {
+  class_pair p(ets_model(), link_bytes_per_s);
+  const auto ping = p.connect(ping_dscp);
+  const std::uint32_t pa = ping.first, pb = ping.second;
+  std::vector<std::uint32_t> flows;
+  for (std::size_t i = 0; i < bulk; ++i) flows.push_back(p.connect(0).first);
+  std::uint64_t id = 1;
+  const std::size_t ping_at = 3 << 20;
+  auto post_recv = [&](side& s, std::uint32_t q) {
+    const sge g = s.at(ping_at + 4096, 64);
+    REQUIRE(s.dev->post_recv(q, {.wr_id = id++, .sg_list = std::span(&g, 1)}) == errc{});
+  };
+  auto send = [&](side& s, std::uint32_t q) {
+    const sge g = s.at(ping_at, 64);
+    REQUIRE(s.dev->post_send(q, {.wr_id = id++, .opcode = wr_opcode::send, .sg_list = std::span(&g, 1)}) == errc{});
+  };
+  auto write = [&](std::size_t i) {
+    const sge g = p.a->at(i * 256 * 1024, write_bytes);
+    REQUIRE(p.a->dev->post_send(flows[i], {.wr_id = id++, .opcode = wr_opcode::rdma_write, .sg_list = std::span(&g, 1),
+                                           .remote_addr = p.b->addr(i * 256 * 1024), .rkey = p.b->mr.rkey}) == errc{});
+  };
+  for (int k = 0; k < 4; ++k) post_recv(*p.a, pa), post_recv(*p.b, pb);
+  for (std::size_t i = 0; i < bulk; ++i)
+    for (std::uint32_t k = 0; k < outstanding; ++k) write(i);
+  p.fab.run_until(1'000'000);  // the flows in full swing
+  std::vector<time_ns> rtt;
+  while (p.fab.now() < duration) {
+    const time_ns start = p.fab.now();
+    send(*p.a, pa);
+    bool back = false;
+    REQUIRE(p.fab.run(
+        [&] {
+          for (const auto& c : p.b->poll_recv()) {
+            REQUIRE(c.status == wc_status::success);
+            post_recv(*p.b, pb), send(*p.b, pb);
+          }
+          for (const auto& c : p.a->poll_recv()) {
+            REQUIRE(c.status == wc_status::success);
+            post_recv(*p.a, pa), back = true;
+          }
+          for (const auto& c : p.a->poll_send()) {
+            REQUIRE(c.status == wc_status::success);
+            if (c.qp_num != pa) write(static_cast<std::size_t>(std::find(flows.begin(), flows.end(), c.qp_num) - flows.begin()));
+          }
+          (void)p.b->poll_send();
+          return back;
+        },
+        duration + 10'000'000));
+    rtt.push_back(p.fab.now() - start);
+  }
+  return rtt;
+}
+time_ns p99(std::vector<time_ns> v) {
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, v.size() * 99 / 100)];
+}
+
+}  // namespace
+
+TEST_CASE("qos: a pingpong in a strict class keeps its p99 within 2x idle beside four saturating flows, and not in their class", "[rnic][qos][strict]") {
+  const time_ns duration = 20'000'000;
+  const auto idle = pingpong_beside(0, 56, duration);
+  const auto strict = pingpong_beside(4, 56, duration);
+  const auto shared = pingpong_beside(4, 0, duration);
+  INFO("p99: idle " << p99(idle) << " ns (" << idle.size() << " round trips), strict class " << p99(strict) << " ns (" << strict.size()
+                    << "), the flows' class " << p99(shared) << " ns (" << shared.size() << ")");
+  CHECK(idle.size() > 1000);
+  CHECK(strict.size() > 1000);
+  CHECK(p99(strict) <= 2 * p99(idle));
+  CHECK(p99(shared) > 2 * p99(idle));
 }

@@ -82,6 +82,8 @@ static_assert(wire::names_match<flow::wc_status, true>());
 static_assert(wire::names_match<flow::req_state, true>());
 static_assert(wire::names_match<flow::req_event>());
 static_assert(wire::names_match<flow::rp_state, true>());
+static_assert(wire::names_match<flow::tsa, true>());
+static_assert(wire::names_match<flow::trust, true>());
 static_assert(wire::names_match<flow::rp_event>());
 static_assert(wire::names_match<flow::rp_timer, true>());
 static_assert(wire::names_match<ib::ecn>());

@@ -7,6 +7,7 @@
 #include <pushwire/flow/core.hpp>
 #include <pushwire/flow/dc.hpp>
 #include <pushwire/flow/dcqcn.hpp>
+#include <pushwire/flow/ets.hpp>
 #include <pushwire/flow/frame.hpp>
 #include <pushwire/flow/observer.hpp>
 #include <pushwire/flow/pp_track.hpp>

@@ -6,7 +6,11 @@
 //   socket with path-MTU discovery on (IP_PMTUDISC_DO) with DF set and identification 0, and the
 //   device builds its frames so; a received datagram is given the same. A peer whose IP headers
 //   differ there (rxe chooses identifications) fails the ICRC: use AF_PACKET for it.
-// - IPv4 only: the port's GID must be an IPv4-mapped address.
+// - IPv4, and IPv6 beside it (udp_config::address6).
+// - DSCP and ECN (spec/qos.md §1): each datagram leaves with its frame's IPv4 TOS or IPv6
+//   traffic class (an IP_TOS / IPV6_TCLASS control message, when not 0), and a received one's
+//   (IP_RECVTOS, IPV6_RECVTCLASS) goes into the frame rebuilt for the device, so a CE mark a
+//   switch made on the way reaches it.
 // - Sessions are distinct source ports: a frame whose UDP source port is not the socket's own
 //   (a session QP's, spec/rnic.md §12, or one derived per QP pair) leaves from a socket bound to
 //   that port, opened on first use (up to max_source_ports); what arrives there is taken too.
@@ -114,6 +118,7 @@ class udp_port {
     const int zero = 0, one = 1;
     gso_ = cfg_.gso && ::setsockopt(fd_, SOL_UDP, UDP_SEGMENT, &zero, sizeof zero) == 0;
     gro_ = cfg_.gro && ::setsockopt(fd_, SOL_UDP, UDP_GRO, &one, sizeof one) == 0;
+    (void)::setsockopt(fd_, IPPROTO_IP, IP_RECVTOS, &one, sizeof one);  // DSCP and ECN of what arrives
     if (cfg_.address6) {
       fd6_ = ::socket(AF_INET6, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
       const int pmtu6 = IPV6_PMTUDISC_DO;
@@ -134,6 +139,7 @@ class udp_port {
       (void)::setsockopt(fd6_, SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
       if (gso_) (void)::setsockopt(fd6_, SOL_UDP, UDP_SEGMENT, &zero, sizeof zero);
       if (gro_) (void)::setsockopt(fd6_, SOL_UDP, UDP_GRO, &one, sizeof one);
+      (void)::setsockopt(fd6_, IPPROTO_IPV6, IPV6_RECVTCLASS, &one, sizeof one);
     }
     rx_.resize(cfg_.batch);
     hdr_.resize(cfg_.batch), addr_.resize(cfg_.batch), addr_len_.resize(cfg_.batch), ctl_.resize(cfg_.batch), frames_.resize(cfg_.batch);
@@ -214,6 +220,7 @@ class udp_port {
         if (it == out_.end()) break;
         fd = it->fd;
         const std::size_t first = v, seg = it->bytes.size();
+        const std::uint8_t tos = it->tos;
         std::size_t bytes = 0;
         addr_[m] = it->to;
         addr_len_[m] = it->tolen;
@@ -226,24 +233,35 @@ class udp_port {
           if (!gso_ || short_one) break;
           next_due();
         } while (it != out_.end() && v - first < max_segments && it->bytes.size() <= seg && bytes + it->bytes.size() <= max_gso_bytes &&
-                 it->tolen == addr_len_[m] && std::memcmp(&it->to, &addr_[m], it->tolen) == 0);
+                 it->tolen == addr_len_[m] && std::memcmp(&it->to, &addr_[m], it->tolen) == 0 && it->tos == tos);
         hdr_[m] = {};
         hdr_[m].msg_hdr.msg_iov = &iov_[first];
         hdr_[m].msg_hdr.msg_iovlen = v - first;
         hdr_[m].msg_hdr.msg_name = &addr_[m];
         hdr_[m].msg_hdr.msg_namelen = addr_len_[m];
         frames_[m] = v - first;
-        if (v - first > 1) {  // UDP_SEGMENT: the size of each datagram but the last
+        if (v - first > 1 || tos) {
           auto& c = ctl_[m];
           c.fill(0);
           hdr_[m].msg_hdr.msg_control = c.data();
-          hdr_[m].msg_hdr.msg_controllen = CMSG_SPACE(sizeof(std::uint16_t));
+          hdr_[m].msg_hdr.msg_controllen = (v - first > 1 ? CMSG_SPACE(sizeof(std::uint16_t)) : 0) + (tos ? CMSG_SPACE(sizeof(int)) : 0);
           cmsghdr* cm = CMSG_FIRSTHDR(&hdr_[m].msg_hdr);
-          cm->cmsg_level = SOL_UDP;
-          cm->cmsg_type = UDP_SEGMENT;
-          cm->cmsg_len = CMSG_LEN(sizeof(std::uint16_t));
-          const auto g = static_cast<std::uint16_t>(seg);
-          std::memcpy(CMSG_DATA(cm), &g, sizeof g);
+          if (v - first > 1) {  // UDP_SEGMENT: the size of each datagram but the last
+            cm->cmsg_level = SOL_UDP;
+            cm->cmsg_type = UDP_SEGMENT;
+            cm->cmsg_len = CMSG_LEN(sizeof(std::uint16_t));
+            const auto g = static_cast<std::uint16_t>(seg);
+            std::memcpy(CMSG_DATA(cm), &g, sizeof g);
+            cm = CMSG_NXTHDR(&hdr_[m].msg_hdr, cm);
+          }
+          if (tos) {  // the frame's DSCP and ECN (spec/qos.md §1), which the kernel writes
+            const bool v6 = addr_[m].sa.sa_family == AF_INET6;
+            cm->cmsg_level = v6 ? IPPROTO_IPV6 : IPPROTO_IP;
+            cm->cmsg_type = v6 ? IPV6_TCLASS : IP_TOS;
+            cm->cmsg_len = CMSG_LEN(sizeof(int));
+            const int t = tos;
+            std::memcpy(CMSG_DATA(cm), &t, sizeof t);
+          }
         }
         ++m;
       }
@@ -284,14 +302,16 @@ class udp_port {
   static constexpr std::size_t max_gro = 65535;
 
   /// The frame of a datagram whose payload is already at frame[headers...]: Ethernet (to `mac`,
-  /// from 00:00:00:00:00:00), IPv4 (DF, identification 0, TTL 64) and UDP (checksum 0).
+  /// from 00:00:00:00:00:00), IPv4 (TOS `tos`, DF, identification 0, TTL 64) and UDP (checksum 0).
   static void wrap(std::span<std::byte> frame, const wire::mac_address& mac, const std::array<std::uint8_t, 4>& src, std::uint16_t sport,
-                   const std::array<std::uint8_t, 4>& dst, std::uint16_t dport) {
+                   const std::array<std::uint8_t, 4>& dst, std::uint16_t dport, std::uint8_t tos = 0) {
     const std::size_t payload = frame.size() - headers;
     (void)wire::encode(wire::eth_header{.dst = mac, .src = {}, .type = ib::ethertype_ipv4}, frame);
     ib::ipv4_header ip{};
     ip.version = 4;
     ip.hdr_len = 5;
+    ip.dsfield_dscp = static_cast<std::uint8_t>(tos >> 2);
+    ip.dsfield_ecn = static_cast<std::uint8_t>(tos & 3);
     ip.len = static_cast<std::uint16_t>(20 + 8 + payload);
     ip.flags_df = true;
     ip.ttl = 64;
@@ -305,15 +325,16 @@ class udp_port {
                        frame.subspan(wire::eth_header_size + 20));
   }
 
-  /// wrap() for IPv6: Ethernet, IPv6 (traffic class and flow label 0, hop limit 64: the ICRC
+  /// wrap() for IPv6: Ethernet, IPv6 (traffic class `tclass`, flow label 0, hop limit 64: the ICRC
   /// masks all three) and UDP (checksum 0; RoCEv2's ICRC masks it too).
   static void wrap6(std::span<std::byte> frame, const wire::mac_address& mac, const std::array<std::uint8_t, 16>& src,
-                    std::uint16_t sport, const std::array<std::uint8_t, 16>& dst, std::uint16_t dport) {
+                    std::uint16_t sport, const std::array<std::uint8_t, 16>& dst, std::uint16_t dport, std::uint8_t tclass = 0) {
     const std::size_t payload = frame.size() - headers6;
     (void)wire::encode(wire::eth_header{.dst = mac, .src = {}, .type = ib::ethertype_ipv6}, frame);
     std::byte* ip = frame.data() + wire::eth_header_size;
     std::memset(ip, 0, 40);
-    ip[0] = std::byte{0x60};
+    ip[0] = std::byte{static_cast<unsigned char>(0x60 | tclass >> 4)};
+    ip[1] = std::byte{static_cast<unsigned char>((tclass & 0x0F) << 4)};
     wire::store_be16(ip + 4, static_cast<std::uint16_t>(8 + payload));
     ip[6] = std::byte{ib::ip_proto_udp};
     ip[7] = std::byte{64};
@@ -338,7 +359,7 @@ class udp_port {
         h[i].msg_hdr.msg_iovlen = 1;
         h[i].msg_hdr.msg_name = &from[i];
         h[i].msg_hdr.msg_namelen = sizeof from[i];
-        if (gro_) h[i].msg_hdr.msg_control = ctl_[i].data(), h[i].msg_hdr.msg_controllen = ctl_[i].size();
+        h[i].msg_hdr.msg_control = ctl_[i].data(), h[i].msg_hdr.msg_controllen = ctl_[i].size();
       }
       const int n = ::recvmmsg(fd, h.data(), cfg_.batch, MSG_DONTWAIT, nullptr);
       if (n <= 0) break;
@@ -356,18 +377,27 @@ class udp_port {
         if (v6) std::memcpy(sip6.data(), &src.v6.sin6_addr, 16);
         else std::memcpy(sip.data(), &src.v4.sin_addr, 4);
         const std::uint16_t sport = ntohs(v6 ? src.v6.sin6_port : src.v4.sin_port);
-        auto wrap_any = [&](std::span<std::byte> frame) {
-          if (v6) wrap6(frame, mac, sip6, sport, *cfg_.address6, local_port);
-          else wrap(frame, mac, sip, sport, cfg_.address, local_port);
-        };
-        // GRO: datagrams of `seg` bytes each (the last may be shorter), back to back.
+        // GRO: datagrams of `seg` bytes each (the last may be shorter), back to back. The IP
+        // header's TOS / traffic class (IP_RECVTOS, IPV6_RECVTCLASS): its DSCP and ECN.
         std::size_t seg = m.msg_len;
-        for (cmsghdr* c = gro_ ? CMSG_FIRSTHDR(&m.msg_hdr) : nullptr; c; c = CMSG_NXTHDR(const_cast<msghdr*>(&m.msg_hdr), c))
+        std::uint8_t tos = 0;
+        for (cmsghdr* c = CMSG_FIRSTHDR(&m.msg_hdr); c; c = CMSG_NXTHDR(const_cast<msghdr*>(&m.msg_hdr), c)) {
           if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
             int g = 0;
             std::memcpy(&g, CMSG_DATA(c), sizeof g);
             if (g > 0) seg = static_cast<std::size_t>(g);
+          } else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS && c->cmsg_len >= CMSG_LEN(1)) {
+            tos = *reinterpret_cast<const std::uint8_t*>(CMSG_DATA(c));  // one byte
+          } else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS && c->cmsg_len >= CMSG_LEN(sizeof(int))) {
+            int t = 0;
+            std::memcpy(&t, CMSG_DATA(c), sizeof t);
+            tos = static_cast<std::uint8_t>(t);
           }
+        }
+        auto wrap_any = [&](std::span<std::byte> frame) {
+          if (v6) wrap6(frame, mac, sip6, sport, *cfg_.address6, local_port, tos);
+          else wrap(frame, mac, sip, sport, cfg_.address, local_port, tos);
+        };
         std::byte* const payload = rx_[static_cast<std::size_t>(i)].data() + headers6;
         stats_.gro_messages += m.msg_len > seg;
         for (std::size_t off = 0; off < m.msg_len; off += seg) {
@@ -410,6 +440,7 @@ class udp_port {
     int fd = -1;  ///< the socket of the frame's source port
     sock_addr to{};
     socklen_t tolen = sizeof(sockaddr_in);
+    std::uint8_t tos = 0;  ///< the frame's IPv4 TOS / IPv6 traffic class: DSCP and ECN
     std::vector<std::byte> bytes;
   };
   struct source_port {
@@ -470,6 +501,7 @@ class udp_port {
     std::memcpy(&p.to.v4.sin_addr, ip + 16, 4);
     p.to.v4.sin_port = htons(wire::load_be16(ip + ihl + 2));
     p.tolen = sizeof(sockaddr_in);
+    p.tos = std::to_integer<std::uint8_t>(ip[1]);
     p.bytes.assign(ip + ihl + 8, ip + len);
     p.at = now;
     queue_with_faults(out_, std::move(p), cfg_.faults, rng_, stats_);
@@ -487,6 +519,7 @@ class udp_port {
     }
     pending p;
     p.fd = fd6_;
+    p.tos = static_cast<std::uint8_t>((std::to_integer<unsigned>(ip[0]) & 0x0F) << 4 | std::to_integer<unsigned>(ip[1]) >> 4);
     p.to.v6.sin6_family = AF_INET6;
     std::memcpy(&p.to.v6.sin6_addr, ip + 24, 16);
     p.to.v6.sin6_port = htons(wire::load_be16(ip + 42));
@@ -513,7 +546,7 @@ class udp_port {
   std::vector<iovec> iov_;
   std::vector<sock_addr> addr_;
   std::vector<socklen_t> addr_len_;
-  std::vector<std::array<char, CMSG_SPACE(sizeof(int))>> ctl_;  // UDP_SEGMENT out, UDP_GRO in
+  std::vector<std::array<char, 2 * CMSG_SPACE(sizeof(int))>> ctl_;  // out: UDP_SEGMENT, IP_TOS / IPV6_TCLASS; in: UDP_GRO, the TOS
   std::vector<std::size_t> frames_;                            // datagrams in each message sent
   std::vector<std::byte> scratch_;                             // a GRO message's later datagrams
   bool gso_ = false, gro_ = false;

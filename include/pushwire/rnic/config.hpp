@@ -5,10 +5,12 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include <pushwire/flow/dcqcn.hpp>
+#include <pushwire/flow/ets.hpp>
 #include <pushwire/flow/rc.hpp>
 #include <pushwire/ib/encap.hpp>
 #include <pushwire/ib/gid.hpp>
@@ -47,6 +49,11 @@ struct port_config {
   /// RoCE: the DSCP of the CNPs the port sends, 0..63 (mlx5's np_cnp_dscp, 48; a ConnectX-4
   /// Lx's CNP carries 48).
   std::uint8_t cnp_dscp = 48;
+  /// Traffic classes (spec/qos.md §4). With a class model, requests wait as descriptors (their
+  /// QPs) in the port's eight classes, and the port's ETS scheduler picks the class whose next
+  /// packet is built when the wire takes a frame; responses still go first. Without (the
+  /// default), requests leave in the order the QPs send them.
+  std::optional<flow::qos_map> classes{};
 
   /// GID `index` of the port's table (0: gid, then extra_gids), or nullptr beyond it.
   const ib::gid* gid_at(std::size_t index) const {
@@ -166,6 +173,16 @@ struct device_counters {
   std::uint64_t ce_received = 0;    ///< requests that arrived marked CE
   std::uint64_t cnps_sent = 0;
   std::uint64_t cnps_received = 0;  ///< CNPs for a QP of this device (whether it reacts or not)
+};
+
+/// One traffic class of a port (spec/qos.md §4), counted whether or not the port schedules by
+/// class (a frame's class is its address vector's, through the port's class model or, without
+/// one, the default model).
+struct class_counters {
+  std::uint64_t frames = 0, bytes = 0;  ///< frames the wire took, and their bytes
+  /// Bytes of built frames the port holds for the wire now (payload gathered, not yet taken),
+  /// and the most it held.
+  std::uint64_t held = 0, max_held = 0;
 };
 
 }  // namespace pushwire::rnic

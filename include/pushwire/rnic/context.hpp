@@ -110,6 +110,8 @@ struct qp_context {
   std::optional<flow::dcqcn_rp> rp{};
   time_ns tx_next = 0;
   std::optional<time_ns> last_cnp{};
+  /// Traffic classes (spec/qos.md §4): it waits in its port's class scheduler.
+  bool tx_waiting = false;
 
   bool is(qp_type t) const { return init.type == t; }
   /// UC and UD fail their send queue alone (SQE); RC and DC the whole QP (ERR).

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include <pushwire/rnic/classes.hpp>
 #include <pushwire/rnic/completion.hpp>
 #include <pushwire/rnic/config.hpp>
 #include <pushwire/rnic/context.hpp>
@@ -32,7 +33,10 @@ class qp_engine {
   explicit qp_engine(device_config cfg)
       : cfg_(std::move(cfg)), mem_(cfg_.max_keys), dma_(mem_, stats_, now_, cfg_.page_fault_latency), cq_(cfg_.max_cqs, stats_) {
     ports_.reserve(cfg_.ports.size());
-    for (std::size_t i = 0; i < cfg_.ports.size(); ++i) ports_.emplace_back(cfg_.ports[i], cfg_, static_cast<std::uint8_t>(i));
+    for (std::size_t i = 0; i < cfg_.ports.size(); ++i) {
+      ports_.emplace_back(cfg_.ports[i], cfg_, static_cast<std::uint8_t>(i));
+      sched_.push_back(cfg_.ports[i].classes ? std::optional<class_scheduler>(*cfg_.ports[i].classes) : std::nullopt);
+    }
   }
   qp_engine(const qp_engine&) = delete;
   qp_engine& operator=(const qp_engine&) = delete;
@@ -86,6 +90,8 @@ class qp_engine {
         if (paced(*q) && q->req && q->req->wants_to_send()) take(q->tx_next);
       }
     }
+    for (const auto& s : sched_)
+      if (s) take(s->deadline(now_));
     return t;
   }
   /// Whether progress() has work now (doorbells rung, packets or completions to send).
@@ -102,6 +108,7 @@ class qp_engine {
   /// behind the short burst of requests that releases them: a peer that learns of its
   /// completion from one then finds the requests already there.
   std::optional<frame_bytes> take_frame(std::size_t port) {
+    fill(port);
     if (port >= ports_.size() || !ports_[port].next(now_)) return std::nullopt;
     return ports_[port].take(now_);
   }
@@ -110,6 +117,7 @@ class qp_engine {
   /// the frame stays queued).
   result<std::size_t> take_frame(std::size_t port, std::span<std::byte> out) {
     if (port >= ports_.size()) return errc::invalid_argument;
+    fill(port);
     const frame_bytes* f = ports_[port].next(now_);
     if (!f) return std::size_t{0};
     if (f->size() > out.size()) return errc::invalid_argument;
@@ -121,11 +129,20 @@ class qp_engine {
   }
   /// Bytes of the frame take_frame(port) would hand out now (0: none).
   std::size_t next_frame_size(std::size_t port) {
+    fill(port);
     const frame_bytes* f = port < ports_.size() ? ports_[port].next(now_) : nullptr;
     return f ? f->size() : 0;
   }
-  /// Frames port `port` holds for the wire.
-  std::size_t pending_frames(std::size_t port) const { return port < ports_.size() ? ports_[port].pending() : 0; }
+  /// Frames port `port` holds for the wire (with traffic classes, and a class that may send
+  /// now: one more, built when taken; take_frame may then find that QP has nothing after all).
+  std::size_t pending_frames(std::size_t port) const {
+    if (port >= ports_.size()) return 0;
+    return ports_[port].pending() + (sched_[port] && !ports_[port].requests_queued() && sched_[port]->ready(now_) ? 1 : 0);
+  }
+  /// Port `port`'s counters per traffic class (spec/qos.md §4).
+  const std::array<class_counters, flow::traffic_classes>& class_stats(std::size_t port) const { return ports_.at(port).class_stats(); }
+  /// QPs waiting in traffic class tc of port `port` (0 without a class model).
+  std::size_t class_waiting(std::size_t port, std::uint8_t tc) const { return port < sched_.size() && sched_[port] ? sched_[port]->waiting(tc) : 0; }
   /// Returns a frame buffer to the device's pools (after the wire took it): the port's that
   /// holds fewest.
   void recycle(frame_bytes&& b) {
@@ -283,7 +300,7 @@ class qp_engine {
                                       .timeout = ib::local_ack_timeout_ns(q.attr.timeout).value_or(~time_ns{0} / 4),
                                       .retry_cnt = q.attr.retry_cnt, .retry_forever = cfg_.retry_forever, .rnr_retry = q.attr.rnr_retry};
       if (q.is(qp_type::dci)) q.dci.emplace(typename dci_t::config{.dci = q.qpn, .req = rc});
-      else q.req.emplace(rc);
+      else q.req.emplace(rc), pace(q);
     }
   }
   static flow::service service_of(qp_type t) {
@@ -499,7 +516,9 @@ class qp_engine {
   /// DCQCN holds q's requests back (its rate machine is below line rate).
   static bool paced(const qp_context& q) { return q.rp && q.rp->state() != flow::rp_state::line_rate; }
   bool wants_work(const qp_context& q) const {
-    if ((q.req && q.req->wants_to_send() && (!paced(q) || q.tx_next <= now_)) || (q.resp && q.resp->wants_to_send())) return true;
+    // a classed QP's requests are work only until it waits in its class (take_frame sends them)
+    const bool due = q.req && q.req->wants_to_send() && (!paced(q) || q.tx_next <= now_) && !(classed(q) && q.tx_waiting);
+    if (due || (q.resp && q.resp->wants_to_send())) return true;
     if ((q.dci && q.dci->wants_to_send()) || (q.dct && q.dct->wants_to_send())) return true;
     return (!q.sends.empty() && q.sends.front().done) || (!q.recvs.empty() && q.recvs.front().done);
   }
@@ -511,9 +530,16 @@ class qp_engine {
         scratch a(*this);
         q.resp ? q.resp->pump(a.out()) : q.dct->pump(a.out());
         handle(q, a.out(), nullptr, nullptr);
+      } else if (q.req && q.req->wants_to_send() && classed(q)) {
+        run_sender(q, [&](flow::qp_sink& out) { q.req->pump(now_, out); });  // held: its completions only
+        if (q.req && q.req->wants_to_send() && !q.tx_waiting && (!paced(q) || q.tx_next <= now_)) {
+          q.tx_waiting = true;
+          sched_[q.port()]->enqueue(q.qpn, class_of(q));
+        }
+        break;
       } else if (q.req && q.req->wants_to_send() && paced(q)) {
         if (q.tx_next > now_) break;
-        send_paced(q);
+        send_one(q);
       } else if ((q.req && q.req->wants_to_send()) || (q.dci && q.dci->wants_to_send())) {
         run_sender(q, [&](flow::qp_sink& out) { q.req ? q.req->pump(now_, out) : q.dci->pump(now_, out); });
       } else {
@@ -527,25 +553,62 @@ class qp_engine {
     }
   }
 
+  // -- traffic classes (spec/qos.md §4) ----------------------------------------------------------------
+  /// Whether q's requests go through its port's class scheduler.
+  bool classed(const qp_context& q) const { return q.req && q.port() < sched_.size() && sched_[q.port()]; }
+  /// q's traffic class: its address vector's SL and traffic class through its port's model.
+  std::uint8_t class_of(const qp_context& q) const {
+    return q.port() < ports_.size() ? ports_[q.port()].model().class_of(q.attr.av.sl, q.attr.av.traffic_class) : 0;
+  }
+  /// With traffic classes and no request frame waiting for port `port`'s wire: the next packet
+  /// of the QP the class scheduler chooses is built now (its payload gathered now).
+  void fill(std::size_t port) {
+    if (port >= sched_.size() || !sched_[port] || ports_[port].requests_queued()) return;
+    class_scheduler& s = *sched_[port];
+    for (int guard = 0; guard < 4096; ++guard) {
+      const auto n = s.next(now_);
+      if (!n) return;
+      const auto it = qps_.find(n->second);
+      if (it == qps_.end()) continue;
+      qp_context& q = *it->second;
+      q.tx_waiting = false;
+      const auto due = [&] { return classed(q) && !q.closed && q.port() == port && q.req->wants_to_send() && (!paced(q) || q.tx_next <= now_); };
+      if (!due()) continue;
+      const std::uint64_t bytes = send_one(q);
+      if (due()) {
+        q.tx_waiting = true;
+        s.enqueue(q.qpn, class_of(q));
+      }
+      if (bytes) {
+        s.sent(n->first, bytes, now_);
+        return;
+      }
+    }
+  }
+
   // -- congestion control (spec/qos.md §3) ------------------------------------------------------------
-  /// One request packet of a paced QP: then its next may go after its bytes at the QP's rate.
-  void send_paced(qp_context& q) {
+  /// One request packet of a held QP (paced, or classed): a paced one's next may go after its
+  /// bytes at the QP's rate. Returns the bytes of its frames.
+  std::uint64_t send_one(qp_context& q) {
     scratch a(*this);
-    // room for one packet: the requester's timer actions and a completion beside it
-    flow::qp_sink one{std::span<flow::qp_action_t>(a.storage()).first(requester_t::min_room)};
+    // room for one packet beside the requester's timer actions
+    flow::qp_sink one{std::span<flow::qp_action_t>(a.storage()).first(requester_t::timer_room + 1)};
     const std::uint64_t before = stats_.bytes_out;
     q.req->hold(false);
     run_sender_into(q, one, [&](flow::qp_sink& out) { q.req->pump(now_, out); });
-    q.req->hold(true);
     const std::uint64_t bytes = stats_.bytes_out - before;
-    const std::uint64_t rate = std::max<std::uint64_t>(q.rp->rate(), 1);
-    q.tx_next = std::max(q.tx_next, now_) + static_cast<time_ns>((static_cast<unsigned __int128>(bytes) * 8'000'000'000u + rate - 1) / rate);
-    rate_actions([&](flow::rp_sink& out) { return q.rp->on_sent(bytes, now_, out); });
+    if (!q.req) return bytes;  // it failed on the way
+    if (paced(q)) {
+      q.tx_next = std::max(q.tx_next, now_) + flow::wire_time(bytes, std::max<std::uint64_t>(q.rp->rate(), 1));
+      rate_actions([&](flow::rp_sink& out) { return q.rp->on_sent(bytes, now_, out); });
+    }
     pace(q);
+    return bytes;
   }
-  /// The requester is held while the rate machine is below line rate.
-  static void pace(qp_context& q) {
-    if (q.req) q.req->hold(paced(q));
+  /// The requester is held while the rate machine is below line rate, or while its port
+  /// schedules by class.
+  void pace(qp_context& q) const {
+    if (q.req) q.req->hold(paced(q) || classed(q));
   }
   template <class F>
   static void rate_actions(F&& f) {
@@ -914,6 +977,7 @@ class qp_engine {
   dma dma_;
   completion_unit cq_;
   std::vector<port> ports_;
+  std::vector<std::optional<class_scheduler>> sched_;  ///< per port: its class scheduler, with a class model
   std::unordered_map<std::uint32_t, std::unique_ptr<qp_context>> qps_;
   std::uint32_t next_qpn_ = 0;  ///< the next QPN to try, from cfg_.qpn_first
   std::size_t lingering_ = 0;

@@ -321,8 +321,11 @@ class loopback_fabric {
         }
         for (std::size_t p = 0; p < d->port_count(); ++p)
           while (d->pending_frames(p) && wire_free(d, p) <= now_) {
+            auto f = d->take_frame(p);  // (a class scheduler builds it now, and may find nothing)
+            s.touched = true;
+            if (!f) break;
             more = true;
-            route(d, p, std::move(*d->take_frame(p)));
+            route(d, p, std::move(*f));
           }
         more = more || (d->busy() && !blocked(d));
       }

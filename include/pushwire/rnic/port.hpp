@@ -9,6 +9,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -94,8 +95,24 @@ class port {
   bool send(const flow::packet& p, std::uint32_t qpn, const address_vector& to, std::uint32_t len,
             std::optional<std::uint16_t> sport, time_ns now, device_counters& stats, Payload&& payload) {
     ++stats.frames_out;
-    return cells() ? send_cells(p, qpn, to, len, stats, now, payload) : send_roce(p, qpn, to, len, sport, stats, now, payload);
+    const std::uint8_t tc = class_of(p, to);
+    return cells() ? send_cells(p, qpn, to, len, stats, now, tc, payload) : send_roce(p, qpn, to, len, sport, stats, now, tc, payload);
   }
+  /// The traffic class of packet p to `to` (spec/qos.md §4): its SL and traffic class through
+  /// the port's class model (a CNP: the port's cnp_dscp).
+  std::uint8_t class_of(const flow::packet& p, const address_vector& to) const {
+    const std::uint8_t tclass = p.info().is(ib::op_class::cnp) ? static_cast<std::uint8_t>(cfg_.cnp_dscp << 2) : to.traffic_class;
+    return model().class_of(to.sl, tclass);
+  }
+  /// The port's class model (the default one when it has none).
+  const flow::qos_map& model() const {
+    static const flow::qos_map fallback{};
+    return cfg_.classes ? *cfg_.classes : fallback;
+  }
+  /// Per traffic class: frames and bytes sent, bytes held.
+  const std::array<class_counters, flow::traffic_classes>& class_stats() const { return classes_; }
+  /// Whether request frames wait for the wire (a class scheduler builds the next only then).
+  bool requests_queued() const { return !tx_.empty(); }
 
   /// Whether the port's responses are plain ACKs still held for coalescing at `now`.
   bool acks_held(time_ns now) const {
@@ -117,6 +134,12 @@ class port {
     if (&q == &tx_ && !responses_.empty()) released_ = true;
     frame_bytes f = std::move(q.front());
     q.pop_front();
+    std::deque<std::uint8_t>& tcs = &q == &tx_ ? tx_tc_ : responses_tc_;
+    class_counters& c = classes_[tcs.front()];
+    tcs.pop_front();
+    ++c.frames;
+    c.bytes += f.size();
+    c.held -= f.size();
     return f;
   }
   /// Returns a frame buffer to the pool.
@@ -153,7 +176,7 @@ class port {
  private:
   template <class Payload>
   bool send_roce(const flow::packet& p, std::uint32_t qpn, const address_vector& to, std::uint32_t len,
-                 std::optional<std::uint16_t> sport, device_counters& stats, time_ns now, Payload& payload) {
+                 std::optional<std::uint16_t> sport, device_counters& stats, time_ns now, std::uint8_t tc, Payload& payload) {
     ib::roce_packet r = flow::to_roce(p, frame_base(qpn, to, p));
     if (sport) r.udp.srcport = *sport;
     const std::size_t head = ib::payload_offset(r);
@@ -192,7 +215,7 @@ class port {
     }
     f.resize(n);
     stats.bytes_out += f.size();
-    queue(p, std::move(f), now);
+    queue(p, std::move(f), now, tc);
     return true;
   }
   ib::roce_packet frame_base(std::uint32_t qpn, const address_vector& to, const flow::packet& p) const {
@@ -228,7 +251,7 @@ class port {
   }
   template <class Payload>
   bool send_cells(const flow::packet& p0, std::uint32_t qpn, const address_vector& to, std::uint32_t len, device_counters& stats,
-                  time_ns now, Payload& payload) {
+                  time_ns now, std::uint8_t tc, Payload& payload) {
     flow::packet p = p0;
     p.src_qp = qpn;  // cells name the sending QP (its WQP)
     std::vector<std::span<const std::byte>> pieces;
@@ -247,15 +270,20 @@ class port {
       if (!n) return false;
       f.resize(*n);
       stats.bytes_out += f.size();
-      queue(p, std::move(f), now);
+      queue(p, std::move(f), now, tc);
     }
     return true;
   }
-  void queue(const flow::packet& p, frame_bytes&& f, time_ns now) {
+  void queue(const flow::packet& p, frame_bytes&& f, time_ns now, std::uint8_t tc) {
+    class_counters& c = classes_[tc & 7];
+    c.held += f.size();
+    c.max_held = std::max(c.max_held, c.held);
     if (p.info().request) {
       tx_.push_back(std::move(f));
+      tx_tc_.push_back(tc & 7);
       return;
     }
+    responses_tc_.push_back(tc & 7);
     if (responses_.empty()) responses_since_ = now, urgent_ = false, released_ = false;
     const bool plain_ack = p.info().is(ib::op_class::ack) && !p.info().is(ib::op_class::atomic) &&
                            ib::syndrome_of(p.aeth).kind() == ib::aeth_kind::ack;
@@ -355,6 +383,8 @@ class port {
   time_ns ack_delay_;
   std::deque<frame_bytes> tx_{};         ///< requests (the QPs' sends, the device's own WRITEs)
   std::deque<frame_bytes> responses_{};  ///< ACKs, NAKs, READ and atomic responses: sent first
+  std::deque<std::uint8_t> tx_tc_{}, responses_tc_{};  ///< each queued frame's traffic class
+  std::array<class_counters, flow::traffic_classes> classes_{};
   time_ns responses_since_ = 0;          ///< when `responses_` last became non-empty
   bool urgent_ = false;                  ///< `responses_` holds more than plain ACKs
   bool released_ = false;                ///< a request left since: the held ACKs go too

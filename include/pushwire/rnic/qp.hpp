@@ -84,6 +84,9 @@ struct address_vector {
   std::uint8_t hop_limit = 64;
   std::uint8_t traffic_class = 0;
   std::uint32_t flow_label = 0;  ///< 20 bits; 0: derived from the QP numbers (ib/entropy.hpp)
+  /// The service level, 0..15: with a port that trusts PCP, its three low bits are the
+  /// priority that picks the traffic class (spec/qos.md §4). RoCE frames carry no VLAN tag.
+  std::uint8_t sl = 0;
   friend constexpr bool operator==(const address_vector&, const address_vector&) = default;
 };
 /// GIDs (ib/gid.hpp).
