@@ -181,7 +181,9 @@ BENCH_SECONDS ?= 10
 bench-report: deps
 	@$(MAKE) --no-print-directory deps PACKAGES="$(BENCH_PACKAGES)"
 	cmake -S . -B $(DIR_gcc) $(CONFIG_gcc) $(LAUNCHER)
-	cmake --build $(DIR_gcc) -j $(JOBS) --target pushwire-host pushwire-iou pushwire-rnic pushwire-bench pushwire-verbs pushwire-verbs-run pushwire-rnicd
+	cmake --build $(DIR_gcc) -j $(JOBS) --target pushwire-host pushwire-iou pushwire-rnic pushwire-bench pushwire-verbs pushwire-verbs-run pushwire-rnicd pushwire-incast
+	./$(DIR_gcc)/bench/pushwire-incast >$(DIR_gcc)/incast.jsonl
+	bench/incast.py $(DIR_gcc)/incast.jsonl bench
 	bench/split_model.sh $(DIR_gcc) $(BENCH_SECONDS) >$(DIR_gcc)/split_model.jsonl
 	bench/pingpong.sh $(DIR_gcc) >$(DIR_gcc)/pingpong.jsonl
 	bench/perftest.sh $(DIR_gcc) >$(DIR_gcc)/perftest.jsonl

@@ -2,6 +2,7 @@
 // statefully, with the reference machines (flow::conformance; spec/conformance.md).
 //
 //   pushwire-conform FILE [--json] [--udp-port N] [--mtu N] [--only RULES] [--ibta-rd] [--complete]
+//                    [--cnp-interval NS]
 //
 // FILE is pcap or pcapng (Ethernet). One line per violation, in frame order:
 //   frame 12: req.mtu: RC 198.18.0.1 QP ? > 198.18.0.2 QP 0x000012: expected ...; seen ... [reference]
@@ -38,6 +39,7 @@ constexpr int exit_clean = 0, exit_violations = 1, exit_unreadable = 2;
 int usage(const char* why) {
   if (why) std::cerr << "pushwire-conform: " << why << "\n";
   std::cerr << "usage: pushwire-conform FILE [--json] [--udp-port N] [--mtu N] [--only RULES] [--ibta-rd] [--complete]\n"
+               "                        [--cnp-interval NS]\n"
                "  FILE          a pcap or pcapng capture (Ethernet) of RoCEv2 or cell traffic\n"
                "  --json        one JSON object per violation, then a summary object\n"
                "  --udp-port N  RoCEv2 UDP destination port (default 4791)\n"
@@ -47,6 +49,7 @@ int usage(const char* why) {
                "  --complete    the capture is complete (taken at an endpoint, nothing lost or reordered before it):\n"
                "                a skipped PSN, a response before its request, a lost response are violations;\n"
                "                without it they are taken for the capture's own losses and reorderings\n"
+               "  --cnp-interval NS  cnp.pacing: the least time between two CNPs to one QP (default 4000; 0: not judged)\n"
                "rules: spec/conformance.md; exit status: 0 clean, 1 violations, 2 unreadable input or bad arguments\n";
   return exit_unreadable;
 }
@@ -159,6 +162,10 @@ int main(int argc, char** argv) {
       const auto v = number(argv[++i]);
       if (!v || *v == 0 || *v > 65535) return usage("--udp-port needs 1..65535");
       opt.codec.udp_port = static_cast<std::uint16_t>(*v);
+    } else if (a == "--cnp-interval" && i + 1 < argc) {
+      const auto v = number(argv[++i]);
+      if (!v || *v > 1'000'000'000) return usage("--cnp-interval needs 0..1000000000 (ns)");
+      opt.cnp_interval = *v;
     } else if (a == "--mtu" && i + 1 < argc) {
       const auto v = number(argv[++i]);
       if (!v || !flow::is_ib_mtu(*v)) return usage("--mtu needs 256, 512, 1024, 2048 or 4096");

@@ -5,6 +5,8 @@
 //   PUSHWIRE_VERBS_FILE=/path                           the same list, read from a file ('#' comments,
 //                                                       at a line's start or after a blank)
 //   PUSHWIRE_VERBS_FAULTS="loss=0.05,reorder=0.05,seed=7"   faults on what every device sends
+//   PUSHWIRE_VERBS_QOS="ecn ect0 dcqcn on tsa ets,... tcbw 0,75,25,0,0,0,0,0"   every device's port
+//                                                       (spec/qos.md §5)
 //
 // An entry is NAME:ADDRESS[:MTU][@IPV6] (a device of the process's own), or NAME@PATH[#FUNCTION]
 // (a function of a shared device, pushwire-rnicd, attached through its control socket PATH:
@@ -33,6 +35,7 @@
 #include <arpa/inet.h>
 #include <sys/socket.h>
 
+#include <pushwire/rnic/classes.hpp>
 #include <pushwire/rnic/faults.hpp>
 
 namespace pushwire::verbs {
@@ -236,6 +239,36 @@ inline parsed<fault_spec> parse_faults(std::string_view text) {
     }
     *slot = v;
   }
+  return r;
+}
+
+/// A port's quality of service as the provider's devices take it.
+struct qos_spec {
+  rnic::egress_config egress{};  ///< its class model and its ECN (rate and marking are a device process's)
+  bool dcqcn = false;            ///< DCQCN's notification and reaction points (spec/qos.md §3)
+};
+
+/// Parses PUSHWIRE_VERBS_QOS: SETTING VALUE pairs separated by spaces, the settings of
+/// `pushwire-rnicd ctl PATH port set` (rnic::apply_egress) but rate and mark, and `dcqcn on|off`.
+inline parsed<qos_spec> parse_qos(std::string_view text) {
+  parsed<qos_spec> r;
+  const auto w = detail::split(text, " ");
+  if (w.size() % 2) {
+    r.error = "SETTING VALUE pairs, separated by spaces";
+    return r;
+  }
+  for (std::size_t i = 0; i < w.size(); i += 2) {
+    if (w[i] == "dcqcn") {
+      if (w[i + 1] != "on" && w[i + 1] != "off") r.error = detail::why(w[i + 1], "dcqcn on or off");
+      r.value.dcqcn = w[i + 1] == "on";
+    } else if (w[i] == "rate" || w[i] == "mark") {
+      r.error = detail::why(w[i], "a device process's setting (pushwire-rnicd --egress)");
+    } else if (std::string why = rnic::apply_egress(r.value.egress, w[i], w[i + 1]); !why.empty()) {
+      r.error = why;
+    }
+    if (!r) return r;
+  }
+  r.error = rnic::check_egress(r.value.egress);
   return r;
 }
 

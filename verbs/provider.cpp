@@ -171,6 +171,7 @@ struct registry {
   std::vector<cfg::device_spec> specs;
   std::unique_ptr<pw_device[]> devices;
   cfg::fault_spec faults;
+  cfg::qos_spec qos;
   std::mutex mu;
   std::vector<engine*> engines;  // by device index, while open
 };
@@ -207,6 +208,11 @@ registry& reg() {
       auto p = cfg::parse_faults(f);
       if (!p) warn("PUSHWIRE_VERBS_FAULTS: %s: no faults", p.error.c_str());
       else x->faults = p.value;
+    }
+    if (const char* q = std::getenv("PUSHWIRE_VERBS_QOS"); q && *q) {
+      auto p = cfg::parse_qos(q);
+      if (!p) warn("PUSHWIRE_VERBS_QOS: %s: the defaults instead", p.error.c_str());
+      else x->qos = p.value;
     }
     x->devices = std::make_unique<pw_device[]>(x->specs.size());
     x->engines.assign(x->specs.size(), nullptr);
@@ -679,6 +685,10 @@ rnic::device_config engine_config(const engine& e) {
   dc.ports[0].extra_gids.assign(e.gids.begin() + 1, e.gids.end());
   dc.ports[0].mtu = e.mtu;
   dc.ports[0].udp_sport = pushwire::ib::roce_port;
+  const cfg::qos_spec& q = reg().qos;
+  dc.ports[0].ecn = q.egress.ecn;
+  dc.ports[0].classes = q.egress.classes;
+  dc.congestion.notify = dc.congestion.react = q.dcqcn;
   dc.linger = linger_max;
   dc.ack_delay = ack_delay;
   return dc;

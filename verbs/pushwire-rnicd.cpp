@@ -1,9 +1,9 @@
 // pushwire-rnicd: one software RNIC shared by many programs (spec/rnicd.md).
 //
 //   pushwire-rnicd --port NAME:IPV4[:MTU][@IPV6] [--port ...] [--functions N] [--control PATH]
-//                  [--slots N] [--poll-us N] [--rate BPS] [--faults SPEC]
+//                  [--slots N] [--poll-us N] [--rate BPS] [--egress "SETTING VALUE..."] [--faults SPEC]
 //   pushwire-rnicd ctl PATH show [--json] | vf add N [SETTING VALUE...] | vf del N |
-//                           vf set N SETTING VALUE... | migrate N --to OTHER_PATH
+//                           vf set N SETTING VALUE... | port set SETTING VALUE... | migrate N --to OTHER_PATH
 //
 // A device process: it owns each port's UDP socket (port 4791 of the port's addresses) and is
 // the port's embedded switch (rnic/eswitch.hpp). Programs attach to a function of a port through
@@ -28,6 +28,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <random>
 #include <deque>
 #include <filesystem>
 #include <list>
@@ -123,6 +124,11 @@ struct port_device {
   wire::mac_address mac{};
   std::list<connection> conns;
   std::unordered_map<std::uint32_t, connection*> by_attachment;
+  /// Shaped egress (spec/qos.md §5): nothing leaves before egress_until; per class, the
+  /// attachment served last (round robin within a class); the marking's draws.
+  rnic::time_ns egress_until = 0;
+  std::array<std::uint32_t, pushwire::flow::traffic_classes> served{};
+  std::mt19937_64 rng{0x9E3779B97F4A7C15u};
 };
 
 struct options {
@@ -131,6 +137,8 @@ struct options {
   std::string control;
   rnic::time_ns poll_ns = 100'000;
   std::uint64_t rate = 0;
+  /// The ports' egress settings (`port set`'s words: SETTING VALUE ...).
+  std::vector<std::string> egress;
   /// Faults on what every port sends (PUSHWIRE_VERBS_FAULTS' syntax: loss=0.02,seed=7);
   /// each socket draws from seed + its index.
   pushwire::verbs::fault_spec faults{};
@@ -140,10 +148,12 @@ int usage(const char* why = nullptr) {
   if (why) std::fprintf(stderr, "pushwire-rnicd: %s\n", why);
   std::fprintf(stderr,
                "usage: pushwire-rnicd --port NAME:IPV4[:MTU][@IPV6] [--port ...] [--functions N] [--control PATH]\n"
-               "                      [--slots N] [--poll-us N] [--rate BPS] [--faults loss=P,duplicate=P,reorder=P,corrupt=P,delay=P,seed=N]\n"
+               "                      [--slots N] [--poll-us N] [--rate BPS] [--egress \"SETTING VALUE...\"]\n"
+               "                      [--faults loss=P,duplicate=P,reorder=P,corrupt=P,delay=P,seed=N]\n"
                "       pushwire-rnicd ctl PATH show [--json] | vf add N [SETTING VALUE...] | vf del N | vf set N SETTING VALUE... |\n"
-               "                               migrate N --to OTHER_PATH\n"
-               "settings: mac, gid, max_qps, max_mrs, max_cqs, max_bytes, rate, trust, pkey (spec/rnicd.md)\n");
+               "                               port set SETTING VALUE... | migrate N --to OTHER_PATH\n"
+               "settings: mac, gid, max_qps, max_mrs, max_cqs, max_bytes, rate, trust, pkey (spec/rnicd.md)\n"
+               "port settings: rate, classes, trust, tsa, tcbw, prio_tc, ratelimit, dscp2prio, mark, ecn (spec/qos.md)\n");
   return 64;
 }
 
@@ -201,6 +211,13 @@ class daemon_state {
       ec.slots = opt_.slots;
       ec.limits.rate_bps = opt_.rate;
       p->sw = std::make_unique<rnic::eswitch>(ec);
+      if (!opt_.egress.empty()) {
+        std::string why;
+        if (p->sw->set_egress(std::vector<std::string_view>(opt_.egress.begin(), opt_.egress.end()), 0, why)) {
+          log("--egress: %s", why.c_str());
+          return false;
+        }
+      }
       if (!listen_on(*p)) return false;
       log("%s: %u.%u.%u.%u mtu %u, %u VFs, %u slots per ring, control %s", p->name.c_str(), uc.address[0], uc.address[1], uc.address[2],
           uc.address[3], spec.mtu, std::min(opt_.vfs, rnic::max_vfs), opt_.slots, p->control.c_str());
@@ -282,8 +299,9 @@ class daemon_state {
     std::size_t moved = 0;
     for (auto& pp : ports_) {
       port_device& p = *pp;
+      if (p.sw->shapes()) moved += transmit_shaped(p, now);
       for (connection& c : p.conns)
-        if (c.attachment && !c.closing && !c.paused) moved += transmit(p, c, now) + drain_backlog(p, c);
+        if (c.attachment && !c.closing && !c.paused) moved += (p.sw->shapes() ? 0 : transmit(p, c, now)) + drain_backlog(p, c);
       p.udp->flush(now);
       for (auto& x : p.extra) x.udp->flush(now);
       moved += p.udp->receive(p.mac, [&](std::span<std::byte> f) { deliver(p, f); });
@@ -336,6 +354,77 @@ class daemon_state {
       if (p.sw->check_tx(c.attachment, copy)) continue;
       // To an address of this port: the switch delivers it itself (as an SR-IOV switch does
       // between functions), with no trip through the kernel.
+      if (p.sw->is_local(copy)) deliver(p, copy);
+      else udp_for(p, copy).send(copy, now);
+    }
+    return n;
+  }
+  /// A shaped port (spec/qos.md §5): the rings' head frames compete by class (ETS) under the
+  /// port's rate; a frame is copied out of its ring only when it leaves, and an ECT one is
+  /// marked CE by the bytes still queued in the rings behind it.
+  std::size_t transmit_shaped(port_device& p, rnic::time_ns now) {
+    if (p.egress_until > now) return 0;
+    std::size_t n = 0;
+    struct head {
+      connection* c;
+      std::uint8_t tc;
+    };
+    std::vector<head> heads;
+    for (int round = 0; round < 256; ++round) {
+      if (!p.sw->uplink_ready(now)) {
+        // back when 16 KiB more may go, not one frame: a sleep overshoots by tens of
+        // microseconds, which the bucket's 64 KiB absorbs
+        p.egress_until = p.sw->uplink_at() + pushwire::flow::wire_time(16 * 1024, p.sw->config().egress.rate_bps);
+        break;
+      }
+      heads.clear();
+      std::uint8_t work = 0;
+      std::uint64_t queued = 0;
+      for (connection& c : p.conns) {
+        if (!c.attachment || c.closing || c.paused || c.rate_until > now) continue;
+        rnic::fn_errc e{};
+        const auto avail = c.tx.available(e);
+        if (!avail) {
+          broken(p, c, e);
+          continue;
+        }
+        if (*avail == 0) continue;
+        const auto f = c.tx.peek(e);
+        if (!f) {
+          broken(p, c, e);
+          continue;
+        }
+        const std::uint8_t tc = p.sw->class_of(*f);
+        work = static_cast<std::uint8_t>(work | 1u << tc);
+        queued += std::uint64_t{*avail} * f->size();  // (its head's size for each)
+        heads.push_back({&c, tc});
+      }
+      const auto tc = p.sw->pick(work, now);
+      if (!tc) {
+        if (work) p.egress_until = p.sw->classes_held_until(work, now).value_or(now);
+        break;
+      }
+      // round robin within the class: the first ring after the one served last
+      head* h = nullptr;
+      for (head& x : heads)
+        if (x.tc == *tc && (!h || (x.c->attachment > p.served[*tc]) > (h->c->attachment > p.served[*tc]))) h = &x;
+      connection& c = *h->c;
+      p.served[*tc] = c.attachment;
+      rnic::fn_errc e{};
+      const auto frame = c.tx.peek(e);
+      const std::size_t len = frame->size();
+      const std::uint16_t f = p.sw->find(c.attachment)->function;
+      if (!p.sw->admit(f, len, now)) {
+        c.rate_until = now + p.sw->rate_wait(f, len);
+        continue;
+      }
+      std::memcpy(buf_.data(), frame->data(), len);
+      c.tx.pop();
+      ++n;
+      const std::span<std::byte> copy(buf_.data(), len);
+      if (p.sw->check_tx(c.attachment, copy)) continue;
+      const bool marked = p.sw->mark(queued - len, std::uniform_real_distribution<double>(0, 1)(p.rng)) && pushwire::ib::mark_ce(copy);
+      p.sw->egress_sent(*tc, len, now, marked);
       if (p.sw->is_local(copy)) deliver(p, copy);
       else udp_for(p, copy).send(copy, now);
     }
@@ -439,6 +528,7 @@ class daemon_state {
         if (auto d = x.udp->next_due()) t = std::min(t, *d > now ? *d - now : 0);
       for (connection& c : p->conns) {
         if (c.attachment && c.rate_until > now) t = std::min(t, c.rate_until - now);
+        if (c.attachment && p->egress_until > now) t = std::min(t, p->egress_until - now);
         // frames waiting for a consumer that asked to be woken only after a while
         if (c.attachment && !c.rx_signalled && c.rx_waiting_since && c.rx.consumer_sleeping()) {
           const rnic::time_ns at = c.rx_waiting_since + c.rx.consumer_wake_after();
@@ -468,7 +558,8 @@ class daemon_state {
         if (c.closing) continue;
         add(c.sock.get(), &c, &p, 3);
         if (c.attachment && !c.paused && t > 0) {
-          if (c.rate_until <= net::monotonic_ns() && !c.tx.arm_sleep()) armed_all = false;
+          const rnic::time_ns now = net::monotonic_ns();
+          if (c.rate_until <= now && p.egress_until <= now && !c.tx.arm_sleep()) armed_all = false;
           add(c.doorbell.get(), &c, &p, 4);
         }
       }
@@ -1069,6 +1160,21 @@ int main(int argc, char** argv) {
       const char* p = value();
       if (!p || !parse_count(p, v)) return usage("--rate: bits per second of every function (0: unlimited)");
       o.rate = v;
+    } else if (a == "--egress") {
+      const char* p = value();
+      if (!p) return usage("--egress \"SETTING VALUE ...\"");
+      std::vector<std::string> w;
+      for (std::string_view t = p; !t.empty();) {
+        const std::size_t z = std::min(t.find(' '), t.size());
+        if (z) w.emplace_back(t.substr(0, z));
+        t.remove_prefix(std::min(z + 1, t.size()));
+      }
+      pushwire::rnic::egress_config e;
+      for (std::size_t k = 0; k < w.size(); k += 2)
+        if (std::string why = k + 1 < w.size() ? pushwire::rnic::apply_egress(e, w[k], w[k + 1]) : "SETTING VALUE pairs"; !why.empty())
+          return usage(("--egress: " + why).c_str());
+      if (std::string why = pushwire::rnic::check_egress(e); !why.empty()) return usage(("--egress: " + why).c_str());
+      o.egress.insert(o.egress.end(), w.begin(), w.end());
     } else if (a == "--faults") {
       const char* p = value();
       if (!p) return usage("--faults SPEC");

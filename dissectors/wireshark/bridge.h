@@ -64,6 +64,11 @@ typedef struct pw_roce {
     int rnr_nak;
     uint32_t rnr_delay_us;
     uint8_t src_ip[16], dst_ip[16];
+    /* Congestion (spec/qos.md): the IP header's DSCP and ECN (ip_offset: where its TOS or traffic
+     * class byte is), a CNP, and the BTH's FECN and BECN. */
+    size_t tos_offset;
+    uint8_t dscp, ecn;
+    int cnp, fecn, becn;
 } pw_roce;
 /* 0 when frame[0..n) is a valid RoCEv2 frame (the ICRC is checked, not required). */
 int pw_roce_inspect(const uint8_t *frame, size_t n, pw_roce *out);

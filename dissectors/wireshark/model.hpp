@@ -385,6 +385,10 @@ inline model build() {
         "RoCEv2 invariant CRC: its 4 bytes read big-endian, as Wireshark's infiniband.invariant.crc shows them");
   extra("pushwire.icrc.status", "ICRC status", ft::u8, base::none, "1 good, 0 bad (Wireshark checksum status)", cks);
   extra("pushwire.dc.disconnect", "DC disconnect", ft::boolean, base::none, "opcode 0x55 with SE set");
+  extra("pushwire.dscp", "DSCP", ft::u8, base::dec, "the IP header's DSCP (spec/qos.md section 1)");
+  extra("pushwire.ecn", "ECN", ft::u8, base::dec, "the IP header's ECN field: 0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE",
+        m.add_vals("pushwire.ecn", ib::ecn_names));
+  extra("pushwire.cnp.qp", "CNP for QP", ft::u32, base::hex, "a congestion notification packet (BTH opcode 0x81): the QP it slows down");
   extra("pushwire.write.pool", "Pool", ft::u32, base::dec, "pool the RDMA write lands in (from an earlier BufferRecvPool)");
   extra("pushwire.write.element", "Element", ft::u32, base::dec, "element of that pool the write lands in");
   extra("pushwire.write.offset", "Offset in element", ft::u32, base::dec, "bytes from the element's start");
@@ -429,6 +433,7 @@ inline model build() {
       {"pushwire.page_fault", "PI_SEQUENCE", "PI_NOTE", "Page-fault ACK: the sender pauses"},
       {"pushwire.dc.connect", "PI_SEQUENCE", "PI_CHAT", "DC connect or disconnect"},
       {"pushwire.read_as_write", "PI_SEQUENCE", "PI_CHAT", "Read served as a write"},
+      {"pushwire.congestion", "PI_SEQUENCE", "PI_NOTE", "Congestion: a CE mark or a CNP"},
   };
   // One per conformance rule, in the rules' order (pushwire-wsgen indexes them by rule).
   for (const flow::rule_info& r : flow::rule_table) {

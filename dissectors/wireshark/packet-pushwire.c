@@ -378,6 +378,20 @@ static int dissect_pushwire_post(tvbuff_t *tvb, packet_info *pinfo, proto_tree *
     if (tree && PTREE_DATA(tree)->visible) proto_item_append_text(ti, " RoCEv2, %s", pw_opcode_name(r.opcode, r.se));
     proto_tree *sub = proto_item_add_subtree(ti, ett_pushwire);
     proto_tree_add_item(sub, hf_pushwire_opcode, tvb, bth, 1, ENC_NA);
+    /* congestion (spec/qos.md): the IP header's DSCP and ECN, a CE mark, a CNP */
+    proto_item_set_generated(proto_tree_add_uint(sub, hf_pushwire_dscp, tvb, (int)r.tos_offset, 1, r.dscp));
+    proto_item *ecn = proto_tree_add_uint(sub, hf_pushwire_ecn, tvb, (int)r.tos_offset, 1, r.ecn);
+    proto_item_set_generated(ecn);
+    if (r.ecn == 3) {
+        expert_add_info_format(pinfo, ecn, &ei_pushwire_congestion, "Congestion experienced (CE): the receiver owes the sender a CNP");
+        col_append_str(pinfo->cinfo, COL_INFO, " [CE]");
+    }
+    if (r.cnp) {
+        proto_item *ci = proto_tree_add_uint(sub, hf_pushwire_cnp_qp, tvb, bth + 5, 3, r.destqp);
+        expert_add_info_format(pinfo, ci, &ei_pushwire_congestion, "Congestion notification (CNP) for QP 0x%06x%s: its sender slows down",
+                               r.destqp, r.becn ? " (BECN)" : "");
+        col_append_fstr(pinfo->cinfo, COL_INFO, " [CNP qp=0x%06x]", r.destqp);
+    }
 
     if (r.dceth_offset) pw_walk(tvb, sub, (int)r.dceth_offset, (int)r.dceth_offset + 8, &pw_layout_dceth);
     if (r.dcceth_offset) {

@@ -514,6 +514,24 @@ inline std::vector<rule_case> rule_cases() {
     c.add(cells[2]);  // the rest of it; the packet is never sent again whole
     out.push_back({"cell.sequence", rule::cell_sequence, at, std::move(c)});
   }
+  {
+    // cnp.pacing: B's CNPs to A's QP: 10 us apart, then 2 us after (B's CNPs to another QP
+    // between them do not count)
+    auto cnp = [](std::uint32_t qp) {
+      packet p{};
+      p.opcode = ib::opcode::cnp;
+      p.dest_qp = qp;
+      p.p_key = 0xFFFF;
+      p.becn = true;
+      return p;
+    };
+    capture c = base_conversation();
+    c.roce(cnp(qp_a), false, 1000);
+    c.roce(cnp(qp_a), false, 10'000);
+    c.roce(cnp(qp_a + 1), false, 1000);
+    const std::size_t at = c.roce(cnp(qp_a), false, 1000);
+    out.push_back({"cnp.pacing", rule::cnp_pacing, at, std::move(c)});
+  }
   return out;
 }
 

@@ -692,6 +692,75 @@ TEST_CASE("eswitch: admit holds a function to its rate over simulated time", "[r
   CHECK(sw.function(1)->counters.rate_waits == 0);
 }
 
+TEST_CASE("eswitch: port set shapes the egress: classes by DSCP, ETS between them, the port's rate, marking", "[rnic][eswitch][qos]") {
+  rnic::eswitch sw(config());
+  CHECK_FALSE(sw.shapes());
+  std::string out;
+  REQUIRE(run(sw, "port set rate 1G tsa ets,ets,ets,ets,ets,ets,ets,strict tcbw 0,75,25,0,0,0,0,0 mark 10000,40000,0.5", out) == std::nullopt);
+  CHECK(sw.shapes());
+  const rnic::egress_config& e = sw.config().egress;
+  CHECK(e.rate_bps == 1'000'000'000);
+  REQUIRE(e.classes);
+  CHECK(e.classes->tc[7].tsa == pushwire::flow::tsa::strict);
+  CHECK(e.classes->tc[1].weight == 75);
+  REQUIRE(e.marking);
+  CHECK(e.marking->kmax == 40000);
+  // a frame's class is its DSCP's: DSCP 8 → 1, 16 → 2, 56 → 7 (IPv4 and IPv6 alike)
+  auto with_tos = [](std::vector<std::byte> f, std::uint8_t tos) {
+    const auto ip = ib::find_ip(f);
+    REQUIRE(ip);
+    std::byte* h = f.data() + ip->offset;
+    if (ip->v6) h[0] = (h[0] & std::byte{0xF0}) | std::byte{static_cast<unsigned char>(tos >> 4)}, h[1] = std::byte{static_cast<unsigned char>(tos << 4)};
+    else h[1] = std::byte{tos};
+    return f;
+  };
+  CHECK(sw.class_of(with_tos(frame_of({}), 8 << 2)) == 1);
+  CHECK(sw.class_of(with_tos(frame_of({}), 16 << 2 | 2)) == 2);
+  CHECK(sw.class_of(with_tos(frame_of({.src = g6b, .dst = g6a}), 56 << 2)) == 7);
+  CHECK(sw.class_of(frame_of({})) == 0);
+  // strict first; ETS shares 75/25 in bytes
+  CHECK(sw.pick(0b1000'0110, 0) == 7);
+  std::array<std::uint64_t, 8> bytes{};
+  for (int i = 0; i < 4000; ++i) {
+    const auto c = sw.pick(0b0000'0110, 0);
+    REQUIRE(c);
+    sw.egress_sent(*c, 1500, 0, false);
+    bytes[*c] += 1500;
+  }
+  CHECK(static_cast<double>(bytes[1]) / static_cast<double>(bytes[1] + bytes[2]) == Approx(0.75).margin(0.01));
+  CHECK(sw.egress_stats()[1].bytes == bytes[1]);
+  // the port's rate: 6 MB sent at time 0 at 1 Gb/s is 48 ms of it, less the 64 KiB burst
+  CHECK_FALSE(sw.uplink_ready(0));
+  CHECK(sw.uplink_at() == 48'000'000 - 524'288);
+  CHECK(sw.uplink_ready(48'000'000));
+  // marking: none below KMIN, all at KMAX and above
+  CHECK_FALSE(sw.mark(10'000, 0.0));
+  CHECK(sw.mark(40'000, 0.999));
+  CHECK(sw.mark(25'000, 0.2));  // 0.5 * 15000 / 30000 = 0.25
+  CHECK_FALSE(sw.mark(25'000, 0.3));
+  REQUIRE(run(sw, "show", out) == std::nullopt);
+  CHECK(out.find("port: rate 1000000000 b/s") != std::string::npos);
+  CHECK(out.find("tc 1 ets 75% ratelimit none tx " + std::to_string(bytes[1] / 1500) + " frames " + std::to_string(bytes[1]) + " bytes") != std::string::npos);
+  REQUIRE(run(sw, "show --json", out) == std::nullopt);
+  CHECK(out.find("\"egress\":{\"rate\":1000000000,\"classes\":true") != std::string::npos);
+  // refusals change nothing
+  CHECK(run(sw, "port set tcbw 0,75,20,0,0,0,0,0", out) == fn_errc::bad_setting);  // 95
+  CHECK(out.find("sum to 100") != std::string::npos);
+  CHECK(run(sw, "port set tsa ets,ets", out) == fn_errc::bad_setting);
+  CHECK(run(sw, "port set rate fast", out) == fn_errc::bad_setting);
+  CHECK(run(sw, "port set mark 5,1,0.1", out) == fn_errc::bad_setting);
+  CHECK(run(sw, "port set dscp2prio 64,1", out) == fn_errc::bad_setting);
+  CHECK(run(sw, "port set ecn ect0", out) == fn_errc::bad_setting);
+  CHECK(run(sw, "port set color blue", out) == fn_errc::bad_setting);
+  CHECK(run(sw, "port set rate", out) == fn_errc::bad_setting);
+  CHECK(sw.config().egress.classes->tc[2].weight == 25);
+  CHECK(sw.config().egress.rate_bps == 1'000'000'000);
+  // classes off, rate 0: unshaped again
+  REQUIRE(run(sw, "port set classes off rate 0 mark off", out) == std::nullopt);
+  CHECK_FALSE(sw.shapes());
+  CHECK(sw.class_of(with_tos(frame_of({}), 56 << 2)) == 0);
+}
+
 // ---- ctl ---------------------------------------------------------------------------------
 
 TEST_CASE("eswitch: show prints every function and attachment as text and as JSON", "[rnic][eswitch]") {
@@ -718,7 +787,7 @@ TEST_CASE("eswitch: show prints every function and attachment as text and as JSO
   for (const std::string_view s : {"{\"functions\":[{\"function\":0,\"name\":\"pf\"", "{\"function\":1,\"name\":\"vf1\",\"mac\":\"02:01:c6:12:00:01\"",
                                    "\"trust\":true,\"pkeys\":\"0x8001,0xffff\"", "\"rate\":5000000", "\"qps\":3", "\"attached\":1",
                                    "\"not_roce\":1", "\"attachments\":[{\"id\":1,\"function\":1,\"pid\":4242,\"qpn_first\":16384,\"qps\":3",
-                                   "\"rx_drops\":{\"not_roce\":0,\"no_attachment\":0,\"not_its_address\":0,\"ring_full\":0}}"})
+                                   "\"rx_drops\":{\"not_roce\":0,\"no_attachment\":0,\"not_its_address\":0,\"ring_full\":0},\"egress\":{\"rate\":0,\"classes\":false"})
     CHECK(out.find(s) != std::string::npos);
   // With no attachments and one function: still valid.
   rnic::eswitch lone(config(0));

@@ -103,3 +103,22 @@ TEST_CASE("fault lists: probabilities and a seed") {
     CHECK_FALSE(parse_faults(bad));
   }
 }
+
+TEST_CASE("qos settings: PUSHWIRE_VERBS_QOS takes the port set settings but a device process's, and dcqcn") {
+  auto q = parse_qos("ecn ect0 dcqcn on tsa ets,ets,ets,ets,ets,ets,ets,strict tcbw 0,75,25,0,0,0,0,0 dscp2prio 46,7");
+  REQUIRE(q);
+  CHECK(q.value.dcqcn);
+  CHECK(q.value.egress.ecn == pushwire::ib::ecn::ect0);
+  REQUIRE(q.value.egress.classes);
+  CHECK(q.value.egress.classes->class_of(0, 46 << 2) == 7);
+  CHECK(q.value.egress.classes->tc[7].tsa == pushwire::flow::tsa::strict);
+  CHECK(parse_qos("").value.egress.classes == std::nullopt);
+  CHECK(parse_qos("ecn ect1").value.egress.ecn == pushwire::ib::ecn::ect1);
+  CHECK(!parse_qos("ecn"));
+  CHECK(!parse_qos("rate 1G"));
+  CHECK(!parse_qos("mark 1,2,0.1"));
+  CHECK(!parse_qos("dcqcn maybe"));
+  CHECK(!parse_qos("tcbw 50,50,50,0,0,0,0,0"));
+  CHECK(parse_qos("tcbw 50,50,50,0,0,0,0,0").error.find("sum to 100") != std::string::npos);
+  CHECK(!parse_qos("trust vlan"));
+}

@@ -16,6 +16,10 @@
 #              traffic to two VFs reaches only the ring it is addressed to
 #   limits     a function's QP, MR and CQ limits hold across two programs (ENOMEM past them); its
 #              registered bytes too; a rate limit holds within 5% over 5 s (ib_write_bw)
+#   classes    the port's egress at 800 Mb/s with ETS classes 1 and 2 weighted 75/25 (spec/qos.md
+#              §5): two ib_write_bw, DSCP 8 (class 1) and DSCP 16 (class 2), share it 75/25 within
+#              5% over 5 s; the capture shows their DSCPs on the wire, and the ECT(0) that
+#              PUSHWIRE_VERBS_QOS gives the other side's frames
 set -euo pipefail
 build=$(cd "$1" && pwd); what=$2
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,6 +29,7 @@ case $what in
   share) need+=(ib_write_bw ib_send_bw ibv_rc_pingpong dumpcap tshark) ;;
   faults) need+=(ibv_rc_pingpong) ;;
   limits) need+=(ib_write_bw) ;;
+  classes) need+=(ib_write_bw dumpcap tshark) ;;
 esac
 pw_require "${need[@]}"
 verbs=$build/verbs/pushwire-verbs rnicd=$build/verbs/pushwire-rnicd client=$build/tests/pushwire-rnicd-client
@@ -46,7 +51,7 @@ ctl() { local side=$1; shift; ip netns exec $s-$side "$rnicd" ctl "$work/$side.s
 # run SIDE FUNCTION LOG CMD...: CMD under the provider, attached to FUNCTION (pf, vf1..) of SIDE's device
 run() {
   local side=$1 f=$2 log=$3; shift 3
-  ip netns exec $s-$side env "PUSHWIRE_VERBS=pw0@$work/$side.sock#$f" timeout 150 "$verbs" run -- "$@" >"$log" 2>&1
+  ip netns exec $s-$side env "PUSHWIRE_VERBS=pw0@$work/$side.sock#$f" ${qos:+"PUSHWIRE_VERBS_QOS=$qos"} timeout 150 "$verbs" run -- "$@" >"$log" 2>&1
 }
 wait_listen() {  # SIDE PORT
   for _ in $(seq 200); do ip netns exec $s-$1 ss -ltn "sport = :$2" | grep -q LISTEN && return 0; sleep 0.05; done
@@ -244,5 +249,38 @@ limits)
   echo "ok: vf3 at rate 300 Mb/s: $mbps Mb/s of frames over 5 s; ib_write_bw averaged $bw Gb/s of payload"
   echo "PASS: QP, MR and CQ limits across two programs, registered bytes, and a rate held within 5%"
   ;;
-*) echo "usage: rnicd.sh BUILD share|faults|isolation|limits"; exit 64 ;;
+classes)
+  start_daemon a --egress "rate 200M tcbw 0,75,25,0,0,0,0,0"
+  start_daemon b
+  ip netns exec $s-a dumpcap -q -i $s-a -f "udp port 4791" -s 128 -w "$work/classes.pcapng" 2>/dev/null & cap=$!; pw_pids+=($cap)
+  sleep 0.5
+  # ib_write_bw's --tclass is the traffic class byte: DSCP << 2
+  # the servers' devices send ECT(0) (PUSHWIRE_VERBS_QOS): their ACKs show it on the wire
+  qos="ecn ect0" run b vf1 "$work/tc1-server.log" ib_write_bw -d pw0 -x 0 -F -s 65536 -D 5 --tclass=32 -p 19531 & s1=$!
+  qos="ecn ect0" run b vf2 "$work/tc2-server.log" ib_write_bw -d pw0 -x 0 -F -s 65536 -D 5 --tclass=64 -p 19532 & s2=$!
+  wait_listen b 19531; wait_listen b 19532
+  run a vf1 "$work/tc1-client.log" ib_write_bw -d pw0 -x 0 -F -s 65536 -D 5 --tclass=32 -p 19531 $B & c1=$!
+  run a vf2 "$work/tc2-client.log" ib_write_bw -d pw0 -x 0 -F -s 65536 -D 5 --tclass=64 -p 19532 $B & c2=$!
+  for p in $c1 $c2 $s1 $s2; do wait $p || fail "ib_write_bw in a class"; done
+  kill -INT $cap 2>/dev/null; wait $cap 2>/dev/null || true
+  bw1=$(awk '/#bytes/ {getline; print $4; exit}' "$work/tc1-client.log")
+  bw2=$(awk '/#bytes/ {getline; print $4; exit}' "$work/tc2-client.log")
+  share=$(/usr/bin/python3 -c "print(round($bw1 / ($bw1 + $bw2), 4))")
+  echo "ib_write_bw: class 1 $bw1 MB/s, class 2 $bw2 MB/s: class 1's share $share"
+  ctl a show | grep -E "^port|^  tc [0-2]"
+  /usr/bin/python3 -c "import sys; s=$share; sys.exit(0 if abs(s - 0.75) <= 0.05 else 1)" || fail "class 1's share $share is not 0.75 +- 0.05"
+  /usr/bin/python3 -c "import sys; t=$bw1+$bw2; sys.exit(0 if 15 <= t <= 26 else 1)" || fail "the two flows moved $bw1 + $bw2 MB/s: not about the port's 25 MB/s"
+  # the DSCPs on the wire, as stock tshark reads the veth's IP headers (a's data frames)
+  dscps=$(tshark -r "$work/classes.pcapng" -Y "ip.src == $A && ip.len > 1000" -T fields -e ip.dsfield.dscp 2>/dev/null | sort | uniq -c | awk '{print $2 ":" $1}' | tr '\n' ' ')
+  echo "DSCP of a's data frames on the wire: $dscps"
+  case " $dscps" in *" 8:"*) ;; *) fail "no DSCP 8 on the wire" ;; esac
+  case " $dscps" in *" 16:"*) ;; *) fail "no DSCP 16 on the wire" ;; esac
+  case " $dscps" in *" 0:"*) fail "data frames without their DSCP on the wire" ;; esac
+  ecns=$(tshark -r "$work/classes.pcapng" -Y "ip.src == $B && udp.dstport == 4791" -T fields -e ip.dsfield.ecn 2>/dev/null | sort | uniq -c | awk '{print $2 ":" $1}' | tr '\n' ' ')
+  echo "ECN of b's frames on the wire: $ecns"
+  case "$ecns" in "2:"*) ;; *) fail "b's frames are not all ECT(0) (PUSHWIRE_VERBS_QOS=\"ecn ect0\")" ;; esac
+  case "$ecns" in *" "[0-9]*:*) fail "b's frames are not all ECT(0)" ;; esac
+  echo "PASS: two classes weighted 75/25 share the port $share : $(/usr/bin/python3 -c "print(round(1 - $share, 4))"), their DSCPs on the wire"
+  ;;
+*) echo "usage: rnicd.sh BUILD share|faults|isolation|limits|classes"; exit 64 ;;
 esac

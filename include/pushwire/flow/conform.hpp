@@ -77,8 +77,9 @@ enum class rule : std::uint8_t {
   cell_crc,
   cell_packet_crc,
   cell_sequence,
+  cnp_pacing,
 };
-inline constexpr std::size_t rule_count = 23;
+inline constexpr std::size_t rule_count = 24;
 
 struct rule_info {
   rule id;
@@ -165,6 +166,10 @@ inline constexpr std::array<rule_info, rule_count> rule_table{{
      "A packet's cells agree (type, count, destination), come in CSN order with first and last flags in place, and a packet "
      "that lost cells is sent again.",
      "cell::inspect (check_header), cell::reassembler", "spec/cells.md §3, §8"},
+    {rule::cnp_pacing, "cnp.pacing",
+     "A notification point sends one QP at most one CNP per minimum interval (conform_options::cnp_interval, less the "
+     "capture's 1 us resolution).",
+     "flow::cnp_due", "mlx5 np_min_time_between_cnps; spec/qos.md §3"},
 }};
 
 namespace detail {
@@ -234,6 +239,9 @@ struct conform_options {
   /// packet that fails to join are violations at once, where otherwise the capture's own losses
   /// and reorderings explain them.
   bool complete = false;
+  /// cnp.pacing: the least time between two CNPs to one QP from one sender, ns (mlx5's default
+  /// np_min_time_between_cnps, 4 us); 0 judges none.
+  std::uint64_t cnp_interval = 4'000;
   conform_limits limits{};
 };
 
@@ -590,8 +598,24 @@ class conformance {
              hex32(ib::icrc_shown(v.icrc_computed)), hex32(ib::icrc_shown(v.icrc)));
       return;  // a receiver drops it: the machines never see it
     }
+    if (v.op->is(ib::op_class::cnp)) judge_cnp(src, dst, v.bth().destqp);
     const packet p = from_roce(v);
     on_packet(p, src, dst, via::roce);
+  }
+  /// cnp.pacing: the CNP before this one from src to QP `qp` of dst.
+  void judge_cnp(const host& src, const host& dst, std::uint32_t qp) {
+    if (!opt_.cnp_interval) return;
+    const auto key = std::tuple{src, dst, qp};
+    auto it = last_cnp_.find(key);
+    if (it == last_cnp_.end()) {
+      if (last_cnp_.size() < opt_.limits.max_streams) last_cnp_.emplace(key, t_);
+      return;
+    }
+    const std::uint64_t gap = t_ - it->second;
+    it->second = t_;
+    if (gap + 1000 < opt_.cnp_interval)
+      report(rule::cnp_pacing, "CNP " + src.text() + " > " + dst.text() + " QP " + qp_text(qp),
+             "at least " + std::to_string(opt_.cnp_interval) + " ns since the last", std::to_string(gap) + " ns");
   }
   static std::string hex32(std::uint32_t x) {
     static constexpr char hexd[] = "0123456789abcdef";
@@ -1368,6 +1392,7 @@ class conformance {
   std::vector<violation> now_, deferred_;
   std::uint64_t frame_ = 0, t_ = 0, last_ns_ = 0;
   std::vector<std::byte> cut_;  ///< a frame cut by the capture, zero-filled to its length
+  std::map<std::tuple<host, host, std::uint32_t>, std::uint64_t> last_cnp_;  ///< cnp.pacing: (sender, receiver, QP) → its last CNP's time
   std::map<std::tuple<host, host, std::uint32_t>, std::uint32_t> mtus_;  // (requester, responder, responder QP)
   std::map<stream_key, std::unique_ptr<stream>> streams_;
   std::map<std::tuple<host, host, std::uint32_t>, stream*> bound_;

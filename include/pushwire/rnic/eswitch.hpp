@@ -10,12 +10,16 @@
 //   function's table, and, where the frame carries one (DETH), a source QPN of its own block;
 // - limits: QPs, MRs, CQs and registered bytes counted per function across its attachments, and
 //   a transmit rate (a token bucket) per function;
-// - the `ctl` command language (show, vf add, vf del, vf set).
+// - the port's egress (spec/qos.md §5): a rate, traffic classes chosen by DSCP and scheduled by
+//   ETS among the functions' rings (which hold the frames until they leave), and ECN marking by
+//   the bytes queued;
+// - the `ctl` command language (show, vf add, vf del, vf set, port set).
 // Sans-IO: frames and commands in, verdicts and text out; time is an argument.
 #pragma once
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <charconv>
 #include <cstdio>
 #include <cstdint>
@@ -32,6 +36,7 @@
 #include <pushwire/ib/gid.hpp>
 #include <pushwire/ib/roce.hpp>
 #include <pushwire/rnic/attach.hpp>
+#include <pushwire/rnic/classes.hpp>
 #include <pushwire/rnic/core.hpp>
 #include <pushwire/rnic/function.hpp>
 #include <pushwire/wire/ethernet.hpp>
@@ -91,6 +96,13 @@ struct eswitch_config {
   std::uint32_t vfs = 0;      ///< VFs made at start (1..vfs), each with the port's GIDs
   std::uint32_t slots = fn::default_slots;
   function_limits limits{};   ///< every new function's
+  egress_config egress{};     ///< the port's egress (`port set`)
+};
+
+/// The port's egress, per traffic class.
+struct egress_counters {
+  std::uint64_t frames = 0, bytes = 0;
+  std::uint64_t marked = 0;  ///< ECT frames it marked CE
 };
 
 /// QPN blocks: attachment block k (1..) holds QPNs [k << qpn_block_bits, (k + 1) << qpn_block_bits).
@@ -138,11 +150,58 @@ class eswitch {
   };
 
   explicit eswitch(eswitch_config c) : cfg_(std::move(c)) {
+    reshape();
     functions_.resize(max_vfs + 1);
     functions_[0] = make_function(0);
     for (std::uint32_t n = 1; n <= std::min(cfg_.vfs, max_vfs); ++n) functions_[n] = make_function(n);
   }
   const eswitch_config& config() const { return cfg_; }
+
+  // ---- the port's egress (spec/qos.md §5) --------------------------------------------------
+  /// Whether the device process schedules what leaves the port (a rate or a class model);
+  /// without, each ring's frames leave as they come.
+  bool shapes() const { return cfg_.egress.rate_bps || cfg_.egress.classes; }
+  /// A frame's class: its DSCP through the class model (a device process sees no SL: with
+  /// trust pcp every frame has priority 0); 0 without a model.
+  std::uint8_t class_of(std::span<const std::byte> frame) const {
+    if (!cfg_.egress.classes) return 0;
+    const auto ip = ib::find_ip(frame);
+    if (!ip) return cfg_.egress.classes->class_of(0, 0);
+    const std::byte* h = frame.data() + ip->offset;
+    const auto tclass = ip->v6 ? static_cast<std::uint8_t>((std::to_integer<unsigned>(h[0]) & 0x0F) << 4 | std::to_integer<unsigned>(h[1]) >> 4)
+                               : std::to_integer<std::uint8_t>(h[1]);
+    return cfg_.egress.classes->class_of(0, tclass);
+  }
+  /// The class that sends next among those whose bit is set in `work`: by ETS with a model
+  /// (nullopt while their rate limits hold them), else the lowest set.
+  std::optional<std::uint8_t> pick(std::uint8_t work, time_ns now) {
+    if (!work) return std::nullopt;
+    if (ets_) return ets_->pick(work, now);
+    return static_cast<std::uint8_t>(std::countr_zero(work));
+  }
+  /// When a class that `work` names may send again (its rate limit), if none may now.
+  std::optional<time_ns> classes_held_until(std::uint8_t work, time_ns now) const {
+    std::optional<time_ns> t;
+    for (std::uint8_t c = 0; ets_ && c < flow::traffic_classes; ++c)
+      if (const auto u = (work >> c & 1) ? ets_->held_until(c, now) : std::nullopt; u && (!t || *u < *t)) t = u;
+    return t;
+  }
+  /// Whether the port's rate lets a frame go at `now`, and when it will.
+  bool uplink_ready(time_ns now) const { return uplink_.eligible(now); }
+  time_ns uplink_at() const { return uplink_.eligible_at().value_or(0); }
+  /// Whether an ECT frame leaving with `queued` bytes behind it is marked CE, for a uniform draw
+  /// u in [0, 1).
+  bool mark(std::uint64_t queued, double u) const { return cfg_.egress.marking && cfg_.egress.marking->mark(queued, u); }
+  /// A frame of class tc left at `now` (marked: it was marked CE).
+  void egress_sent(std::uint8_t tc, std::size_t bytes, time_ns now, bool marked) {
+    uplink_.sent(bytes, now);
+    if (ets_) ets_->sent(tc, bytes, now);
+    egress_counters& c = egress_stats_[tc & 7];
+    ++c.frames;
+    c.bytes += bytes;
+    c.marked += marked;
+  }
+  const std::array<egress_counters, flow::traffic_classes>& egress_stats() const { return egress_stats_; }
   const function_state* function(std::uint32_t n) const { return n < functions_.size() && functions_[n] ? &*functions_[n] : nullptr; }
   const std::map<std::uint32_t, attachment>& attachments() const { return atts_; }
   const attachment* find(std::uint32_t id) const {
@@ -386,7 +445,13 @@ class eswitch {
       show(out, w.size() > 1 && w[1] == "--json");
       return std::nullopt;
     }
-    if (w[0] != "vf" || w.size() < 3) return bad(out, "commands: show [--json] | vf add N [SETTING VALUE...] | vf del N | vf set N SETTING VALUE... | migrate N --to SOCKET");
+    if (w[0] == "port") {
+      if (w.size() < 4 || w[1] != "set" || w.size() % 2) return bad(out, "port set SETTING VALUE...");
+      if (auto e = set_egress(w, 2, out)) return e;
+      out = "port set\n";
+      return std::nullopt;
+    }
+    if (w[0] != "vf" || w.size() < 3) return bad(out, "commands: show [--json] | vf add N [SETTING VALUE...] | vf del N | vf set N SETTING VALUE... | port set SETTING VALUE... | migrate N --to SOCKET");
     std::uint32_t n = 0;
     if (!number(w[2], n) || n == 0 || n > max_vfs) return bad(out, "a VF is numbered 1..127");
     if (w[1] == "add") {
@@ -424,6 +489,19 @@ class eswitch {
     }
     return bad(out, "vf add | vf del | vf set");
   }
+  /// Applies the egress settings w[from..] (pairs of SETTING VALUE, classes.hpp's
+  /// apply_egress), all or none.
+  std::optional<fn_errc> set_egress(const std::vector<std::string_view>& w, std::size_t from, std::string& out) {
+    egress_config e = cfg_.egress;
+    for (std::size_t i = from; i + 1 < w.size(); i += 2) {
+      if (w[i] == "ecn") return bad(out, "ecn: each program's (PUSHWIRE_VERBS_QOS): the device process keeps the ECN frames come with");
+      if (std::string why = apply_egress(e, w[i], w[i + 1]); !why.empty()) return bad(out, why);
+    }
+    if (std::string why = check_egress(e); !why.empty()) return bad(out, why);
+    cfg_.egress = std::move(e);
+    reshape();
+    return std::nullopt;
+  }
   /// The same settings for the PF (the device process's own options).
   std::optional<fn_errc> set_pf(const std::vector<std::string_view>& w, std::string& out) {
     function_settings s = functions_[0]->settings;
@@ -447,19 +525,10 @@ class eswitch {
   }
   template <class T>
   static bool number(std::string_view s, T& v) {
-    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    return ec == std::errc{} && p == s.data() + s.size();
+    return parse_number(s, v);
   }
   /// A rate: bits per second, with an optional K, M or G (powers of 1000).
-  static bool rate(std::string_view s, std::uint64_t& v) {
-    std::uint64_t mul = 1;
-    if (!s.empty() && (s.back() == 'K' || s.back() == 'k')) mul = 1000, s.remove_suffix(1);
-    else if (!s.empty() && (s.back() == 'M' || s.back() == 'm')) mul = 1000'000, s.remove_suffix(1);
-    else if (!s.empty() && (s.back() == 'G' || s.back() == 'g')) mul = 1000'000'000, s.remove_suffix(1);
-    if (!number(s, v) || v > UINT64_MAX / mul) return false;
-    v *= mul;
-    return true;
-  }
+  static bool rate(std::string_view s, std::uint64_t& v) { return parse_rate(s, v); }
   static bool mac(std::string_view s, wire::mac_address& m) {
     if (s.size() != 17) return false;
     for (std::size_t i = 0; i < 6; ++i) {
@@ -608,7 +677,11 @@ class eswitch {
       }
       put("],\"rx_drops\":{");
       for (std::size_t i = 0; i < rx_drops_.size(); ++i) put(i ? "," : "", "\"", rx_drop_reason_names[i].name, "\":", num(rx_drops_[i]));
-      put("}}\n");
+      put("},\"egress\":{\"rate\":", num(cfg_.egress.rate_bps), ",\"classes\":", cfg_.egress.classes ? "true" : "false", ",\"tc\":[");
+      for (std::uint8_t tc = 0; tc < flow::traffic_classes; ++tc)
+        put(tc ? "," : "", "{\"frames\":", num(egress_stats_[tc].frames), ",\"bytes\":", num(egress_stats_[tc].bytes), ",\"marked\":",
+            num(egress_stats_[tc].marked), "}");
+      put("]}}\n");
     } else {
       for (const auto& [id, a] : atts_)
         put("attachment ", num(id), ": ", fname(a.function), " pid ", num(a.pid), " qpns ", num(a.qpn_first()), ".. qps ", num(a.qps), " tx ",
@@ -616,6 +689,20 @@ class eswitch {
       put("port: rx drops");
       for (std::size_t i = 0; i < rx_drops_.size(); ++i) put(" ", rx_drop_reason_names[i].name, " ", num(rx_drops_[i]));
       put("\n");
+      const egress_config& e = cfg_.egress;
+      put("port: rate ", e.rate_bps ? num(e.rate_bps) + " b/s" : std::string("unlimited"), " ecn ", std::string{wire::enum_name(e.ecn)}, " mark ",
+          e.marking ? num(e.marking->kmin) + "," + num(e.marking->kmax) + "," + std::to_string(e.marking->pmax) : std::string("off"), " classes ",
+          e.classes ? (e.classes->trust == flow::trust::pcp ? "trust pcp" : "trust dscp") : "off", "\n");
+      for (std::uint8_t tc = 0; tc < flow::traffic_classes; ++tc) {
+        const egress_counters& c = egress_stats_[tc];
+        if (!e.classes && tc) break;
+        put("  tc ", num(tc));
+        if (e.classes) {
+          const flow::tc_config& t = e.classes->tc[tc];
+          put(" ", std::string{wire::enum_name(t.tsa)}, " ", num(t.weight), "% ratelimit ", t.rate_limit ? num(t.rate_limit) : std::string("none"));
+        }
+        put(" tx ", num(c.frames), " frames ", num(c.bytes), " bytes, marked ", num(c.marked), "\n");
+      }
     }
     out = std::move(s);
   }
@@ -641,7 +728,18 @@ class eswitch {
     return std::nullopt;
   }
 
+  /// The port's scheduler and rate from cfg_.egress (anew: credits are forgotten).
+  void reshape() {
+    const egress_config& e = cfg_.egress;
+    ets_.reset();
+    if (e.classes) ets_.emplace(e.classes->tc);
+    uplink_ = flow::rate_limiter(e.rate_bps, 64 * 1024);
+  }
+
   eswitch_config cfg_;
+  std::optional<flow::ets_scheduler> ets_;
+  flow::rate_limiter uplink_;
+  std::array<egress_counters, flow::traffic_classes> egress_stats_{};
   std::vector<std::optional<function_state>> functions_;
   std::map<std::uint32_t, attachment> atts_;
   std::uint32_t next_block_ = 1;

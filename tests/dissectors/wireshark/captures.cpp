@@ -255,6 +255,20 @@ void write_roce(const std::string& path) {
   c.add(s1);  // 36
   s3.bth.psn = 32;
   c.add(s3);  // 37
+  // Congestion (spec/qos.md): a WRITE with DSCP 26 marked CE on the way, and the CNP it earns.
+  auto ce = rc(true, ib::opcode::rc_rdma_write_only, 19, 0x300);
+  ce.ext.set<ext::reth>({.va = 0x90000000, .r_key = 0x77, .dmalen = 16});
+  ce.payload = std::span(data).first(16);
+  ce.ip4.dsfield_dscp = 26;
+  ce.ip4.dsfield_ecn = 3;
+  c.add(ce);  // 38
+  auto cnp = rc(false, ib::opcode::cnp, 0, 0x400);
+  cnp.bth.p_key = 0xFFFF;
+  cnp.bth.becn = true;
+  cnp.ip4.dsfield_dscp = 48;
+  cnp.ip4.dsfield_ecn = 2;
+  cnp.ext.set<ext::cnp_pad>({});
+  c.add(cnp);  // 39
   save(path, c.file);
 }
 
@@ -476,6 +490,17 @@ void expect_roce(expect& x, const flow::frame_note& n, std::span<const std::byte
   if (op.is(ib::op_class::send) && op.pos == ib::position::only) x.message(v.payload);
   if (!n.message.empty() && x.message(n.message)) x.put("pushwire.message.first_frame", n.message_first_frame);
   x.put("pushwire.opcode", b.opcode);
+  {
+    const std::byte* ip = f.data() + v.ip_offset;
+    const unsigned tos = v.v6 ? ((std::to_integer<unsigned>(ip[0]) & 0x0F) << 4 | std::to_integer<unsigned>(ip[1]) >> 4) : std::to_integer<unsigned>(ip[1]);
+    x.put("pushwire.dscp", tos >> 2);
+    x.put("pushwire.ecn", tos & 3);
+    if ((tos & 3) == 3) x.expert("pushwire.congestion");
+  }
+  if (op.is(ib::op_class::cnp)) {
+    x.put("pushwire.cnp.qp", b.destqp);
+    x.expert("pushwire.congestion");
+  }
   if (auto d = v.get<ext::dceth>()) x.put("pushwire.dc.access_key", d->access_key);
   if (auto d = v.get<ext::dcceth>()) {
     x.put("pushwire.dc.resv0", 0);
