@@ -357,6 +357,66 @@ void BM_rnic_send(benchmark::State& state) {
 }
 BENCHMARK(BM_rnic_send)->Arg(64)->ComputeStatistics("min", min_of);
 
+// 64-byte signaled WRITEs across N RC QPs (spec/qos.md §7), posted as a program serving its
+// connections in groups of 32 posts them: each group's QPs in turn, eight rounds, then the next
+// group; 256 WRs per iteration. Arg 1: lookahead W (1: doorbell order; 0: no cache model); the
+// sender holds 16 QP contexts, a miss costing 1 us of virtual time. Items: WRs (real time); counters: virtual ns
+// per WR and context misses per WR.
+void BM_rnic_send_qps(benchmark::State& state) {
+  const auto qps = static_cast<std::size_t>(state.range(0));
+  const auto lookahead = static_cast<std::size_t>(state.range(1));
+  constexpr std::size_t per_iteration = 256, rounds = 8;
+  const std::size_t group = std::min<std::size_t>(qps, 32);
+  rnic::loopback_fabric fab;
+  auto cfg = [](std::uint8_t n, std::size_t w) {
+    rnic::device_config c;
+    c.ports[0].mac = {2, 0, 0, 0, 0, n};
+    c.ports[0].gid = rnic::gid_v4(198, 18, 0, n);
+    c.tx_queue = 1u << 16;
+    c.max_qps = 8192;
+    if (w) c.contexts = {.entries = 16, .lookahead = w, .fetch = 1'000};
+    return c;
+  };
+  rnic::device a(cfg(1, lookahead)), b(cfg(2, 0));
+  (void)fab.link(a, 0, b, 0, {});
+  std::vector<std::byte> abuf(qps * 64, std::byte{0x5A}), bbuf(qps * 64);
+  const auto apd = *a.alloc_pd(), bpd = *b.alloc_pd();
+  const auto amr = *a.reg_mr(apd, abuf.data(), abuf.size(), rnic::all_access), bmr = *b.reg_mr(bpd, bbuf.data(), bbuf.size(), rnic::all_access);
+  rnic::cq_memory acq(8192), bcq(16);
+  const auto ac = *a.create_cq(acq), bc = *b.create_cq(bcq);
+  std::vector<std::unique_ptr<rnic::sq_memory>> sqs;
+  std::vector<std::unique_ptr<rnic::rq_memory>> rqs;
+  std::vector<std::uint32_t> qa(qps);
+  for (std::size_t i = 0; i < qps; ++i) {
+    const std::uint32_t depth = qps == 1 ? 256 : 32;  // the most one QP has posted at once
+    for (int k = 0; k < 2; ++k) sqs.push_back(std::make_unique<rnic::sq_memory>(depth)), rqs.push_back(std::make_unique<rnic::rq_memory>(16));
+    qa[i] = *a.create_qp({.pd = apd, .send_cq = ac, .recv_cq = ac, .sq = sqs[2 * i].get(), .rq = rqs[2 * i].get()});
+    const auto qb = *b.create_qp({.pd = bpd, .send_cq = bc, .recv_cq = bc, .sq = sqs[2 * i + 1].get(), .rq = rqs[2 * i + 1].get()});
+    (void)rnic::bring_up(a, qa[i], {.peer_qpn = qb, .av = rnic::address_of(b), .mtu = 1024, .timeout = 14, .remote = rnic::all_access});
+    (void)rnic::bring_up(b, qb, {.peer_qpn = qa[i], .av = rnic::address_of(a), .mtu = 1024, .timeout = 14, .remote = rnic::all_access});
+  }
+  std::vector<rnic::work_completion> wc(512);
+  std::size_t next = 0;  // position in the posting pattern
+  const rnic::time_ns start = fab.now();
+  for (auto _ : state) {
+    for (std::size_t k = 0; k < per_iteration; ++k, ++next) {
+      const std::size_t span = group * rounds, g = next / span % (qps / group), i = g * group + next % group;
+      const rnic::sge s{amr.addr + i * 64, 64, amr.lkey};
+      (void)a.post_send(qa[i], {.opcode = rnic::wr_opcode::rdma_write, .sg_list = {&s, 1}, .remote_addr = bmr.addr + i * 64, .rkey = bmr.rkey});
+    }
+    std::size_t got = 0;
+    if (!fab.run([&] { return (got += acq.poll(wc)) >= per_iteration; }, fab.now() + 10'000'000'000ull)) state.SkipWithError("WRs did not complete");
+  }
+  const double wrs = static_cast<double>(state.iterations() * per_iteration);
+  state.SetItemsProcessed(static_cast<std::int64_t>(wrs));
+  state.counters["virtual_ns_per_wr"] = static_cast<double>(fab.now() - start) / wrs;
+  state.counters["misses_per_wr"] = static_cast<double>(a.counters().context_misses) / wrs;
+}
+BENCHMARK(BM_rnic_send_qps)
+    ->ArgsProduct({{1, 64, 512, 4096}, {0, 1, 64}})
+    ->ArgNames({"qps", "lookahead"})
+    ->ComputeStatistics("min", min_of);
+
 // One N-byte SEND from a to b and one back, each to a posted receive: time per round trip.
 void BM_rnic_pingpong(benchmark::State& state) {
   const auto n = static_cast<std::uint32_t>(state.range(0));

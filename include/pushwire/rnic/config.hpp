@@ -80,6 +80,17 @@ struct congestion_config {
   flow::dcqcn_config dcqcn{};
 };
 
+/// The QP context cache and WR lookahead (spec/qos.md §7). QP contexts live in host memory; the
+/// device holds `entries` of them. Each posted send descriptor is a job in doorbell order; the
+/// device serves, among the first `lookahead` jobs, the first whose QP's context it holds (a
+/// QP's jobs in their order); when none, it loads the first job's context, evicting the least
+/// recently used, which takes `fetch` ns during which it serves nothing.
+struct context_cache_config {
+  std::size_t entries = 0;    ///< 0: no cache model (every context is at hand)
+  std::size_t lookahead = 1;  ///< W, jobs looked at (1: doorbell order)
+  time_ns fetch = 1'000;      ///< a miss's bus time, ns (a 256-byte read across PCIe and back)
+};
+
 /// Limits and behaviour of one device (spec/rnic.md §2).
 struct device_config {
   std::vector<port_config> ports = std::vector<port_config>(1);  // (not {port_config{}}: g++-12 -O3 warns falsely on the initializer list)
@@ -123,6 +134,7 @@ struct device_config {
   /// several, are not held. 0: at once.
   time_ns ack_delay = 0;
   congestion_config congestion{};
+  context_cache_config contexts{};
 };
 
 /// An asynchronous event (ibv_event_type's meaning): the device reports what no completion can.
@@ -173,6 +185,9 @@ struct device_counters {
   std::uint64_t ce_received = 0;    ///< requests that arrived marked CE
   std::uint64_t cnps_sent = 0;
   std::uint64_t cnps_received = 0;  ///< CNPs for a QP of this device (whether it reacts or not)
+  /// The context cache (spec/qos.md §7): send jobs served with their QP's context held, jobs
+  /// that had to load it, and jobs served before an older job of another QP.
+  std::uint64_t context_hits = 0, context_misses = 0, out_of_order = 0;
 };
 
 /// One traffic class of a port (spec/qos.md §4), counted whether or not the port schedules by

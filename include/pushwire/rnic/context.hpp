@@ -94,6 +94,7 @@ struct qp_context {
   std::optional<dct_t> dct{};
   std::uint32_t sq_fetched = 0, rq_fetched = 0;  ///< ring descriptors fetched
   std::uint32_t sq_retired = 0;                  ///< ring slots given back
+  std::uint32_t sq_queued = 0;                   ///< the context cache: descriptors waiting as jobs
   std::uint64_t next_seq = 1;                    ///< the next send record's requester id
   std::deque<send_record> sends{};
   std::deque<recv_record> recvs{};               ///< own RQ: fetched, in order; SRQ: bound ones

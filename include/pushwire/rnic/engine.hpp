@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <deque>
+#include <list>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -48,7 +50,13 @@ class qp_engine {
 
   /// The doorbell register: QP qpn has new descriptors in its rings (post_send and post_recv
   /// ring it; a caller that writes descriptors itself rings it after publishing them).
-  void doorbell(std::uint32_t qpn) { doorbells_.push_back(qpn); }
+  void doorbell(std::uint32_t qpn) {
+    doorbells_.push_back(qpn);
+    if (!cfg_.contexts.entries) return;
+    // the context cache: this doorbell's descriptors are those published by now
+    const qp_context* q = find_qp(qpn);
+    marks_.push_back(q && q->init.sq ? q->init.sq->doorbell().producer.load(std::memory_order_acquire) : 0);
+  }
   /// Asynchronous events since the last call.
   std::vector<async_event> take_events() { return std::exchange(events_, {}); }
 
@@ -58,6 +66,7 @@ class qp_engine {
     now_ = std::max(now_, now);
     dma_.serve_faults();
     fetch();
+    if (cfg_.contexts.entries) serve_jobs();
     for (auto& [n, q] : qps_) {
       if (q->closed) {
         pump(*q);  // its responder's answers to duplicates
@@ -92,11 +101,13 @@ class qp_engine {
     }
     for (const auto& s : sched_)
       if (s) take(s->deadline(now_));
+    if (loading_) take(loading_until_);
     return t;
   }
   /// Whether progress() has work now (doorbells rung, packets or completions to send).
   bool busy() const {
     if (!doorbells_.empty() || !srq_doorbells_.empty()) return true;
+    if (!jobs_.empty() && now_ >= loading_until_ && jobs_due()) return true;
     for (const auto& [n, q] : qps_)
       if (wants_work(*q)) return true;
     return false;
@@ -357,6 +368,7 @@ class qp_engine {
   }
   void fetch() {
     for (std::uint32_t s : std::exchange(srq_doorbells_, {})) fetch_srq(*srqs_[s]);
+    if (cfg_.contexts.entries) return queue_jobs();
     std::vector<std::uint32_t> rung = std::exchange(doorbells_, {});
     std::sort(rung.begin(), rung.end());
     rung.erase(std::unique(rung.begin(), rung.end()), rung.end());
@@ -369,6 +381,94 @@ class qp_engine {
     for (auto& [n, q] : qps_)
       if (q->init.sq && q->sq_fetched != q->init.sq->doorbell().producer.load(std::memory_order_acquire)) fetch_sends(*q);
   }
+  // -- the context cache and WR lookahead (spec/qos.md §7) ----------------------------------------
+  /// Each send descriptor rung since becomes a job, in doorbell order.
+  void queue_jobs() {
+    const std::vector<std::uint32_t> rung = std::exchange(doorbells_, {}), marks = std::exchange(marks_, {});
+    for (std::size_t i = 0; i < rung.size(); ++i)
+      if (qp_context* q = find_qp(rung[i])) {
+        post_fetched_receives(*q);
+        if (!q->init.sq) continue;
+        // the descriptors published when it rang (a receive doorbell rings with none new)
+        const std::uint32_t p = i < marks.size() ? marks[i] : q->init.sq->doorbell().producer.load(std::memory_order_acquire);
+        for (; static_cast<std::int32_t>(p - (q->sq_fetched + q->sq_queued)) > 0; ++q->sq_queued) jobs_.push_back(rung[i]);
+      }
+    serve_jobs();
+  }
+  /// Whether one of the jobs serve_jobs() looks at can go now.
+  bool jobs_due() const {
+    for (std::size_t i = 0; i < jobs_.size() && i < std::max<std::size_t>(cfg_.contexts.lookahead, 1); ++i)
+      if (const qp_context* q = find_qp(jobs_[i]); !q || job_ready(*q)) return true;
+    return false;
+  }
+  /// Whether q can take its next descriptor now.
+  bool job_ready(const qp_context& q) const {
+    if (q.closed || (q.state != qp_state::rts && q.state != qp_state::err && q.state != qp_state::sqe)) return false;
+    return q.state != qp_state::rts || (!q.halted && machine_room(q));
+  }
+  /// Serves jobs while the device is not loading a context: among the first `lookahead`, the
+  /// first (each QP's oldest) whose context is held; else it loads the first one's.
+  void serve_jobs() {
+    const context_cache_config& c = cfg_.contexts;
+    while (!jobs_.empty() && now_ >= loading_until_) {
+      std::optional<std::uint32_t> loaded = std::exchange(loading_, std::nullopt);
+      if (loaded) hold_context(*loaded);  // a load finished: that context is held now
+      std::size_t pick = jobs_.size();
+      std::size_t first_ready = jobs_.size();
+      seen_.clear();
+      for (std::size_t i = 0; i < jobs_.size() && i < std::max<std::size_t>(c.lookahead, 1); ++i) {
+        const std::uint32_t n = jobs_[i];
+        if (std::find(seen_.begin(), seen_.end(), n) != seen_.end()) continue;  // not its QP's oldest
+        seen_.push_back(n);
+        const qp_context* q = find_qp(n);
+        if (!q) {
+          pick = i;  // its QP is gone: dropped
+          break;
+        }
+        if (!job_ready(*q)) continue;
+        if (first_ready == jobs_.size()) first_ready = i;
+        if (cached_.count(n)) {
+          pick = i;
+          break;
+        }
+      }
+      if (pick == jobs_.size()) {
+        if (first_ready == jobs_.size()) return;  // none can go now
+        loading_ = jobs_[first_ready];
+        ++stats_.context_misses;
+        loading_until_ = now_ + c.fetch;
+        continue;
+      }
+      const std::uint32_t n = jobs_[pick];
+      jobs_.erase(jobs_.begin() + static_cast<std::ptrdiff_t>(pick));
+      qp_context* q = find_qp(n);
+      if (!q) continue;
+      if (pick) ++stats_.out_of_order;
+      if (n != loaded) ++stats_.context_hits;  // (the job that loaded it counted a miss)
+      loaded.reset();
+      hold_context(n);
+      --q->sq_queued;
+      fetch_one_send(*q);
+    }
+  }
+  /// QP n's context is the most recently used; the least recently used leaves beyond `entries`.
+  void hold_context(std::uint32_t n) {
+    if (auto it = cached_.find(n); it != cached_.end()) lru_.erase(it->second);
+    lru_.push_front(n);
+    cached_[n] = lru_.begin();
+    while (lru_.size() > cfg_.contexts.entries) {
+      cached_.erase(lru_.back());
+      lru_.pop_back();
+    }
+  }
+  void fetch_one_send(qp_context& q) {
+    sq_memory& ring = *q.init.sq;
+    if (q.sq_fetched == ring.doorbell().producer.load(std::memory_order_acquire)) return;
+    const send_wqe& w = ring.ring()[q.sq_fetched & (ring.depth() - 1)];
+    ++q.sq_fetched;
+    accept_send(q, w);
+  }
+
   void post_fetched_receives(qp_context& q) {
     const std::uint32_t added = fetch_receives(q);
     if (added && q.resp) q.resp->post_receive(added);
@@ -396,6 +496,7 @@ class qp_engine {
   /// Fetches send descriptors into the QP's machine while it has room.
   void fetch_sends(qp_context& q) {
     if (q.closed) return;
+    if (cfg_.contexts.entries && q.state == qp_state::rts) return;  // its descriptors are jobs (serve_jobs)
     if (q.state != qp_state::rts && q.state != qp_state::err && q.state != qp_state::sqe) return;  // SQD: not now
     sq_memory& ring = *q.init.sq;
     const std::uint32_t p = ring.doorbell().producer.load(std::memory_order_acquire);
@@ -978,6 +1079,15 @@ class qp_engine {
   completion_unit cq_;
   std::vector<port> ports_;
   std::vector<std::optional<class_scheduler>> sched_;  ///< per port: its class scheduler, with a class model
+  // the context cache (device_config::contexts): send jobs in doorbell order (their QPs), the
+  // contexts held (most recent first), the one loading and until when
+  std::deque<std::uint32_t> jobs_;
+  std::list<std::uint32_t> lru_;
+  std::unordered_map<std::uint32_t, std::list<std::uint32_t>::iterator> cached_;
+  std::optional<std::uint32_t> loading_;
+  time_ns loading_until_ = 0;
+  std::vector<std::uint32_t> seen_;  ///< serve_jobs' scratch
+  std::vector<std::uint32_t> marks_;  ///< the context cache: each doorbell's SQ producer index
   std::unordered_map<std::uint32_t, std::unique_ptr<qp_context>> qps_;
   std::uint32_t next_qpn_ = 0;  ///< the next QPN to try, from cfg_.qpn_first
   std::size_t lingering_ = 0;
