@@ -303,7 +303,7 @@ def main():
     ap.add_argument("--bench")
     ap.add_argument("--migration", help="bench/migration.sh's lines")
     ap.add_argument("--update", action="store_true",
-                    help="replace only the sections given (--rnicd, --migration) in an existing --out")
+                    help="replace only the sections given (--rnicd, --migration, --bench's context cache) in an existing --out")
     ap.add_argument("--perftest", help="bench/perftest.sh's lines")
     ap.add_argument("--rnicd", help="bench/rnicd.sh's lines")
     ap.add_argument("--out", required=True)
@@ -314,6 +314,10 @@ def main():
             replace_section(a.out, rnicd_section(lines(a.rnicd)))
         if a.migration:
             replace_section(a.out, migration_section(lines(a.migration)))
+        if a.bench:
+            section = cache_section(json.load(open(a.bench)), os.path.dirname(os.path.abspath(a.out)))
+            if section:
+                replace_section(a.out, section)
         print(f"updated {a.out}")
         return
     if not (a.split and a.pingpong and a.bench):

@@ -373,3 +373,72 @@ TEST_CASE("qos: with a context cache of 16, lookahead W=64 serves 512 interleave
   CHECK(one.in_order);
   CHECK(ahead.in_order);
 }
+
+namespace {
+
+/// A 64-byte SEND a → b, posted 5 µs after the last one arrived, 400 times, beside (or not) an
+/// RC flow a → b that keeps two 1 MiB WRITEs posted; a's host bus at 128 Gb/s with `policy`,
+/// the link without serialization (the bus is the bottleneck): each SEND's time from post to
+/// b's receive completion.
+std::vector<time_ns> mouse_beside_elephant(bus_policy policy, bool elephant) {
+  device_config cfg;
+  cfg.bus = {.rate = 128'000'000'000, .latency = 500, .policy = policy, .quantum = 4096};
+  loopback_fabric fab(9);
+  side a(port_n(1), std::size_t{4} << 20, 4096, cfg), b(port_n(2), std::size_t{4} << 20, 4096, device_config{});
+  REQUIRE(fab.link(*a.dev, 0, *b.dev, 0, {.rate = 0, .latency = 500}) == errc{});
+  auto connect = [&] {
+    const std::uint32_t qa = a.qp(qp_type::rc), qb = b.qp(qp_type::rc);
+    REQUIRE(bring_up(*a.dev, qa, qp_type::rc, qb, av_to(*b.dev), 4096) == errc{});
+    REQUIRE(bring_up(*b.dev, qb, qp_type::rc, qa, av_to(*a.dev), 4096) == errc{});
+    return std::pair{qa, qb};
+  };
+  const auto mouse = connect(), big = connect();
+  std::uint64_t id = 1;
+  auto write = [&] {
+    const sge g = a.at(0, 1u << 20);
+    REQUIRE(a.dev->post_send(big.first, {.wr_id = id++, .opcode = wr_opcode::rdma_write, .sg_list = std::span(&g, 1),
+                                         .remote_addr = b.addr(0), .rkey = b.mr.rkey}) == errc{});
+  };
+  if (elephant) write(), write();
+  fab.run_until(200'000);  // the elephant in full swing
+  std::vector<time_ns> lat;
+  for (int k = 0; k < 400; ++k) {
+    const sge r = b.at(3u << 20, 64);
+    REQUIRE(b.dev->post_recv(mouse.second, {.wr_id = id++, .sg_list = std::span(&r, 1)}) == errc{});
+    const sge g = a.at(3u << 20, 64);
+    const time_ns start = fab.now();
+    REQUIRE(a.dev->post_send(mouse.first, {.wr_id = id++, .opcode = wr_opcode::send, .sg_list = std::span(&g, 1)}) == errc{});
+    bool got = false;
+    REQUIRE(fab.run(
+        [&] {
+          for (const auto& c : b.poll_recv()) {
+            REQUIRE(c.status == wc_status::success);
+            got = true;
+          }
+          for (const auto& c : a.poll_send()) {
+            REQUIRE(c.status == wc_status::success);
+            if (c.qp_num == big.first) write();
+          }
+          return got;
+        },
+        fab.now() + 100'000'000));
+    lat.push_back(fab.now() - start);
+    fab.advance_to(fab.now() + 5'000);
+  }
+  return lat;
+}
+
+}  // namespace
+
+TEST_CASE("qos: per-flow bus queues keep a 64 B SEND's p99 within 2 quanta of a 1 MiB WRITE flow beside it, and FIFO does not", "[rnic][qos][bus]") {
+  const time_ns quantum_time = flow::wire_time(4096, 128'000'000'000);  // 256 ns
+  const time_ns idle = p99(mouse_beside_elephant(bus_policy::per_flow, false));
+  const time_ns per_flow = p99(mouse_beside_elephant(bus_policy::per_flow, true));
+  const time_ns fifo_idle = p99(mouse_beside_elephant(bus_policy::fifo, false));
+  const time_ns fifo = p99(mouse_beside_elephant(bus_policy::fifo, true));
+  INFO("p99: idle " << idle << " ns, beside the WRITEs with per-flow queues " << per_flow << " ns, with one FIFO " << fifo << " ns (idle " << fifo_idle
+                    << "); a quantum's service " << quantum_time << " ns");
+  CHECK(fifo_idle == idle);
+  CHECK(per_flow - idle <= 2 * quantum_time);
+  CHECK(fifo - idle > 10 * quantum_time);
+}

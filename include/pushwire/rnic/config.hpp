@@ -14,6 +14,7 @@
 #include <pushwire/flow/rc.hpp>
 #include <pushwire/ib/encap.hpp>
 #include <pushwire/ib/gid.hpp>
+#include <pushwire/rnic/bus.hpp>
 #include <pushwire/rnic/core.hpp>
 #include <pushwire/wire/ethernet.hpp>
 
@@ -135,6 +136,9 @@ struct device_config {
   time_ns ack_delay = 0;
   congestion_config congestion{};
   context_cache_config contexts{};
+  /// The host bus (spec/qos.md §8): with a rate, each request's frame is ready for the wire only
+  /// once its gather has had its turn and time on the bus.
+  bus_config bus{};
 };
 
 /// An asynchronous event (ibv_event_type's meaning): the device reports what no completion can.

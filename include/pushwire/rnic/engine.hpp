@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <deque>
 #include <list>
+#include <map>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -65,6 +66,7 @@ class qp_engine {
   void progress(time_ns now) {
     now_ = std::max(now_, now);
     dma_.serve_faults();
+    if (bus_.enabled()) run_bus();
     fetch();
     if (cfg_.contexts.entries) serve_jobs();
     for (auto& [n, q] : qps_) {
@@ -102,6 +104,10 @@ class qp_engine {
     for (const auto& s : sched_)
       if (s) take(s->deadline(now_));
     if (loading_) take(loading_until_);
+    if (bus_.enabled()) {
+      take(bus_.deadline());
+      if (!landing_.empty()) take(landing_.begin()->first);
+    }
     return t;
   }
   /// Whether progress() has work now (doorbells rung, packets or completions to send).
@@ -150,6 +156,8 @@ class qp_engine {
     if (port >= ports_.size()) return 0;
     return ports_[port].pending() + (sched_[port] && !ports_[port].requests_queued() && sched_[port]->ready(now_) ? 1 : 0);
   }
+  /// The host bus (spec/qos.md §8).
+  const host_bus& bus() const { return bus_; }
   /// Port `port`'s counters per traffic class (spec/qos.md §4).
   const std::array<class_counters, flow::traffic_classes>& class_stats(std::size_t port) const { return ports_.at(port).class_stats(); }
   /// QPs waiting in traffic class tc of port `port` (0 without a class model).
@@ -623,7 +631,9 @@ class qp_engine {
     if ((q.dci && q.dci->wants_to_send()) || (q.dct && q.dct->wants_to_send())) return true;
     return (!q.sends.empty() && q.sends.front().done) || (!q.recvs.empty() && q.recvs.front().done);
   }
-  bool tx_room(const qp_context& q) const { return q.port() < ports_.size() && ports_[q.port()].room(); }
+  bool tx_room(const qp_context& q) const {
+    return q.port() < ports_.size() && ports_[q.port()].room() && parked_.size() < cfg_.tx_queue;  // (frames on the bus count)
+  }
   /// Lets q's machines send while its port has room; then fetches and reports a drained SQD.
   void pump(qp_context& q) {
     for (int guard = 0; guard < 1024 && tx_room(q); ++guard) {
@@ -934,6 +944,31 @@ class qp_engine {
       mem_.visit(p.rkey, p.va, len, f);
       return true;
     });
+    if (ps.has_staged()) stage(av->port);
+  }
+
+  // -- the host bus (spec/qos.md §8) ---------------------------------------------------------------
+  /// Port `port`'s staged request frames become jobs on the bus, their frames parked.
+  void stage(std::uint8_t port) {
+    while (ports_[port].has_staged()) {
+      port::staged s = ports_[port].take_staged();
+      const std::uint64_t id = next_job_++;
+      bus_.submit(s.qpn, s.frame.size(), id, now_);
+      parked_.emplace(id, parked{port, s.tc, std::move(s.frame)});
+    }
+    run_bus();
+  }
+  /// Runs the bus to now; frames whose gathers are done and whose latency has passed go to
+  /// their port's queue for the wire.
+  void run_bus() {
+    bus_.advance(now_, [&](std::uint64_t id, time_ns ready) { landing_.emplace(ready, id); });
+    while (!landing_.empty() && landing_.begin()->first <= now_) {
+      const auto it = parked_.find(landing_.begin()->second);
+      landing_.erase(landing_.begin());
+      if (it == parked_.end()) continue;
+      ports_[it->second.port].release(std::move(it->second.frame), it->second.tc);
+      parked_.erase(it);
+    }
   }
 
   // -- receive ------------------------------------------------------------------------------------
@@ -1088,6 +1123,17 @@ class qp_engine {
   time_ns loading_until_ = 0;
   std::vector<std::uint32_t> seen_;  ///< serve_jobs' scratch
   std::vector<std::uint32_t> marks_;  ///< the context cache: each doorbell's SQ producer index
+  // the host bus (device_config::bus): request frames parked while their gathers wait and run,
+  // by job; finished gathers by the time their frames are ready
+  struct parked {
+    std::uint8_t port;
+    std::uint8_t tc;
+    frame_bytes frame;
+  };
+  host_bus bus_{cfg_.bus};
+  std::uint64_t next_job_ = 1;
+  std::unordered_map<std::uint64_t, parked> parked_;
+  std::multimap<time_ns, std::uint64_t> landing_;
   std::unordered_map<std::uint32_t, std::unique_ptr<qp_context>> qps_;
   std::uint32_t next_qpn_ = 0;  ///< the next QPN to try, from cfg_.qpn_first
   std::size_t lingering_ = 0;

@@ -66,7 +66,7 @@ class port {
   static constexpr std::size_t pool_size = 256;
 
   port(const port_config& c, const device_config& d, std::uint8_t index)
-      : cfg_(c), index_(index), tx_queue_(d.tx_queue), ack_delay_(d.ack_delay) {
+      : cfg_(c), index_(index), tx_queue_(d.tx_queue), ack_delay_(d.ack_delay), staging_(d.bus.rate > 0) {
     if (c.framing == framing::cell)
       reasm_ = std::make_unique<cell::reassembler>(cell::reassembly_limits{
           .max_packets = 64, .max_packet_bytes = d.cell_max_packet, .max_bytes = 64 * std::size_t{d.cell_max_packet},
@@ -112,7 +112,26 @@ class port {
   /// Per traffic class: frames and bytes sent, bytes held.
   const std::array<class_counters, flow::traffic_classes>& class_stats() const { return classes_; }
   /// Whether request frames wait for the wire (a class scheduler builds the next only then).
-  bool requests_queued() const { return !tx_.empty(); }
+  bool requests_queued() const { return !tx_.empty() || !staged_.empty(); }
+
+  /// The host bus (device_config::bus): a request frame built is staged until its gather has
+  /// been on the bus; the engine takes it (take_staged) and gives it back when it is ready
+  /// (release).
+  struct staged {
+    frame_bytes frame;
+    std::uint8_t tc;
+    std::uint32_t qpn;  ///< its flow
+  };
+  bool has_staged() const { return !staged_.empty(); }
+  staged take_staged() {
+    staged s = std::move(staged_.front());
+    staged_.pop_front();
+    return s;
+  }
+  void release(frame_bytes&& f, std::uint8_t tc) {
+    tx_.push_back(std::move(f));
+    tx_tc_.push_back(tc);
+  }
 
   /// Whether the port's responses are plain ACKs still held for coalescing at `now`.
   bool acks_held(time_ns now) const {
@@ -215,7 +234,7 @@ class port {
     }
     f.resize(n);
     stats.bytes_out += f.size();
-    queue(p, std::move(f), now, tc);
+    queue(p, std::move(f), now, tc, qpn);
     return true;
   }
   ib::roce_packet frame_base(std::uint32_t qpn, const address_vector& to, const flow::packet& p) const {
@@ -270,14 +289,18 @@ class port {
       if (!n) return false;
       f.resize(*n);
       stats.bytes_out += f.size();
-      queue(p, std::move(f), now, tc);
+      queue(p, std::move(f), now, tc, qpn);
     }
     return true;
   }
-  void queue(const flow::packet& p, frame_bytes&& f, time_ns now, std::uint8_t tc) {
+  void queue(const flow::packet& p, frame_bytes&& f, time_ns now, std::uint8_t tc, std::uint32_t qpn) {
     class_counters& c = classes_[tc & 7];
     c.held += f.size();
     c.max_held = std::max(c.max_held, c.held);
+    if (p.info().request && staging_) {
+      staged_.push_back({std::move(f), static_cast<std::uint8_t>(tc & 7), qpn});
+      return;
+    }
     if (p.info().request) {
       tx_.push_back(std::move(f));
       tx_tc_.push_back(tc & 7);
@@ -384,6 +407,8 @@ class port {
   std::deque<frame_bytes> tx_{};         ///< requests (the QPs' sends, the device's own WRITEs)
   std::deque<frame_bytes> responses_{};  ///< ACKs, NAKs, READ and atomic responses: sent first
   std::deque<std::uint8_t> tx_tc_{}, responses_tc_{};  ///< each queued frame's traffic class
+  bool staging_ = false;                 ///< request frames go to the host bus first
+  std::deque<staged> staged_{};
   std::array<class_counters, flow::traffic_classes> classes_{};
   time_ns responses_since_ = 0;          ///< when `responses_` last became non-empty
   bool urgent_ = false;                  ///< `responses_` holds more than plain ACKs
