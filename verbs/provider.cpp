@@ -96,6 +96,9 @@ static_assert(same(rnic::qp_attr_mask::state, IBV_QP_STATE) && same(rnic::qp_att
               same(rnic::qp_attr_mask::sq_psn, IBV_QP_SQ_PSN) && same(rnic::qp_attr_mask::max_dest_rd_atomic, IBV_QP_MAX_DEST_RD_ATOMIC) &&
               same(rnic::qp_attr_mask::path_mig_state, IBV_QP_PATH_MIG_STATE) && same(rnic::qp_attr_mask::cap, IBV_QP_CAP) &&
               same(rnic::qp_attr_mask::dest_qpn, IBV_QP_DEST_QPN));
+// ibv_mig_state
+static_assert(same(rnic::mig_state::migrated, IBV_MIG_MIGRATED) && same(rnic::mig_state::rearm, IBV_MIG_REARM) &&
+              same(rnic::mig_state::armed, IBV_MIG_ARMED));
 // ibv_send_flags (the descriptor's flags are verbs' own bits)
 static_assert(same(rnic::send_fence, IBV_SEND_FENCE) && same(rnic::send_signaled, IBV_SEND_SIGNALED) &&
               same(rnic::send_solicited, IBV_SEND_SOLICITED) && same(rnic::send_inline, IBV_SEND_INLINE));
@@ -595,6 +598,12 @@ void engine::step() {
                          : e.type == rnic::event_type::qp_request_error ? IBV_EVENT_QP_REQ_ERR
                          : e.type == rnic::event_type::qp_access_error  ? IBV_EVENT_QP_ACCESS_ERR
                                                                         : IBV_EVENT_SQ_DRAINED;
+          push_async(it->second.second, a);
+        }
+        break;
+      case rnic::event_type::path_migrated:
+        if (auto it = qps.find(e.object); it != qps.end()) {
+          a.element.qp = it->second.first, a.event_type = IBV_EVENT_PATH_MIG;
           push_async(it->second.second, a);
         }
         break;
@@ -2117,6 +2126,16 @@ PW_EXPORT int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
   a.max_dest_rd_atomic = attr->max_dest_rd_atomic;
   a.min_rnr_timer = attr->min_rnr_timer;
   a.dest_qp_num = attr->dest_qp_num;
+  if (mask & IBV_QP_ALT_PATH) {  // automatic path migration (spec/qos.md §9): another GID of the port
+    if (attr->alt_port_num != 1) return EINVAL;
+    if (const int r = check_ah_attr(*q.eng, attr->alt_ah_attr)) return r;
+    a.alt_av = av_of(attr->alt_ah_attr, 0);
+    a.alt_timeout = attr->alt_timeout;
+  }
+  if (mask & IBV_QP_PATH_MIG_STATE) {
+    if (attr->path_mig_state > IBV_MIG_ARMED) return EINVAL;
+    a.path_mig_state = static_cast<rnic::mig_state>(attr->path_mig_state);
+  }
   std::lock_guard g(q.eng->mu);
   const rnic::errc r = q.eng->dev->modify_qp(q.qpn, a, static_cast<rnic::qp_attr_mask>(mask));
   if (r != rnic::errc{}) return to_errno(r);
@@ -2147,7 +2166,17 @@ PW_EXPORT int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int /*mask: everything
   attr->qp_state = static_cast<ibv_qp_state>(a.state);
   attr->cur_qp_state = attr->qp_state;
   attr->path_mtu = mtu_enum(a.path_mtu);
-  attr->path_mig_state = IBV_MIG_MIGRATED;
+  attr->path_mig_state = static_cast<ibv_mig_state>(a.path_mig_state);
+  attr->alt_port_num = 1;
+  attr->alt_timeout = a.alt_timeout;
+  attr->alt_ah_attr.is_global = 1;
+  attr->alt_ah_attr.port_num = 1;
+  attr->alt_ah_attr.sl = a.alt_av.sl;
+  attr->alt_ah_attr.grh.sgid_index = a.alt_av.sgid_index;
+  std::memcpy(attr->alt_ah_attr.grh.dgid.raw, a.alt_av.dgid.data(), 16);
+  attr->alt_ah_attr.grh.flow_label = a.alt_av.flow_label;
+  attr->alt_ah_attr.grh.hop_limit = a.alt_av.hop_limit;
+  attr->alt_ah_attr.grh.traffic_class = a.alt_av.traffic_class;
   attr->qkey = a.qkey;
   attr->rq_psn = a.rq_psn;
   attr->sq_psn = a.sq_psn;

@@ -37,8 +37,11 @@ struct side {
   side(int n, framing f, std::size_t bytes = 1 << 20, std::uint32_t cq_depth = 1024, device_config cfg = {})
       : side(port_n(n, f), bytes, cq_depth, std::move(cfg)) {}
   /// With its one port as given.
-  side(const port_config& port, std::size_t bytes, std::uint32_t cq_depth, device_config cfg) {
-    cfg.ports = {port};
+  side(const port_config& port, std::size_t bytes, std::uint32_t cq_depth, device_config cfg)
+      : side(std::vector<port_config>{port}, bytes, cq_depth, std::move(cfg)) {}
+  /// With these ports.
+  side(const std::vector<port_config>& ports, std::size_t bytes, std::uint32_t cq_depth, device_config cfg) {
+    cfg.ports = ports;
     dev = std::make_unique<device>(cfg);
     pd = *dev->alloc_pd();
     scq_mem = std::make_unique<cq_memory>(cq_depth);

@@ -442,3 +442,177 @@ TEST_CASE("qos: per-flow bus queues keep a 64 B SEND's p99 within 2 quanta of a 
   CHECK(per_flow - idle <= 2 * quantum_time);
   CHECK(fifo - idle > 10 * quantum_time);
 }
+
+TEST_CASE("qos: two ports share one pipeline of 25 Gb/s fairly and never exceed it", "[rnic][qos][pipeline]") {
+  // a has two ports, each on its own 25 Gb/s link (to b, to c); its pipeline carries 25 Gb/s
+  device_config cfg;
+  cfg.pipeline_rate = 25'000'000'000;
+  loopback_fabric fab(11);
+  side a(std::vector<port_config>{port_n(1), port_n(11)}, std::size_t{1} << 20, 1024, cfg);
+  side b(port_n(2), std::size_t{1} << 20, 1024, device_config{}), c(port_n(3), std::size_t{1} << 20, 1024, device_config{});
+  REQUIRE(fab.link(*a.dev, 0, *b.dev, 0, {.rate = link_bytes_per_s, .latency = 500}) == errc{});
+  REQUIRE(fab.link(*a.dev, 1, *c.dev, 0, {.rate = link_bytes_per_s, .latency = 500}) == errc{});
+  std::array<std::uint32_t, 2> qs{};
+  std::array<side*, 2> peers{&b, &c};
+  for (std::size_t i = 0; i < 2; ++i) {
+    qs[i] = a.qp(qp_type::rc);
+    const std::uint32_t qp = peers[i]->qp(qp_type::rc);
+    address_vector to = av_to(*peers[i]->dev);
+    to.port = static_cast<std::uint8_t>(i);
+    address_vector back = av_to(*a.dev);
+    back.dmac = a.dev->config().ports[i].mac, back.dgid = a.dev->config().ports[i].gid;
+    REQUIRE(bring_up(*a.dev, qs[i], qp_type::rc, qp, to, 4096) == errc{});
+    REQUIRE(bring_up(*peers[i]->dev, qp, qp_type::rc, qs[i], back, 4096) == errc{});
+  }
+  std::uint64_t id = 1;
+  std::array<std::uint64_t, 2> done{};
+  auto post = [&](std::size_t i) {
+    const sge g = a.at(i * 256 * 1024, write_bytes);
+    REQUIRE(a.dev->post_send(qs[i], {.wr_id = id++ << 1 | i, .opcode = wr_opcode::rdma_write, .sg_list = std::span(&g, 1),
+                                     .remote_addr = peers[i]->addr(0), .rkey = peers[i]->mr.rkey}) == errc{});
+  };
+  for (std::size_t i = 0; i < 2; ++i)
+    for (std::uint32_t k = 0; k < outstanding; ++k) post(i);
+  const time_ns window = 1'000'000;
+  std::uint64_t out_before = 0;
+  double most = 0;
+  std::array<std::uint64_t, 2> mark{};
+  for (time_ns t = window; t <= 50'000'000; t += window) {
+    for (time_ns u = t - window + 10'000; u <= t; u += 10'000) {  // completions reposted every 10 us
+      fab.run_until(u);
+      for (const auto& w : a.poll_send()) {
+        REQUIRE(w.status == wc_status::success);
+        done[w.wr_id & 1] += write_bytes;
+        post(w.wr_id & 1);
+      }
+    }
+    std::uint64_t out = 0;  // bytes of the frames the wires took
+    for (std::size_t p = 0; p < 2; ++p)
+      for (const auto& c : a.dev->class_stats(p)) out += c.bytes;
+    most = std::max(most, static_cast<double>(out - out_before) * 8 / (static_cast<double>(window) / 1e9));  // bits/s
+    out_before = out;
+    if (t == 10'000'000) mark = done;
+  }
+  const std::vector<std::uint64_t> shares{done[0] - mark[0], done[1] - mark[1]};
+  const double goodput = static_cast<double>(shares[0] + shares[1]) * 8 / 0.04;
+  INFO("port 0 " << shares[0] << " bytes, port 1 " << shares[1] << " over 40 ms: " << goodput / 1e9 << " Gb/s of WRITEs; the most frames in 1 ms: "
+                 << most / 1e9 << " Gb/s");
+  CHECK(jain(shares) >= 0.95);
+  CHECK(most <= 25e9 * 1.001 + 9216 * 8 / 1e-3);  // the budget, and one burst
+  CHECK(goodput >= 0.9 * 25e9 * 4096 / 4170);  // the pipeline busy: each frame carries 4096 of its 4170 bytes
+}
+
+namespace {
+
+/// Two devices with two ports each, port 0 to port 0 and port 1 to port 1 (25 Gb/s, 500 ns); an
+/// RC QP pair whose path is on port 0 and alternate on port 1, armed both ways (when `arm`).
+/// Each side keeps 16 SENDs of 1 KiB in flight, numbered, until 3000 arrived each way; at 300 µs
+/// port 0's link goes down (`tell`: both devices are told, as by a carrier loss; else the path
+/// just stops answering).
+struct apm_result {
+  bool delivered = false;                 ///< every message arrived exactly once, in order
+  std::array<std::uint32_t, 2> got{};     ///< messages received by a and by b
+  std::array<std::uint64_t, 2> migrations{};
+  std::array<std::size_t, 2> events{};    ///< path_migrated events for the QP
+  std::array<qp_attr, 2> attr{};
+};
+apm_result apm_run(bool tell, bool arm) {
+  constexpr std::uint32_t messages = 3000, flight = 16, size = 1024;
+  loopback_fabric fab(13);
+  device_config cfg;
+  side a(std::vector<port_config>{port_n(1), port_n(11)}, std::size_t{4} << 20, 8192, cfg);
+  side b(std::vector<port_config>{port_n(2), port_n(12)}, std::size_t{4} << 20, 8192, cfg);
+  for (std::size_t p = 0; p < 2; ++p) REQUIRE(fab.link(*a.dev, p, *b.dev, p, {.rate = link_bytes_per_s, .latency = 500}) == errc{});
+  std::array<side*, 2> s{&a, &b};
+  std::array<std::uint32_t, 2> q{a.qp(qp_type::rc, 64), b.qp(qp_type::rc, 64)};
+  for (std::size_t i = 0; i < 2; ++i) {
+    const device& peer = *s[1 - i]->dev;
+    address_vector path = address_of(peer, 0), alt = address_of(peer, 1);
+    path.port = 0, alt.port = 1;
+    REQUIRE(pushwire::rnic::bring_up(*s[i]->dev, q[i], {.type = qp_type::rc, .peer_qpn = q[1 - i], .av = path, .mtu = 1024, .timeout = 8, .retry_cnt = 7}) ==
+            errc{});
+    if (arm) {
+      qp_attr m;
+      m.alt_av = alt;
+      m.alt_timeout = 8;
+      m.path_mig_state = mig_state::rearm;
+      REQUIRE(s[i]->dev->modify_qp(q[i], m, qp_attr_mask::alt_path | qp_attr_mask::path_mig_state) == errc{});
+      REQUIRE(s[i]->dev->query_qp_attr(q[i])->path_mig_state == mig_state::armed);
+    }
+  }
+  std::array<std::uint32_t, 2> sent{}, got{};
+  bool in_order = true;
+  std::uint64_t id = 1;
+  auto send = [&](std::size_t i) {
+    const std::size_t slot = sent[i] % 64;
+    std::byte* at = s[i]->buf.data() + slot * size;
+    std::memcpy(at, &sent[i], 4);
+    const sge g = s[i]->at(slot * size, size);
+    REQUIRE(s[i]->dev->post_send(q[i], {.wr_id = id++, .opcode = wr_opcode::send, .sg_list = std::span(&g, 1)}) == errc{});
+    ++sent[i];
+  };
+  auto recv = [&](std::size_t i, std::uint64_t slot) {
+    const sge g = s[i]->at((1u << 20) + slot * size, size);
+    REQUIRE(s[i]->dev->post_recv(q[i], {.wr_id = slot, .sg_list = std::span(&g, 1)}) == errc{});
+  };
+  for (std::size_t i = 0; i < 2; ++i) {
+    for (std::uint64_t k = 0; k < 64; ++k) recv(i, k);
+    for (std::uint32_t k = 0; k < flight; ++k) send(i);
+  }
+  bool cut = false;
+  const bool ok = fab.run(
+      [&] {
+        if (!cut && fab.now() >= 300'000) {
+          cut = true;
+          REQUIRE(fab.set_link_up(*a.dev, 0, false) == errc{});
+          if (tell) a.dev->set_port_up(0, false), b.dev->set_port_up(0, false);
+        }
+        for (std::size_t i = 0; i < 2; ++i) {
+          for (const auto& c : s[i]->poll_recv()) {
+            if (c.status != wc_status::success) return true;  // (judged below)
+            std::uint32_t n = 0;
+            std::memcpy(&n, s[i]->buf.data() + (1u << 20) + c.wr_id * size, 4);
+            if (n != got[i]) in_order = false;
+            ++got[i];
+            recv(i, c.wr_id);
+          }
+          for (const auto& c : s[i]->poll_send()) {
+            if (c.status != wc_status::success) return true;
+            if (sent[i] < messages) send(i);
+          }
+        }
+        return got[0] >= messages && got[1] >= messages;
+      },
+      2'000'000'000);
+  apm_result r;
+  r.delivered = ok && in_order && got[0] == messages && got[1] == messages;
+  r.got = got;
+  for (std::size_t i = 0; i < 2; ++i) {
+    r.migrations[i] = s[i]->dev->counters().path_migrations;
+    for (const auto& e : s[i]->dev->take_events()) r.events[i] += e.type == event_type::path_migrated && e.object == q[i];
+    r.attr[i] = *s[i]->dev->query_qp_attr(q[i]);
+  }
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("qos: armed RC QPs move to their alternate path when port 0's link goes down, every message delivered once", "[rnic][qos][apm]") {
+  for (const bool tell : {true, false}) {
+    INFO((tell ? "the ports are told the link went down" : "the path just stops answering"));
+    const apm_result r = apm_run(tell, true);
+    INFO("received " << r.got[0] << " and " << r.got[1] << "; migrations " << r.migrations[0] << " and " << r.migrations[1]);
+    CHECK(r.delivered);
+    for (std::size_t i = 0; i < 2; ++i) {
+      CHECK(r.migrations[i] == 1);
+      CHECK(r.events[i] == 1);  // IBV_EVENT_PATH_MIG
+      CHECK(r.attr[i].path_mig_state == mig_state::migrated);
+      CHECK(r.attr[i].av.port == 1);
+      CHECK(r.attr[i].state == qp_state::rts);
+    }
+  }
+  // not armed: the QPs have no way round, and fail
+  const apm_result r = apm_run(true, false);
+  CHECK(!r.delivered);
+  CHECK(r.migrations[0] + r.migrations[1] == 0);
+}

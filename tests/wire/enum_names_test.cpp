@@ -107,6 +107,7 @@ static_assert(wire::names_match<flow::rule>());
 static_assert(wire::names_match<rnic::errc, true>());
 static_assert(wire::names_match<rnic::key_kind, true>());
 static_assert(wire::names_match<rnic::bus_policy, true>());
+static_assert(wire::names_match<rnic::mig_state, true>());
 static_assert(wire::flag_names_match<rnic::access>());
 static_assert(wire::names_match<rnic::wc_status, true>());
 static_assert(wire::names_match<rnic::wc_opcode, true>());

@@ -173,6 +173,8 @@ class rate_limiter {
   /// When the next send may go (≤ now: now); nullopt when unlimited.
   constexpr std::optional<time_ns> eligible_at() const { return rate_ ? std::optional<time_ns>{tat_ > tau_ ? tat_ - tau_ : 0} : std::nullopt; }
   constexpr bool eligible(time_ns now) const { return !rate_ || tat_ <= now + tau_; }
+  /// Whether the limit binds at `now`: what was sent runs ahead of the rate.
+  constexpr bool limiting(time_ns now) const { return rate_ && tat_ > now; }
   /// `bytes` left at `now`.
   constexpr void sent(std::uint64_t bytes, time_ns now) {
     if (rate_) tat_ = std::max(tat_, now) + wire_time(bytes, rate_);

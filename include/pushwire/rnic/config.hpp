@@ -139,6 +139,13 @@ struct device_config {
   /// The host bus (spec/qos.md §8): with a rate, each request's frame is ready for the wire only
   /// once its gather has had its turn and time on the bus.
   bus_config bus{};
+  /// One pipeline for all ports (spec/qos.md §9): the most the device transmits, its ports
+  /// together, in bits per second (0: each port as fast as its wire). When it holds, the ports
+  /// take turns.
+  std::uint64_t pipeline_rate = 0;
+  /// Automatic path migration: an armed RC QP whose retransmission timer fired this many times
+  /// in a row moves to its alternate path (its path stopped answering).
+  std::uint32_t migrate_after_timeouts = 2;
 };
 
 /// An asynchronous event (ibv_event_type's meaning): the device reports what no completion can.
@@ -149,11 +156,12 @@ enum class event_type : std::uint8_t {
   qp_access_error,   ///< a responder NAKed an access or operational error and went to ERR (IBV_EVENT_QP_ACCESS_ERR)
   sq_drained,        ///< a QP in SQD has nothing outstanding (IBV_EVENT_SQ_DRAINED)
   srq_limit,         ///< an SRQ fell below its armed limit (IBV_EVENT_SRQ_LIMIT_REACHED)
+  path_migrated,     ///< a QP moved to its alternate path (IBV_EVENT_PATH_MIG)
 };
-inline constexpr std::array<wire::named_value, 6> event_type_names{{
+inline constexpr std::array<wire::named_value, 7> event_type_names{{
     {event_type::cq_error, "cq_error"}, {event_type::qp_fatal, "qp_fatal"},
     {event_type::qp_request_error, "qp_request_error"}, {event_type::qp_access_error, "qp_access_error"},
-    {event_type::sq_drained, "sq_drained"}, {event_type::srq_limit, "srq_limit"},
+    {event_type::sq_drained, "sq_drained"}, {event_type::srq_limit, "srq_limit"}, {event_type::path_migrated, "path_migrated"},
 }};
 constexpr std::span<const wire::named_value> wire_enum_names(event_type) { return event_type_names; }
 struct async_event {
@@ -192,6 +200,7 @@ struct device_counters {
   /// The context cache (spec/qos.md §7): send jobs served with their QP's context held, jobs
   /// that had to load it, and jobs served before an older job of another QP.
   std::uint64_t context_hits = 0, context_misses = 0, out_of_order = 0;
+  std::uint64_t path_migrations = 0;  ///< QPs moved to their alternate path (spec/qos.md §9)
 };
 
 /// One traffic class of a port (spec/qos.md §4), counted whether or not the port schedules by

@@ -113,6 +113,9 @@ struct qp_context {
   std::optional<time_ns> last_cnp{};
   /// Traffic classes (spec/qos.md §4): it waits in its port's class scheduler.
   bool tx_waiting = false;
+  /// Automatic path migration: retransmission timeouts in a row with no progress, and the
+  /// oldest unacknowledged PSN at the last one.
+  std::uint32_t quiet_timeouts = 0, una_at_timeout = 0;
 
   bool is(qp_type t) const { return init.type == t; }
   /// UC and UD fail their send queue alone (SQE); RC and DC the whole QP (ERR).

@@ -306,8 +306,11 @@ class device : public qp_engine {
     const std::uint32_t mtu = port < ports_.size() ? port_mtu(port) : 0;
     if (const errc e = check_modify(q->init.type, q->state, a, mask, ports_.size(), mtu); e != errc{}) return e;
     if (any(mask & qp_attr_mask::av) && !has_gid(a.av.port, a.av.sgid_index)) return errc::invalid_attribute;
+    if (any(mask & qp_attr_mask::alt_path) && !has_gid(a.alt_av.port, a.alt_av.sgid_index)) return errc::invalid_attribute;
+    const mig_state was = q->attr.path_mig_state;
     apply_attrs(q->attr, a, mask);
     enter(*q, any(mask & qp_attr_mask::state) ? a.state : q->state);
+    if (any(mask & qp_attr_mask::path_mig_state)) set_migration(*q, was);
     return {};
   }
   /// A QP's state. Errors: not_found (no such QP).
@@ -384,6 +387,8 @@ class device : public qp_engine {
     if (any(mask & M::max_dest_rd_atomic)) t.max_dest_rd_atomic = a.max_dest_rd_atomic;
     if (any(mask & M::min_rnr_timer)) t.min_rnr_timer = a.min_rnr_timer;
     if (any(mask & M::dest_qpn)) t.dest_qp_num = a.dest_qp_num;
+    if (any(mask & M::alt_path)) t.alt_av = a.alt_av, t.alt_timeout = a.alt_timeout;
+    if (any(mask & M::path_mig_state)) t.path_mig_state = a.path_mig_state;
   }
 
   std::vector<std::uint32_t> pds_;

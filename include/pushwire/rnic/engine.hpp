@@ -104,6 +104,9 @@ class qp_engine {
     for (const auto& s : sched_)
       if (s) take(s->deadline(now_));
     if (loading_) take(loading_until_);
+    if (cfg_.pipeline_rate && !pipeline_.eligible(now_))
+      for (const port& p : ports_)
+        if (p.pending()) take(pipeline_.eligible_at());
     if (bus_.enabled()) {
       take(bus_.deadline());
       if (!landing_.empty()) take(landing_.begin()->first);
@@ -125,20 +128,25 @@ class qp_engine {
   /// behind the short burst of requests that releases them: a peer that learns of its
   /// completion from one then finds the requests already there.
   std::optional<frame_bytes> take_frame(std::size_t port) {
+    if (!may_send(port)) return std::nullopt;
     fill(port);
     if (port >= ports_.size() || !ports_[port].next(now_)) return std::nullopt;
-    return ports_[port].take(now_);
+    frame_bytes f = ports_[port].take(now_);
+    through_pipeline(port, f.size());
+    return f;
   }
   /// The same frame written into the caller's memory: its size, 0 when the port has none.
   /// Errors: invalid_argument (no such port, or `out` is smaller than next_frame_size(port):
   /// the frame stays queued).
   result<std::size_t> take_frame(std::size_t port, std::span<std::byte> out) {
     if (port >= ports_.size()) return errc::invalid_argument;
+    if (!may_send(port)) return std::size_t{0};
     fill(port);
     const frame_bytes* f = ports_[port].next(now_);
     if (!f) return std::size_t{0};
     if (f->size() > out.size()) return errc::invalid_argument;
     frame_bytes b = ports_[port].take(now_);
+    through_pipeline(port, b.size());
     std::copy(b.begin(), b.end(), out.begin());
     const std::size_t n = b.size();
     ports_[port].recycle(std::move(b));
@@ -146,6 +154,7 @@ class qp_engine {
   }
   /// Bytes of the frame take_frame(port) would hand out now (0: none).
   std::size_t next_frame_size(std::size_t port) {
+    if (!may_send(port)) return 0;
     fill(port);
     const frame_bytes* f = port < ports_.size() ? ports_[port].next(now_) : nullptr;
     return f ? f->size() : 0;
@@ -153,7 +162,7 @@ class qp_engine {
   /// Frames port `port` holds for the wire (with traffic classes, and a class that may send
   /// now: one more, built when taken; take_frame may then find that QP has nothing after all).
   std::size_t pending_frames(std::size_t port) const {
-    if (port >= ports_.size()) return 0;
+    if (port >= ports_.size() || !may_send(port)) return 0;
     return ports_[port].pending() + (sched_[port] && !ports_[port].requests_queued() && sched_[port]->ready(now_) ? 1 : 0);
   }
   /// The host bus (spec/qos.md §8).
@@ -619,8 +628,61 @@ class qp_engine {
       const requester_t* r = q.sender();
       if (!r) return;
       if (const auto d = r->deadline(k); !d || *d > now_) continue;
+      if (k == flow::timer_kind::retransmit && q.attr.path_mig_state == mig_state::armed && q.req) {
+        // the path stopped answering: after migrate_after_timeouts in a row, the alternate
+        q.quiet_timeouts = q.req->una() == q.una_at_timeout ? q.quiet_timeouts + 1 : 1;
+        q.una_at_timeout = q.req->una();
+        if (q.quiet_timeouts >= cfg_.migrate_after_timeouts) {
+          migrate_path(q);
+          continue;
+        }
+      }
       run_sender(q, [&](flow::qp_sink& out) { q.req ? q.req->on_timer(k, now_, out) : q.dci->on_timer(k, now_, out); });
     }
+  }
+
+  // -- automatic path migration (spec/qos.md §9) -----------------------------------------------------
+ public:
+  /// Port `port`'s link went down (or came up): the armed RC and UC QPs whose path leaves from it
+  /// move to their alternate paths on another port.
+  void set_port_up(std::size_t port, bool up) {
+    if (port >= ports_.size()) return;
+    port_down_[port] = !up;
+    if (up) return;
+    for (auto& [n, q] : qps_)
+      if (!q->closed && q->attr.path_mig_state == mig_state::armed && q->attr.av.port == port && q->attr.alt_av.port != port) migrate_path(*q);
+  }
+  bool port_up(std::size_t port) const { return port < ports_.size() && !port_down_[port]; }
+
+ protected:
+  /// After modify_qp gave q path_mig_state (it had `was`): REARM (or ARMED) arms the alternate
+  /// path it holds; MIGRATED while armed moves it there now (software-initiated migration).
+  void set_migration(qp_context& q, mig_state was) {
+    if (!q.is(qp_type::rc) && !q.is(qp_type::uc)) {
+      q.attr.path_mig_state = mig_state::migrated;
+      return;
+    }
+    if (q.attr.path_mig_state == mig_state::rearm) q.attr.path_mig_state = mig_state::armed;
+    if (q.attr.path_mig_state == mig_state::migrated && was == mig_state::armed) {
+      q.attr.path_mig_state = mig_state::armed;
+      migrate_path(q);
+      return;
+    }
+    if (q.attr.path_mig_state == mig_state::armed) q.quiet_timeouts = 0, q.una_at_timeout = q.req ? q.req->una() : 0;
+    if (q.attr.path_mig_state == mig_state::armed && q.attr.av.port < ports_.size() && port_down_[q.attr.av.port]) migrate_path(q);
+  }
+  /// An armed QP moves to its alternate path: the alternate becomes its path, it is MIGRATED,
+  /// IBV_EVENT_PATH_MIG is raised, and its requester sends again from its oldest unacknowledged
+  /// PSN on the new path (what the old one lost; the responder acknowledges duplicates again).
+  void migrate_path(qp_context& q) {
+    if (q.attr.path_mig_state != mig_state::armed) return;
+    q.attr.av = q.attr.alt_av;
+    q.attr.timeout = q.attr.alt_timeout;
+    q.attr.path_mig_state = mig_state::migrated;
+    q.quiet_timeouts = 0;
+    events_.push_back({event_type::path_migrated, q.qpn});
+    ++stats_.path_migrations;
+    if (q.req) run_sender(q, [&](flow::qp_sink& out) { (void)q.req->moved(now_, out); });
   }
   /// DCQCN holds q's requests back (its rate machine is below line rate).
   static bool paced(const qp_context& q) { return q.rp && q.rp->state() != flow::rp_state::line_rate; }
@@ -662,6 +724,23 @@ class qp_engine {
       q.drained_told = true;
       events_.push_back({event_type::sq_drained, q.qpn});
     }
+  }
+
+  // -- one pipeline for all ports (spec/qos.md §9) ----------------------------------------------------
+  /// Whether port `port` may hand a frame to its wire now: the pipeline's rate allows one, and
+  /// while the pipeline limits, the port that sent last yields to another with frames waiting.
+  bool may_send(std::size_t port) const {
+    if (!cfg_.pipeline_rate) return true;
+    if (!pipeline_.eligible(now_)) return false;
+    if (port == last_port_ && pipeline_.limiting(now_))
+      for (std::size_t o = 0; o < ports_.size(); ++o)
+        if (o != port && ports_[o].pending() && !ports_[o].acks_held(now_)) return false;
+    return true;
+  }
+  void through_pipeline(std::size_t port, std::size_t bytes) {
+    if (!cfg_.pipeline_rate) return;
+    pipeline_.sent(bytes, now_);
+    last_port_ = port;
   }
 
   // -- traffic classes (spec/qos.md §4) ----------------------------------------------------------------
@@ -1035,7 +1114,10 @@ class qp_engine {
   /// address) and its source WQP the QP's destination QP.
   bool from_peer(const qp_context& q, const flow::packet& p, const rx_context& rx) const {
     if (!q.is(qp_type::rc) && !q.is(qp_type::uc)) return true;
-    const address_vector& av = q.attr.av;
+    return from_path(q, q.attr.av, p, rx);
+  }
+  /// Whether the packet came along path `av` of connected QP q.
+  bool from_path(const qp_context& q, const address_vector& av, const flow::packet& p, const rx_context& rx) const {
     if (rx.from.port != av.port || av.port >= ports_.size()) return false;
     if (rx.cells()) return (av.dmac == wire::broadcast_mac || rx.from.dmac == av.dmac) && p.src_qp == q.attr.dest_qp_num;
     const ib::gid* own = ports_[av.port].config().gid_at(av.sgid_index);
@@ -1070,8 +1152,12 @@ class qp_engine {
       return;
     }
     if (!from_peer(*q, p, rx)) {
-      ++stats_.dropped_wrong_source;
-      return;
+      // armed, its peer moved to the alternate path: so does it (spec/qos.md §9)
+      if (q->attr.path_mig_state != mig_state::armed || q->closed || !from_path(*q, q->attr.alt_av, p, rx)) {
+        ++stats_.dropped_wrong_source;
+        return;
+      }
+      migrate_path(*q);
     }
     if (q->closed) q->last_heard = now_;
     if (request && q->is(qp_type::rc) && !rx.cells() && rx.ip.size() >= 2 &&
@@ -1131,6 +1217,9 @@ class qp_engine {
     frame_bytes frame;
   };
   host_bus bus_{cfg_.bus};
+  flow::rate_limiter pipeline_{cfg_.pipeline_rate, 9216};  ///< one pipeline for all ports: a jumbo frame of burst
+  std::size_t last_port_ = 0;                               ///< the port the pipeline served last
+  std::vector<bool> port_down_ = std::vector<bool>(cfg_.ports.size());
   std::uint64_t next_job_ = 1;
   std::unordered_map<std::uint64_t, parked> parked_;
   std::multimap<time_ns, std::uint64_t> landing_;

@@ -44,6 +44,7 @@ struct link_config {
 struct fabric_counters {
   std::uint64_t sent = 0, delivered = 0, lost = 0, duplicated = 0, reordered = 0, corrupted = 0, delayed = 0;
   std::uint64_t too_big = 0, unlinked = 0, queue_drops = 0;
+  std::uint64_t link_down = 0;  ///< frames sent onto a link that is down (set_link_up)
 };
 
 /// A switch of the loopback fabric. Its egress rate per port is the rate of the link on it.
@@ -72,6 +73,18 @@ class loopback_fabric {
 
   /// Connects port pa of a and port pb of b (each port has at most one link). Errors:
   /// invalid_argument (no such port), busy (a port already linked).
+  /// Takes the link on port `port` of d down (its frames are lost both ways) or up again. The
+  /// devices are not told: a caller that models a carrier loss tells them
+  /// (qp_engine::set_port_up). Errors: invalid_argument (no link there).
+  errc set_link_up(const device& d, std::size_t port, bool up) {
+    for (link_state& l : links_)
+      for (const end& e : l.ends)
+        if (e.dev == &d && e.port == port) {
+          l.down = !up;
+          return {};
+        }
+    return errc::invalid_argument;
+  }
   errc link(device& a, std::size_t pa, device& b, std::size_t pb, const link_config& c = {}) {
     if (pa >= a.port_count() || pb >= b.port_count()) return errc::invalid_argument;
     if (find_end(&a, pa) || find_end(&b, pb)) return errc::busy;
@@ -255,6 +268,7 @@ class loopback_fabric {
     std::array<end, 2> ends;
     std::array<time_ns, 2> busy_until;  ///< per direction: when the sender's serializer is free
     std::array<std::mt19937_64, 2> rng;
+    bool down = false;
   };
   struct event {
     time_ns at;
@@ -353,6 +367,10 @@ class loopback_fabric {
     const direction_faults& fx = from == 0 ? k.cfg.a_to_b : k.cfg.b_to_a;
     auto& r = k.rng[dir];
     ++stats_.sent;
+    if (k.down) {
+      ++stats_.link_down;
+      return;
+    }
     if (f.size() > k.cfg.mtu) {
       ++stats_.too_big;
       return;

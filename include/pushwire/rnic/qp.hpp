@@ -93,6 +93,17 @@ struct address_vector {
 using ib::gid_v4;
 using ib::is_v4;
 
+/// Automatic path migration (IBTA vol. 1 17.2.8; ibv_mig_state's values): where a connected
+/// QP stands with its alternate path.
+enum class mig_state : std::uint8_t {
+  migrated = 0,  ///< on the path it has; no alternate loaded (IBV_MIG_MIGRATED)
+  rearm = 1,     ///< software loaded an alternate: the device arms it (IBV_MIG_REARM)
+  armed = 2,     ///< a failure of the path moves it to the alternate (IBV_MIG_ARMED)
+};
+inline constexpr std::array<wire::named_value, 3> mig_state_names{
+    {{mig_state::migrated, "migrated"}, {mig_state::rearm, "rearm"}, {mig_state::armed, "armed"}}};
+constexpr std::span<const wire::named_value> wire_enum_names(mig_state) { return mig_state_names; }
+
 /// modify_qp's attributes; the mask says which are given.
 struct qp_attr {
   qp_state state = qp_state::reset;
@@ -111,6 +122,11 @@ struct qp_attr {
   std::uint8_t max_dest_rd_atomic = 16;  ///< ... as responder, 0..max_rd_atomic
   std::uint8_t min_rnr_timer = 12;     ///< IBTA RNR timer code, 0..31
   std::uint32_t dest_qp_num = 0;       ///< 24 bits
+  /// RC, UC: the alternate path (alt_path): its address vector (its port included) and local
+  /// ACK timeout; and the migration state (path_mig_state). spec/qos.md §9.
+  address_vector alt_av{};
+  std::uint8_t alt_timeout = 14;
+  mig_state path_mig_state = mig_state::migrated;
 };
 
 /// What create_qp needs.
@@ -220,6 +236,8 @@ constexpr errc check_modify(qp_type t, qp_state current, const qp_attr& a, qp_at
   if (any(given & M::port) && a.port >= ports) return errc::invalid_attribute;
   if (any(given & M::pkey_index) && a.pkey_index != 0) return errc::invalid_attribute;
   if (any(given & M::av) && a.av.port >= ports) return errc::invalid_attribute;
+  if (any(given & M::alt_path) && (a.alt_av.port >= ports || a.alt_timeout > 31)) return errc::invalid_attribute;
+  if (any(given & M::path_mig_state) && static_cast<std::uint8_t>(a.path_mig_state) > 2) return errc::invalid_attribute;
   if (any(given & M::path_mtu)) {
     const std::uint32_t m = a.path_mtu;
     if ((m != 256 && m != 512 && m != 1024 && m != 2048 && m != 4096) || m > port_mtu) return errc::invalid_attribute;
