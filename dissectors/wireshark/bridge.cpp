@@ -233,13 +233,9 @@ int pw_roce_inspect(const std::uint8_t* frame, std::size_t n, pw_roce* r) {
   }
   r->cnp = v.op->is(ib::op_class::cnp);
   r->fecn = b.fecn, r->becn = b.becn;
-  if (const auto e = ib::ecn_of(v.frame)) r->ecn = static_cast<std::uint8_t>(*e);
+  r->ecn = static_cast<std::uint8_t>(ib::traffic_class_at(v.frame.data() + v.ip_offset, v.v6) & 3);
   r->tos_offset = v.ip_offset + (v.v6 ? 0 : 1);
-  {
-    const std::byte* ip = v.frame.data() + v.ip_offset;
-    const unsigned tos = v.v6 ? ((std::to_integer<unsigned>(ip[0]) & 0x0F) << 4 | std::to_integer<unsigned>(ip[1]) >> 4) : std::to_integer<unsigned>(ip[1]);
-    r->dscp = static_cast<std::uint8_t>(tos >> 2);
-  }
+  r->dscp = static_cast<std::uint8_t>(ib::traffic_class_at(v.frame.data() + v.ip_offset, v.v6) >> 2);
   r->v6 = v.v6;
   if (v.v6) {
     const auto h = v.ipv6();

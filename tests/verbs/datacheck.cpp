@@ -35,6 +35,10 @@
 #include <string>
 #include <vector>
 
+#include "exchange.hpp"
+
+using pushwire::test::full_io;
+
 namespace {
 
 constexpr std::uint32_t max_write = 65536, max_send = 4000, header = 16, ro_bytes = 65536, receives = 8;
@@ -98,35 +102,10 @@ struct layout {
                                total = results + 64;
 };
 
-bool full_io(int fd, void* p, std::size_t n, bool out) {
-  auto* b = static_cast<std::uint8_t*>(p);
-  while (n) {
-    const ssize_t k = out ? ::write(fd, b, n) : ::read(fd, b, n);
-    if (k <= 0) return false;
-    b += k, n -= static_cast<std::size_t>(k);
-  }
-  return true;
-}
-
 int exchange_socket(const char* server, int port) {
-  const int s = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<std::uint16_t>(port));
-  if (!server) {
-    const int one = 1;
-    ::setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (::bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a) || ::listen(s, 1)) die("listen on %d: %s", port, std::strerror(errno));
-    const int c = ::accept(s, nullptr, nullptr);
-    ::close(s);
-    if (c < 0) die("accept: %s", std::strerror(errno));
-    return c;
-  }
-  if (::inet_pton(AF_INET, server, &a.sin_addr) != 1) die("%s: not an IPv4 address", server);
-  for (int tries = 0; ::connect(s, reinterpret_cast<sockaddr*>(&a), sizeof a); ++tries) {
-    if (tries == 100) die("connect to %s:%d: %s", server, port, std::strerror(errno));
-    ::usleep(100'000);
-  }
+  std::string why;
+  const int s = pushwire::test::exchange_socket(server, port, why);
+  if (s < 0) die("%s", why.c_str());
   return s;
 }
 

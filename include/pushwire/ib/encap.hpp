@@ -123,12 +123,23 @@ constexpr std::optional<ip_at> find_ip(std::span<const std::byte> frame) {
   if (type == ethertype_ipv6 && frame.size() >= at + 40 && (std::to_integer<unsigned>(frame[at]) >> 4) == 6) return ip_at{at, true};
   return std::nullopt;
 }
-/// The ECN field of an Ethernet frame's IP header (nullopt: no IP header).
-constexpr std::optional<ecn> ecn_of(std::span<const std::byte> frame) {
+/// The traffic class byte (IPv4: type of service; IPv6: traffic class) of the IP header at
+/// `ip`: DSCP in its six high bits, ECN in its two low ones.
+constexpr std::uint8_t traffic_class_at(const std::byte* ip, bool v6) {
+  const unsigned b0 = std::to_integer<unsigned>(ip[0]), b1 = std::to_integer<unsigned>(ip[1]);
+  return static_cast<std::uint8_t>(v6 ? (b0 & 0x0F) << 4 | b1 >> 4 : b1);
+}
+/// That byte of an Ethernet frame's IP header (nullopt: no IP header).
+constexpr std::optional<std::uint8_t> traffic_class_of(std::span<const std::byte> frame) {
   const auto ip = find_ip(frame);
   if (!ip) return std::nullopt;
-  const unsigned b = std::to_integer<unsigned>(frame[ip->offset + 1]);
-  return static_cast<ecn>(ip->v6 ? (b >> 4) & 3 : b & 3);
+  return traffic_class_at(frame.data() + ip->offset, ip->v6);
+}
+/// The ECN field of an Ethernet frame's IP header (nullopt: no IP header).
+constexpr std::optional<ecn> ecn_of(std::span<const std::byte> frame) {
+  const auto t = traffic_class_of(frame);
+  if (!t) return std::nullopt;
+  return static_cast<ecn>(*t & 3);
 }
 /// Marks an ECN-capable frame Congestion Experienced, as a congested switch does: the ECN
 /// field becomes CE and an IPv4 header checksum is brought up to date (RFC 1624). The ICRC

@@ -501,7 +501,7 @@ class udp_port {
     std::memcpy(&p.to.v4.sin_addr, ip + 16, 4);
     p.to.v4.sin_port = htons(wire::load_be16(ip + ihl + 2));
     p.tolen = sizeof(sockaddr_in);
-    p.tos = std::to_integer<std::uint8_t>(ip[1]);
+    p.tos = ib::traffic_class_at(ip, false);
     p.bytes.assign(ip + ihl + 8, ip + len);
     p.at = now;
     queue_with_faults(out_, std::move(p), cfg_.faults, rng_, stats_);
@@ -519,7 +519,7 @@ class udp_port {
     }
     pending p;
     p.fd = fd6_;
-    p.tos = static_cast<std::uint8_t>((std::to_integer<unsigned>(ip[0]) & 0x0F) << 4 | std::to_integer<unsigned>(ip[1]) >> 4);
+    p.tos = ib::traffic_class_at(ip, true);
     p.to.v6.sin6_family = AF_INET6;
     std::memcpy(&p.to.v6.sin6_addr, ip + 24, 16);
     p.to.v6.sin6_port = htons(wire::load_be16(ip + 42));

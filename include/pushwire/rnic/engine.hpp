@@ -1160,8 +1160,7 @@ class qp_engine {
       migrate_path(*q);
     }
     if (q->closed) q->last_heard = now_;
-    if (request && q->is(qp_type::rc) && !rx.cells() && rx.ip.size() >= 2 &&
-        ((rx.v6 ? std::to_integer<unsigned>(rx.ip[1]) >> 4 : std::to_integer<unsigned>(rx.ip[1])) & 3) == 3)
+    if (request && q->is(qp_type::rc) && !rx.cells() && rx.ip.size() >= 2 && (ib::traffic_class_at(rx.ip.data(), rx.v6) & 3) == 3)
       notify_congestion(*q);
     if (request) {
       if (q->is(qp_type::dct)) reply_to_[reply_key(q->qpn, p.dc_initiator())] = rx.from;

@@ -165,12 +165,7 @@ class eswitch {
   /// trust pcp every frame has priority 0); 0 without a model.
   std::uint8_t class_of(std::span<const std::byte> frame) const {
     if (!cfg_.egress.classes) return 0;
-    const auto ip = ib::find_ip(frame);
-    if (!ip) return cfg_.egress.classes->class_of(0, 0);
-    const std::byte* h = frame.data() + ip->offset;
-    const auto tclass = ip->v6 ? static_cast<std::uint8_t>((std::to_integer<unsigned>(h[0]) & 0x0F) << 4 | std::to_integer<unsigned>(h[1]) >> 4)
-                               : std::to_integer<std::uint8_t>(h[1]);
-    return cfg_.egress.classes->class_of(0, tclass);
+    return cfg_.egress.classes->class_of(0, ib::traffic_class_of(frame).value_or(0));
   }
   /// The class that sends next among those whose bit is set in `work`: by ETS with a model
   /// (nullopt while their rate limits hold them), else the lowest set.
