@@ -260,19 +260,19 @@ std::vector<time_ns> pingpong_beside(std::size_t bulk, std::uint8_t ping_dscp, t
     bool back = false;
     REQUIRE(p.fab.run(
         [&] {
-          for (const auto& c : p.b->poll_recv()) {
+          for (const auto& c : p.b->poll_recv(64)) {
             REQUIRE(c.status == wc_status::success);
             post_recv(*p.b, pb), send(*p.b, pb);
           }
-          for (const auto& c : p.a->poll_recv()) {
+          for (const auto& c : p.a->poll_recv(64)) {
             REQUIRE(c.status == wc_status::success);
             post_recv(*p.a, pa), back = true;
           }
-          for (const auto& c : p.a->poll_send()) {
+          for (const auto& c : p.a->poll_send(64)) {
             REQUIRE(c.status == wc_status::success);
             if (c.qp_num != pa) write(static_cast<std::size_t>(std::find(flows.begin(), flows.end(), c.qp_num) - flows.begin()));
           }
-          (void)p.b->poll_send();
+          (void)p.b->poll_send(64);
           return back;
         },
         duration + 10'000'000));
@@ -340,7 +340,7 @@ cache_run context_cache_run(std::size_t lookahead) {
   std::size_t done = 0;
   REQUIRE(fab.run(
       [&] {
-        for (const auto& c : a.poll_send()) {
+        for (const auto& c : a.poll_send(64)) {
           REQUIRE(c.status == wc_status::success);
           const std::size_t i = c.wr_id & 0xFFF;
           if (c.wr_id <= last[i]) out.in_order = false;  // a QP's completions in its posting order
@@ -411,11 +411,11 @@ std::vector<time_ns> mouse_beside_elephant(bus_policy policy, bool elephant) {
     bool got = false;
     REQUIRE(fab.run(
         [&] {
-          for (const auto& c : b.poll_recv()) {
+          for (const auto& c : b.poll_recv(64)) {
             REQUIRE(c.status == wc_status::success);
             got = true;
           }
-          for (const auto& c : a.poll_send()) {
+          for (const auto& c : a.poll_send(64)) {
             REQUIRE(c.status == wc_status::success);
             if (c.qp_num == big.first) write();
           }
@@ -568,7 +568,7 @@ apm_result apm_run(bool tell, bool arm) {
           if (tell) a.dev->set_port_up(0, false), b.dev->set_port_up(0, false);
         }
         for (std::size_t i = 0; i < 2; ++i) {
-          for (const auto& c : s[i]->poll_recv()) {
+          for (const auto& c : s[i]->poll_recv(64)) {
             if (c.status != wc_status::success) return true;  // (judged below)
             std::uint32_t n = 0;
             std::memcpy(&n, s[i]->buf.data() + (1u << 20) + c.wr_id * size, 4);
@@ -576,7 +576,7 @@ apm_result apm_run(bool tell, bool arm) {
             ++got[i];
             recv(i, c.wr_id);
           }
-          for (const auto& c : s[i]->poll_send()) {
+          for (const auto& c : s[i]->poll_send(64)) {
             if (c.status != wc_status::success) return true;
             if (sent[i] < messages) send(i);
           }
