@@ -115,6 +115,9 @@ demo: deps
 	@echo; echo "=== Moving a running program's function to another device process (spec/migration.md): a pingpong"
 	@echo "    runs on while its VF moves from host a to host b with its address (examples/verbs/migrate.sh)"
 	examples/verbs/migrate.sh $(DIR_gcc)
+	@echo; echo "=== Quality of service inside the device (spec/qos.md): 8 RC flows into one 25 Gb/s port through a 200 KB"
+	@echo "    switch buffer, in virtual time; with DCQCN (CNPs, rate cuts) no tail drop, without it drops"
+	./$(DIR_gcc)/bench/pushwire-incast | grep summary
 	@if [ -f $(DIR_gcc)/plugins/4.0/epan/pushwire.so ]; then \
 	  echo; echo "=== Both captures in stock tshark with the pushwire plugin (dissectors/wireshark/tshark-pushwire)"; \
 	  dissectors/wireshark/tshark-pushwire --build $(DIR_gcc) -r $(DIR_gcc)/demo-roce.pcap; \

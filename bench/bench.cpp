@@ -20,6 +20,7 @@
 #include <pushwire/pp/endpoint.hpp>
 #include <pushwire/rnic/connect.hpp>
 #include <pushwire/rnic/fabric.hpp>
+#include <pushwire/rnic/qpc.hpp>
 #include <zlib.h>
 #if PUSHWIRE_BENCH_ISAL
 #include <isa-l/crc.h>
@@ -416,6 +417,22 @@ BENCHMARK(BM_rnic_send_qps)
     ->ArgsProduct({{1, 64, 512, 4096}, {0, 1, 64}})
     ->ArgNames({"qps", "lookahead"})
     ->ComputeStatistics("min", min_of);
+
+// The real-time work of a context cache miss (spec/qos.md §7): decoding one packed QP context
+// (rnic::qpc, 135 bytes) into a cache entry. Items: contexts.
+void BM_qpc_decode(benchmark::State& state) {
+  rnic::sq_memory sq(64);
+  rnic::qp_attr a;
+  a.av = a.alt_av = {.port = 0, .dmac = {2, 0, 0, 0, 0, 2}, .dgid = rnic::gid_v4(198, 18, 0, 2)};
+  a.dest_qp_num = 0x123456;
+  const rnic::packed_qpc p = rnic::pack_qpc(0x11, {.pd = 1, .send_cq = 1, .recv_cq = 1, .sq = &sq}, rnic::qp_state::rts, a);
+  for (auto _ : state) {
+    auto c = rnic::unpack_qpc(p);
+    benchmark::DoNotOptimize(c);
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
+}
+BENCHMARK(BM_qpc_decode)->ComputeStatistics("min", min_of);
 
 // One N-byte SEND from a to b and one back, each to a posted receive: time per round trip.
 void BM_rnic_pingpong(benchmark::State& state) {

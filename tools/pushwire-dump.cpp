@@ -169,12 +169,21 @@ std::string dump_frame(std::size_t n, std::span<const std::byte> frame, std::uin
     ib::write_json_fields(w, *p);
     if (m) std::visit([&](const auto& x) { msg::write_json_fields(w, x); }, *m);
     if (idata) write_idata(w, *idata);
+    if (note.migrated_from) {  // path migration (spec/qos.md §9)
+      w.key("pushwire.apm.from");
+      w.string(note.migrated_from->src.text() + " > " + note.migrated_from->dst.text());
+      w.key("pushwire.apm.from_frame");
+      w.uint(note.migrated_from->frame);
+    }
     return o.end();
   }
   std::string& out = o.s;
   out += ib::to_text(*p);
   if (m) out += "  push-push " + msg::to_text(*m);
   if (idata) out += idata_text(*idata);
+  if (note.migrated_from)
+    out += "  path migrated: from " + note.migrated_from->src.text() + " > " + note.migrated_from->dst.text() + " (frame " +
+           std::to_string(note.migrated_from->frame) + ")\n";
   return out;
 }
 

@@ -392,6 +392,13 @@ void observer_feed(pw_observer* o, std::uint32_t frame, std::uint64_t time_ns, c
   out->outside = f.outside;
   out->idata_mismatch = f.idata_mismatch;
   out->write_frame = static_cast<std::uint32_t>(f.write_frame);
+  if (f.migrated_from) {
+    out->migrated_frame = static_cast<std::uint32_t>(f.migrated_from->frame);
+    line from{out->migrated_from, sizeof out->migrated_from};
+    from.add(f.migrated_from->src.text());
+    from.add(" > ");
+    from.add(f.migrated_from->dst.text());
+  }
   if (!f.message.empty()) {
     out->message = reinterpret_cast<const std::uint8_t*>(f.message.data());
     out->message_len = f.message.size();

@@ -120,6 +120,8 @@ typedef struct pw_note {
     int outside;                 /* the RETH's DMA length runs past that element */
     int idata_mismatch;          /* idata names another pool or element (spec/wireshark.md section 3) */
     uint32_t write_frame;        /* page-fault ACK or delay: frame of the write it answers, 0 none */
+    uint32_t migrated_frame;     /* a request whose QP migrated here (path migration): the old path's latest request's frame, 0 none */
+    char migrated_from[96];      /* the old path: "198.18.0.1 > 198.18.0.2" */
     const uint8_t *message;      /* SEND_LAST: the push-push message joined from SEND_FIRST.. */
     size_t message_len;
     uint32_t message_first_frame;

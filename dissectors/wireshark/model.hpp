@@ -389,6 +389,9 @@ inline model build() {
   extra("pushwire.ecn", "ECN", ft::u8, base::dec, "the IP header's ECN field: 0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE",
         m.add_vals("pushwire.ecn", ib::ecn_names));
   extra("pushwire.cnp.qp", "CNP for QP", ft::u32, base::hex, "a congestion notification packet (BTH opcode 0x81): the QP it slows down");
+  extra("pushwire.apm.from_frame", "Migrated from the path of", ft::framenum, base::none,
+        "a request whose QP migrated to this path (MigReq set, spec/qos.md section 9): the old path's latest request");
+  extra("pushwire.apm.from", "Migrated from", ft::string, base::none, "the old path's source and destination addresses");
   extra("pushwire.write.pool", "Pool", ft::u32, base::dec, "pool the RDMA write lands in (from an earlier BufferRecvPool)");
   extra("pushwire.write.element", "Element", ft::u32, base::dec, "element of that pool the write lands in");
   extra("pushwire.write.offset", "Offset in element", ft::u32, base::dec, "bytes from the element's start");
@@ -434,13 +437,14 @@ inline model build() {
       {"pushwire.dc.connect", "PI_SEQUENCE", "PI_CHAT", "DC connect or disconnect"},
       {"pushwire.read_as_write", "PI_SEQUENCE", "PI_CHAT", "Read served as a write"},
       {"pushwire.congestion", "PI_SEQUENCE", "PI_NOTE", "Congestion: a CE mark or a CNP"},
+      {"pushwire.apm", "PI_SEQUENCE", "PI_NOTE", "Path migration: a QP's requests moved to another path"},
   };
   // One per conformance rule, in the rules' order (pushwire-wsgen indexes them by rule).
   for (const flow::rule_info& r : flow::rule_table) {
     const std::string_view n = r.name;
     const bool checksum = n == "frame.icrc" || n == "cell.crc" || n == "cell.packet_crc";
     const bool shape = n == "frame.length" || n == "cell.sequence";
-    const bool sequence = n.starts_with("retx.") || n.starts_with("pagefault.") || n.starts_with("dc.") || n == "req.psn_sequence";
+    const bool sequence = n.starts_with("retx.") || n.starts_with("pagefault.") || n.starts_with("dc.") || n.starts_with("apm.") || n == "req.psn_sequence";
     m.experts.push_back({"pushwire.conform." + std::string{n}, checksum ? "PI_CHECKSUM" : shape ? "PI_MALFORMED" : sequence ? "PI_SEQUENCE" : "PI_PROTOCOL",
                          checksum || shape ? "PI_ERROR" : "PI_WARN", std::string{r.checks}});
   }

@@ -392,6 +392,14 @@ static int dissect_pushwire_post(tvbuff_t *tvb, packet_info *pinfo, proto_tree *
                                r.destqp, r.becn ? " (BECN)" : "");
         col_append_fstr(pinfo->cinfo, COL_INFO, " [CNP qp=0x%06x]", r.destqp);
     }
+    if (note->migrated_frame) {  /* path migration (spec/qos.md section 9): MigReq set on a new path */
+        proto_item *mi = proto_tree_add_uint(sub, hf_pushwire_apm_from_frame, tvb, bth + 1, 1, note->migrated_frame);
+        proto_item_set_generated(mi);
+        proto_item_set_generated(proto_tree_add_string(sub, hf_pushwire_apm_from, tvb, 0, 0, note->migrated_from));
+        expert_add_info_format(pinfo, mi, &ei_pushwire_apm, "Path migration: QP 0x%06x's requests moved here from %s (its latest request there: frame %u)",
+                               r.destqp, note->migrated_from, note->migrated_frame);
+        col_append_fstr(pinfo->cinfo, COL_INFO, " [migrated from %s]", note->migrated_from);
+    }
 
     if (r.dceth_offset) pw_walk(tvb, sub, (int)r.dceth_offset, (int)r.dceth_offset + 8, &pw_layout_dceth);
     if (r.dcceth_offset) {

@@ -63,12 +63,14 @@ struct capture {
     return frames.size();  // its frame number (1-based)
   }
   /// A RoCEv2 frame of p from A to B (a_to_b) or back.
-  static std::vector<std::byte> roce_frame(const packet& p, bool a_to_b) {
+  /// (alt: on the alternate path, A and B's second ports: 198.18.1.0/24, MACs 02:00:00:00:01:xx)
+  static std::vector<std::byte> roce_frame(const packet& p, bool a_to_b, bool alt = false) {
     ib::roce_packet base{};
-    base.eth.src = {2, 0, 0, 0, 0, static_cast<std::uint8_t>(a_to_b ? 1 : 2)};
-    base.eth.dst = {2, 0, 0, 0, 0, static_cast<std::uint8_t>(a_to_b ? 2 : 1)};
-    base.ip4.src = {198, 18, 0, static_cast<std::uint8_t>(a_to_b ? 1 : 2)};
-    base.ip4.dst = {198, 18, 0, static_cast<std::uint8_t>(a_to_b ? 2 : 1)};
+    const auto net = static_cast<std::uint8_t>(alt ? 1 : 0);
+    base.eth.src = {2, 0, 0, 0, net, static_cast<std::uint8_t>(a_to_b ? 1 : 2)};
+    base.eth.dst = {2, 0, 0, 0, net, static_cast<std::uint8_t>(a_to_b ? 2 : 1)};
+    base.ip4.src = {198, 18, net, static_cast<std::uint8_t>(a_to_b ? 1 : 2)};
+    base.ip4.dst = {198, 18, net, static_cast<std::uint8_t>(a_to_b ? 2 : 1)};
     base.udp.srcport = 0xC000 | (a_to_b ? 0x111 : 0x222);
     const ib::roce_packet r = flow::to_roce(p, base);
     std::vector<std::byte> f(*ib::frame_size(r));
@@ -531,6 +533,16 @@ inline std::vector<rule_case> rule_cases() {
     c.roce(cnp(qp_a + 1), false, 1000);
     const std::size_t at = c.roce(cnp(qp_a), false, 1000);
     out.push_back({"cnp.pacing", rule::cnp_pacing, at, std::move(c)});
+  }
+  {
+    // apm.psn_continuity: A's QP, armed (MigReq clear), migrates to the alternate path and
+    // resumes at PSN 110 where the old path's next was 108
+    capture c = base_conversation();
+    const auto d = c.keep(bytes(64, 9));
+    packet w = req(opcode::rc_send_only, 110, d);
+    w.mig_req = true;
+    const std::size_t at = c.add(capture::roce_frame(w, true, true));
+    out.push_back({"apm.psn_continuity", rule::apm_psn_continuity, at, std::move(c)});
   }
   return out;
 }

@@ -143,6 +143,32 @@ TEST_CASE("conformance: a program run again on the same hosts and QP numbers sta
   }
 }
 
+TEST_CASE("conformance: a QP that migrates to its alternate path and resumes in sequence breaks no rule", "[flow][conform]") {
+  // The base conversation's requests (PSNs 100..107, MigReq clear) end with a SEND at 108 lost on
+  // the old path; A resends it on the alternate path with MigReq, then goes on; B answers there.
+  for (const std::uint32_t resume : {108u, 107u, 105u}) {
+    capture c = base_conversation();
+    const auto d = c.keep(bytes(64, 9));
+    packet lost = req(opcode::rc_send_only, 108, d);
+    c.roce(lost, true);  // (its ACK never comes)
+    for (std::uint32_t psn = resume; psn <= 109; ++psn) {
+      packet w = req(opcode::rc_send_only, psn, d);
+      w.mig_req = true;
+      c.add(capture::roce_frame(w, true, true));
+      packet a = ack(psn, psn - 102);
+      a.mig_req = true;
+      c.add(capture::roce_frame(a, false, true));
+    }
+    const auto vs = judge(c);
+    INFO("resumed at PSN " << resume << ": " << describe(vs));
+    CHECK(vs.empty());
+  }
+  // The same QP number on another address pair without MigReq is another connection, not judged.
+  capture other = base_conversation();
+  other.add(capture::roce_frame(req(opcode::rc_send_only, 500, other.keep(bytes(64, 9))), true, true));
+  CHECK(judge(other).empty());
+}
+
 TEST_CASE("conformance: each rule's capture is reported as that rule at that frame, and nothing else", "[flow][conform]") {
   std::set<flow::rule> covered;
   for (const auto& c : rule_cases()) {

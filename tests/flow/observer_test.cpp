@@ -337,3 +337,38 @@ TEST_CASE("observer: bounds are named, and reset forgets", "[flow][observer]") {
   const bytes junk(60);
   CHECK(o.observe(7, 0, junk).kind == flow::frame_kind::other);
 }
+
+TEST_CASE("observer: a QP's requests that move to another address pair with MigReq set are a path migration", "[flow][observer][qos]") {
+  const bytes d = data(16);
+  auto on = [&](std::uint8_t net, std::uint32_t psn, bool mig, std::uint32_t qp = 0x300) {
+    ib::roce_packet s = rc(true, ib::opcode::rc_send_only, psn, qp);
+    s.ip4.src = {192, 168, net, 10};
+    s.ip4.dst = {192, 168, net, 11};
+    s.bth.m = mig;
+    s.payload = d;
+    return frame_of(s);
+  };
+  SECTION("armed on one pair, then MigReq on another: migrated from the first, its latest request's frame") {
+    flow::observer o;
+    CHECK(!o.observe(1, 0, on(1, 10, false)).migrated_from);
+    CHECK(!o.observe(2, 0, on(1, 11, false)).migrated_from);
+    const auto n = o.observe(3, 0, on(2, 12, true));
+    REQUIRE(n.migrated_from);
+    CHECK(n.migrated_from->src.text() == "192.168.1.10");
+    CHECK(n.migrated_from->dst.text() == "192.168.1.11");
+    CHECK(n.migrated_from->frame == 2);
+    CHECK(!o.observe(4, 0, on(2, 13, true)).migrated_from);  // once
+    // the ACK the other way is no request: not a move
+    ib::roce_packet a = rc(false, ib::opcode::rc_acknowledge, 13, 0x400);
+    a.ext.set<ext::aeth>({.syndrome = 0x1F, .msn = 1});
+    a.bth.m = true;
+    CHECK(!o.observe(5, 0, frame_of(a)).migrated_from);
+  }
+  SECTION("no move: MigReq clear on the new pair, two armed pairs to the QP, another QP, or no armed pair") {
+    flow::observer o;
+    (void)o.observe(1, 0, on(1, 10, false));
+    CHECK(!o.observe(2, 0, on(2, 11, false)).migrated_from);  // two armed pairs now
+    CHECK(!o.observe(3, 0, on(3, 12, true)).migrated_from);   // ambiguous: not named
+    CHECK(!o.observe(4, 0, on(4, 12, true, 0x301)).migrated_from);  // QP 0x301 had no armed pair
+  }
+}

@@ -7,11 +7,20 @@
 
 #include <array>
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <numeric>
 #include <optional>
+#include <random>
 #include <unordered_map>
 #include <vector>
+
+#include <pushwire/flow/conform.hpp>
+#include <pushwire/flow/observer.hpp>
+#include <pushwire/wire/pcap.hpp>
+
+#include <pushwire/rnic/qpc.hpp>
 
 #include "../ib/public_frames.hpp"
 #include "harness.hpp"
@@ -136,10 +145,10 @@ constexpr std::uint8_t tclass_of_dscp(std::uint8_t dscp) { return static_cast<st
 struct class_pair {
   loopback_fabric fab{3};
   std::unique_ptr<side> a, b;
-  class_pair(std::optional<flow::qos_map> model, double rate) {
+  class_pair(std::optional<flow::qos_map> model, double rate, const device_config& cfg_a = {}) {
     port_config pa = port_n(1), pb = port_n(2);
     pa.classes = pb.classes = model;
-    a = std::make_unique<side>(pa, std::size_t{4} << 20, 4096, device_config{});
+    a = std::make_unique<side>(pa, std::size_t{4} << 20, 4096, cfg_a);
     b = std::make_unique<side>(pb, std::size_t{4} << 20, 4096, device_config{});
     link_config lc;
     lc.rate = rate;
@@ -157,15 +166,14 @@ struct class_pair {
   }
 };
 
-}  // namespace
-
-TEST_CASE("qos: two saturating RC flows in ETS classes weighted 75/25 share a 25 Gb/s link 75/25 over 1 s", "[rnic][qos][ets]") {
-  class_pair p(ets_model(), link_bytes_per_s);
-  const std::uint32_t q1 = p.connect(8).first, q2 = p.connect(16).first;
-  const std::array<std::uint32_t, 2> qs{q1, q2};
+/// Two RC flows a → b, at DSCP 8 (class 1) and DSCP 16 (class 2), each keeping `outstanding`
+/// WRITEs of write_bytes posted for `duration`: the bytes each completed. `each()` runs after
+/// every 20 µs of it.
+template <class Each>
+std::array<std::uint64_t, 2> two_flows(class_pair& p, time_ns duration, Each&& each) {
+  const std::array<std::uint32_t, 2> qs{p.connect(8).first, p.connect(16).first};
   std::array<std::uint64_t, 2> done{};
   std::uint64_t id = 1;
-  std::unordered_map<std::uint32_t, std::size_t> flow_of{{q1, 0}, {q2, 1}};
   auto post = [&](std::size_t f) {
     const sge g = p.a->at(f * 1024 * 1024, write_bytes);
     REQUIRE(p.a->dev->post_send(qs[f], {.wr_id = id++, .opcode = wr_opcode::rdma_write, .sg_list = std::span(&g, 1),
@@ -173,18 +181,27 @@ TEST_CASE("qos: two saturating RC flows in ETS classes weighted 75/25 share a 25
   };
   for (std::size_t f = 0; f < 2; ++f)
     for (std::uint32_t k = 0; k < outstanding; ++k) post(f);
-  const time_ns duration = 1'000'000'000, slice = 20'000;
-  std::uint64_t most_waiting = 0;
-  for (time_ns t = slice; t <= duration; t += slice) {
+  for (time_ns t = 20'000; t <= duration; t += 20'000) {
     p.fab.run_until(t);
-    for (const auto& c : p.a->poll_send()) {
+    for (const auto& c : p.a->poll_send(64)) {
       REQUIRE(c.status == wc_status::success);
-      const std::size_t f = flow_of.at(c.qp_num);
+      const std::size_t f = c.qp_num == qs[0] ? 0 : 1;
       done[f] += write_bytes;
       post(f);
     }
-    most_waiting = std::max<std::uint64_t>(most_waiting, p.a->dev->class_waiting(0, 1) + p.a->dev->class_waiting(0, 2));
+    each();
   }
+  return done;
+}
+
+}  // namespace
+
+TEST_CASE("qos: two saturating RC flows in ETS classes weighted 75/25 share a 25 Gb/s link 75/25 over 1 s", "[rnic][qos][ets]") {
+  class_pair p(ets_model(), link_bytes_per_s);
+  std::uint64_t most_waiting = 0;
+  const auto done = two_flows(p, 1'000'000'000, [&] {
+    most_waiting = std::max<std::uint64_t>(most_waiting, p.a->dev->class_waiting(0, 1) + p.a->dev->class_waiting(0, 2));
+  });
   const double total = static_cast<double>(done[0] + done[1]);
   INFO("class 1 " << done[0] << " bytes, class 2 " << done[1] << ", of the link " << total / link_bytes_per_s);
   CHECK(static_cast<double>(done[0]) / total == Approx(0.75).margin(0.03));
@@ -197,6 +214,71 @@ TEST_CASE("qos: two saturating RC flows in ETS classes weighted 75/25 share a 25
   CHECK(cs[2].max_held <= 4096 + 80);
   CHECK(cs[1].bytes > 2 * cs[2].bytes);
   CHECK(cs[0].bytes == 0);  // a sends nothing in class 0
+}
+
+TEST_CASE("qos: UD QPs' and DC initiators' work requests wait in the class of their address handles", "[rnic][qos][ets]") {
+  // An RC flow at DSCP 16 (class 2, 25 %) and a UD QP or a DCI (its own address vector at DSCP
+  // 0: class 0, of weight 0) whose requests go through an address handle at DSCP 8 (class 1,
+  // 75 %), both saturating for 20 ms. Classed by the handle, the UD QP or DCI takes 75 %; classed
+  // by its QP's own address it would wait behind class 2.
+  for (const qp_type t : {qp_type::ud, qp_type::dci}) {
+    INFO(wire::enum_name(t));
+    class_pair p(ets_model(), link_bytes_per_s);
+    const std::uint32_t rc = p.connect(16).first;
+    const std::uint32_t ua = p.a->qp(t), ub = p.b->qp(t == qp_type::ud ? qp_type::ud : qp_type::dct, 256, 0xB0B);
+    REQUIRE(bring_up(*p.a->dev, ua, t, 0, {}) == errc{});
+    REQUIRE(bring_up(*p.b->dev, ub, t == qp_type::ud ? qp_type::ud : qp_type::dct, 0, {}) == errc{});
+    address_vector to_b = av_to(*p.b->dev);
+    to_b.traffic_class = tclass_of_dscp(8);
+    const std::uint32_t ah = *p.a->dev->create_ah(p.a->pd, to_b);
+    std::uint64_t id = 1;
+    auto post_other = [&] {
+      const sge g = p.a->at(2u << 20, 4096);
+      send_wr wr{.wr_id = id++, .opcode = t == qp_type::ud ? wr_opcode::send : wr_opcode::rdma_write, .sg_list = std::span(&g, 1), .ah = ah,
+                 .remote_qpn = ub, .remote_qkey = 0x11111111};
+      wr.dc_key = 0xB0B;
+      wr.remote_addr = p.b->addr(2u << 20);
+      wr.rkey = p.b->mr.rkey;
+      REQUIRE(p.a->dev->post_send(ua, wr) == errc{});
+    };
+    auto post_rc = [&] {
+      const sge g = p.a->at(0, write_bytes);
+      REQUIRE(p.a->dev->post_send(rc, {.wr_id = id++, .opcode = wr_opcode::rdma_write, .sg_list = std::span(&g, 1), .remote_addr = p.b->addr(0),
+                                       .rkey = p.b->mr.rkey}) == errc{});
+    };
+    for (int k = 0; k < 64; ++k) post_other();
+    for (std::uint32_t k = 0; k < outstanding; ++k) post_rc();
+    for (time_ns tt = 20'000; tt <= 20'000'000; tt += 20'000) {
+      p.fab.run_until(tt);
+      for (const auto& c : p.a->poll_send(64)) {
+        REQUIRE(c.status == wc_status::success);
+        if (c.qp_num == ua) post_other();
+        else post_rc();
+      }
+    }
+    const auto& cs = p.a->dev->class_stats(0);
+    const double share = static_cast<double>(cs[1].bytes) / static_cast<double>(cs[1].bytes + cs[2].bytes);
+    INFO("class 1 (by the handle) " << cs[1].bytes << " bytes, class 2 (RC) " << cs[2].bytes << ", class 0 " << cs[0].bytes);
+    CHECK(share == Approx(0.75).margin(0.03));
+    CHECK(cs[0].bytes == 0);
+  }
+}
+
+TEST_CASE("qos: with a host bus, the classes still share 75/25 and a port keeps only a few classed packets on the bus", "[rnic][qos][ets][bus]") {
+  device_config cfg;
+  cfg.bus = {.rate = 128'000'000'000, .latency = 500, .policy = bus_policy::per_flow, .quantum = 4096};
+  class_pair p(ets_model(), link_bytes_per_s, cfg);
+  std::size_t most_parked = 0;
+  const auto done = two_flows(p, 50'000'000, [&] { most_parked = std::max(most_parked, p.a->dev->bus().waiting()); });
+  const double total = static_cast<double>(done[0] + done[1]);
+  const auto& cs = p.a->dev->class_stats(0);
+  INFO("class 1 " << done[0] << " bytes, class 2 " << done[1] << ", of the link " << total / (link_bytes_per_s * 0.05) << "; held at most "
+                  << cs[1].max_held << " and " << cs[2].max_held << "; gathers waiting at most " << most_parked);
+  CHECK(static_cast<double>(done[0]) / total == Approx(0.75).margin(0.03));
+  CHECK(total / (link_bytes_per_s * 0.05) >= 0.90);
+  CHECK(most_parked <= 4);
+  CHECK(cs[1].max_held <= 5 * (4096 + 80));  // the 4 on the bus and the one the wire takes
+  CHECK(cs[2].max_held <= 5 * (4096 + 80));
 }
 
 TEST_CASE("qos: without classes the port holds built frames, with them only descriptors", "[rnic][qos][ets]") {
@@ -376,23 +458,30 @@ TEST_CASE("qos: with a context cache of 16, lookahead W=64 serves 512 interleave
 
 namespace {
 
+/// Where mouse_beside_elephant's host bus is.
+enum class bus_at { sender, receiver, nowhere };
+
 /// A 64-byte SEND a → b, posted 5 µs after the last one arrived, 400 times, beside (or not) an
-/// RC flow a → b that keeps two 1 MiB WRITEs posted; a's host bus at 128 Gb/s with `policy`,
-/// the link without serialization (the bus is the bottleneck): each SEND's time from post to
-/// b's receive completion.
-std::vector<time_ns> mouse_beside_elephant(bus_policy policy, bool elephant) {
+/// RC flow a → b that keeps two 1 MiB WRITEs posted; a host bus at 128 Gb/s with `policy` on a
+/// (its gathers) or on b (its placements), the link without serialization (the bus is the
+/// bottleneck); the SEND's QP at DSCP `mouse_dscp`, the WRITEs' at DSCP 0 (trusted: class
+/// DSCP >> 3): each SEND's time from post to b's receive completion.
+std::vector<time_ns> mouse_beside_elephant(bus_policy policy, bool elephant, bus_at where = bus_at::sender, std::uint8_t mouse_dscp = 0) {
   device_config cfg;
   cfg.bus = {.rate = 128'000'000'000, .latency = 500, .policy = policy, .quantum = 4096};
   loopback_fabric fab(9);
-  side a(port_n(1), std::size_t{4} << 20, 4096, cfg), b(port_n(2), std::size_t{4} << 20, 4096, device_config{});
+  side a(port_n(1), std::size_t{4} << 20, 4096, where == bus_at::sender ? cfg : device_config{});
+  side b(port_n(2), std::size_t{4} << 20, 4096, where == bus_at::receiver ? cfg : device_config{});
   REQUIRE(fab.link(*a.dev, 0, *b.dev, 0, {.rate = 0, .latency = 500}) == errc{});
-  auto connect = [&] {
+  auto connect = [&](std::uint8_t dscp) {
     const std::uint32_t qa = a.qp(qp_type::rc), qb = b.qp(qp_type::rc);
-    REQUIRE(bring_up(*a.dev, qa, qp_type::rc, qb, av_to(*b.dev), 4096) == errc{});
+    address_vector to = av_to(*b.dev);
+    to.traffic_class = static_cast<std::uint8_t>(dscp << 2);
+    REQUIRE(bring_up(*a.dev, qa, qp_type::rc, qb, to, 4096) == errc{});
     REQUIRE(bring_up(*b.dev, qb, qp_type::rc, qa, av_to(*a.dev), 4096) == errc{});
     return std::pair{qa, qb};
   };
-  const auto mouse = connect(), big = connect();
+  const auto mouse = connect(mouse_dscp), big = connect(0);
   std::uint64_t id = 1;
   auto write = [&] {
     const sge g = a.at(0, 1u << 20);
@@ -439,6 +528,32 @@ TEST_CASE("qos: per-flow bus queues keep a 64 B SEND's p99 within 2 quanta of a 
   INFO("p99: idle " << idle << " ns, beside the WRITEs with per-flow queues " << per_flow << " ns, with one FIFO " << fifo << " ns (idle " << fifo_idle
                     << "); a quantum's service " << quantum_time << " ns");
   CHECK(fifo_idle == idle);
+  CHECK(per_flow - idle <= 2 * quantum_time);
+  CHECK(fifo - idle > 10 * quantum_time);
+}
+
+TEST_CASE("qos: per-class bus queues keep a SEND in a class of its own within 2 quanta of the WRITEs, and in their class they do not", "[rnic][qos][bus]") {
+  const time_ns quantum_time = flow::wire_time(4096, 128'000'000'000);
+  for (const bus_at where : {bus_at::sender, bus_at::receiver}) {
+    const time_ns idle = p99(mouse_beside_elephant(bus_policy::per_class, false, where, 24));
+    const time_ns own = p99(mouse_beside_elephant(bus_policy::per_class, true, where, 24));
+    const time_ns shared = p99(mouse_beside_elephant(bus_policy::per_class, true, where, 0));
+    INFO((where == bus_at::sender ? "gathers" : "placements") << ": p99 idle " << idle << " ns; beside the WRITEs, the SEND at DSCP 24 (class 3) "
+                                                                 << own << " ns, at DSCP 0 (their class) " << shared << " ns");
+    CHECK(own - idle <= 2 * quantum_time);
+    CHECK(shared - idle > 10 * quantum_time);
+  }
+}
+
+TEST_CASE("qos: placements on the receiver's host bus: per-flow queues keep the SEND's p99 within 2 quanta of the WRITEs beside it, and FIFO does not", "[rnic][qos][bus]") {
+  const time_ns quantum_time = flow::wire_time(4096, 128'000'000'000);
+  const time_ns idle = p99(mouse_beside_elephant(bus_policy::per_flow, false, bus_at::receiver));
+  const time_ns per_flow = p99(mouse_beside_elephant(bus_policy::per_flow, true, bus_at::receiver));
+  const time_ns fifo = p99(mouse_beside_elephant(bus_policy::fifo, true, bus_at::receiver));
+  const time_ns unbused = p99(mouse_beside_elephant(bus_policy::fifo, false, bus_at::nowhere));
+  INFO("p99: idle " << idle << " ns (no bus: " << unbused << "), beside the WRITEs with per-flow queues " << per_flow << " ns, with one FIFO "
+                    << fifo << " ns; a quantum's service " << quantum_time << " ns");
+  CHECK(idle >= unbused + 500);  // placement takes time: the bus's latency, and the SEND's bytes
   CHECK(per_flow - idle <= 2 * quantum_time);
   CHECK(fifo - idle > 10 * quantum_time);
 }
@@ -516,12 +631,15 @@ struct apm_result {
   std::array<std::size_t, 2> events{};    ///< path_migrated events for the QP
   std::array<qp_attr, 2> attr{};
 };
-apm_result apm_run(bool tell, bool arm) {
+/// (tap: a pcap of every frame delivered, when given)
+apm_result apm_run(bool tell, bool arm, const std::string& tap = {}) {
   constexpr std::uint32_t messages = 3000, flight = 16, size = 1024;
   loopback_fabric fab(13);
-  device_config cfg;
+  if (!tap.empty()) REQUIRE(fab.tap(tap) == errc{});
+  device_config cfg, cfg_b;
+  cfg_b.qpn_first = 0x40;  // (QP numbers differ, as between two hosts they mostly do: flow::path_watch)
   side a(std::vector<port_config>{port_n(1), port_n(11)}, std::size_t{4} << 20, 8192, cfg);
-  side b(std::vector<port_config>{port_n(2), port_n(12)}, std::size_t{4} << 20, 8192, cfg);
+  side b(std::vector<port_config>{port_n(2), port_n(12)}, std::size_t{4} << 20, 8192, cfg_b);
   for (std::size_t p = 0; p < 2; ++p) REQUIRE(fab.link(*a.dev, p, *b.dev, p, {.rate = link_bytes_per_s, .latency = 500}) == errc{});
   std::array<side*, 2> s{&a, &b};
   std::array<std::uint32_t, 2> q{a.qp(qp_type::rc, 64), b.qp(qp_type::rc, 64)};
@@ -600,7 +718,8 @@ apm_result apm_run(bool tell, bool arm) {
 TEST_CASE("qos: armed RC QPs move to their alternate path when port 0's link goes down, every message delivered once", "[rnic][qos][apm]") {
   for (const bool tell : {true, false}) {
     INFO((tell ? "the ports are told the link went down" : "the path just stops answering"));
-    const apm_result r = apm_run(tell, true);
+    const std::string tap = std::string{PUSHWIRE_WORKDIR} + (tell ? "/apm-told.pcap" : "/apm-silent.pcap");
+    const apm_result r = apm_run(tell, true, tap);
     INFO("received " << r.got[0] << " and " << r.got[1] << "; migrations " << r.migrations[0] << " and " << r.migrations[1]);
     CHECK(r.delivered);
     for (std::size_t i = 0; i < 2; ++i) {
@@ -610,9 +729,101 @@ TEST_CASE("qos: armed RC QPs move to their alternate path when port 0's link goe
       CHECK(r.attr[i].av.port == 1);
       CHECK(r.attr[i].state == qp_state::rts);
     }
+    // The capture: MigReq clear on port 0's addresses (198.18.0.1, .2), set on port 1's (.11,
+    // .12), read from the bytes (IPv4 without options: the BTH's second byte is frame byte 43);
+    // the conformance checker finds no violation, and sees both QPs migrate.
+    std::ifstream in(tap, std::ios::binary);
+    const std::vector<char> raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto rd = wire::pcap::reader::open(std::as_bytes(std::span<const char>(raw)));
+    REQUIRE(rd);
+    flow::conformance judge;
+    flow::observer obs;
+    std::vector<flow::violation> vs;
+    std::array<std::uint64_t, 2> frames{}, wrong{};
+    std::size_t moves = 0;
+    std::uint64_t n = 0;
+    for (auto rec = rd->next(); rec && *rec; rec = rd->next()) {
+      const auto f = (*rec)->data;
+      ++n;
+      for (const auto& v : judge.check(n, (*rec)->ts_ns, f)) vs.push_back(v);
+      moves += obs.observe(n, (*rec)->ts_ns, f).migrated_from.has_value();
+      REQUIRE(f.size() > 43);
+      const bool alt = std::to_integer<unsigned>(f[29]) > 10;  // the source address's last byte
+      const bool mig = (std::to_integer<unsigned>(f[43]) & 0x40) != 0;
+      ++frames[alt];
+      wrong[alt] += mig != alt;
+    }
+    for (const auto& v : judge.finish()) vs.push_back(v);
+    INFO("frames on port 0's path " << frames[0] << ", on port 1's " << frames[1]);
+    CHECK(frames[0] > 0);
+    CHECK(frames[1] > 0);
+    CHECK(wrong[0] == 0);
+    CHECK(wrong[1] == 0);
+    CHECK(moves == 2);
+    for (const auto& v : vs) INFO("violation at frame " << v.frame << ": " << v.expected << " / " << v.seen);
+    CHECK(vs.empty());
   }
   // not armed: the QPs have no way round, and fail
   const apm_result r = apm_run(true, false);
   CHECK(!r.delivered);
   CHECK(r.migrations[0] + r.migrations[1] == 0);
+}
+
+TEST_CASE("qos: the packed QP context holds every attribute a cache entry decodes, big-endian at fixed offsets", "[rnic][qos][cache]") {
+  static_assert(qpc_size == 4 + 9 * 4 + 2 + 7 + 2 * 31 + 2 * 12);  // 135
+  std::mt19937_64 rng(5);
+  sq_memory sq(64);
+  rq_memory rq(32);
+  for (int round = 0; round < 200; ++round) {
+    const auto r8 = [&] { return static_cast<std::uint8_t>(rng()); };
+    const auto r24 = [&] { return static_cast<std::uint32_t>(rng() & 0xFFFFFF); };
+    qp_init_attr init{.type = static_cast<qp_type>(2 + rng() % 3), .pd = static_cast<std::uint32_t>(rng()), .send_cq = 7, .recv_cq = 9,
+                      .sq = &sq, .rq = round % 2 ? &rq : nullptr};
+    qp_attr a;
+    a.access_flags = static_cast<rnic::access>(rng() & 0xF);
+    a.port = r8() & 1;
+    a.qkey = static_cast<std::uint32_t>(rng());
+    a.path_mtu = 256u << (rng() % 5);
+    a.timeout = r8() & 31, a.retry_cnt = r8() & 7, a.rnr_retry = r8() & 7, a.min_rnr_timer = r8() & 31;
+    a.rq_psn = r24(), a.sq_psn = r24(), a.dest_qp_num = r24();
+    a.max_rd_atomic = r8() & 15, a.max_dest_rd_atomic = r8() & 15, a.alt_timeout = r8() & 31;
+    a.path_mig_state = static_cast<mig_state>(rng() % 3);
+    for (address_vector* v : {&a.av, &a.alt_av}) {
+      v->port = r8() & 1, v->sgid_index = r8(), v->hop_limit = r8(), v->traffic_class = r8(), v->sl = r8() & 15;
+      v->flow_label = static_cast<std::uint32_t>(rng() & 0xFFFFF);
+      for (auto& b : v->dmac) b = r8();
+      for (auto& b : v->dgid) b = r8();
+    }
+    const std::uint32_t qpn = r24();
+    const packed_qpc p = pack_qpc(qpn, init, qp_state::rts, a);
+    // the QP number at bytes 4..7, big-endian (an independent reading of the layout)
+    CHECK(std::to_integer<std::uint32_t>(p[4]) == 0);
+    CHECK((std::to_integer<std::uint32_t>(p[5]) << 16 | std::to_integer<std::uint32_t>(p[6]) << 8 | std::to_integer<std::uint32_t>(p[7])) == qpn);
+    const auto c = unpack_qpc(p);
+    REQUIRE(c);
+    CHECK(c->qpn == qpn);
+    CHECK(c->type == init.type);
+    CHECK(c->state == qp_state::rts);
+    CHECK(c->attr.av == a.av);
+    CHECK(c->attr.alt_av == a.alt_av);
+    CHECK(c->attr.access_flags == a.access_flags);
+    CHECK(c->attr.qkey == a.qkey);
+    CHECK(c->attr.path_mtu == a.path_mtu);
+    CHECK(c->attr.timeout == a.timeout);
+    CHECK(c->attr.retry_cnt == a.retry_cnt);
+    CHECK(c->attr.rnr_retry == a.rnr_retry);
+    CHECK(c->attr.min_rnr_timer == a.min_rnr_timer);
+    CHECK(c->attr.rq_psn == a.rq_psn);
+    CHECK(c->attr.sq_psn == a.sq_psn);
+    CHECK(c->attr.dest_qp_num == a.dest_qp_num);
+    CHECK(c->attr.max_rd_atomic == a.max_rd_atomic);
+    CHECK(c->attr.max_dest_rd_atomic == a.max_dest_rd_atomic);
+    CHECK(c->attr.alt_timeout == a.alt_timeout);
+    CHECK(c->attr.path_mig_state == a.path_mig_state);
+    CHECK(c->attr.port == a.port);
+    CHECK(c->sq_ring == reinterpret_cast<std::uintptr_t>(&sq));
+    CHECK(c->sq_depth == 64);
+    CHECK(c->rq_ring == (round % 2 ? reinterpret_cast<std::uintptr_t>(&rq) : 0));
+    CHECK(c->rq_depth == (round % 2 ? 32u : 0u));
+  }
 }

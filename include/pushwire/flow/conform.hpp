@@ -37,6 +37,7 @@
 #include <pushwire/cell/reassembler.hpp>
 #include <pushwire/flow/dc.hpp>
 #include <pushwire/flow/frame.hpp>
+#include <pushwire/flow/paths.hpp>
 #include <pushwire/flow/pool.hpp>
 #include <pushwire/flow/pp_track.hpp>
 #include <pushwire/flow/rc.hpp>
@@ -78,8 +79,9 @@ enum class rule : std::uint8_t {
   cell_packet_crc,
   cell_sequence,
   cnp_pacing,
+  apm_psn_continuity,
 };
-inline constexpr std::size_t rule_count = 24;
+inline constexpr std::size_t rule_count = 25;
 
 struct rule_info {
   rule id;
@@ -170,6 +172,10 @@ inline constexpr std::array<rule_info, rule_count> rule_table{{
      "A notification point sends one QP at most one CNP per minimum interval (conform_options::cnp_interval, less the "
      "capture's 1 us resolution).",
      "flow::cnp_due", "mlx5 np_min_time_between_cnps; spec/qos.md §3"},
+    {rule::apm_psn_continuity, "apm.psn_continuity",
+     "When a QP's requests move to another path (another address pair, MigReq set, where they carried MigReq clear), the "
+     "first PSN on the new path is at most the next the old path would have sent: no PSN is skipped across the migration.",
+     "the old and new paths' PSN records", "IBTA vol. 1 17.2.8 (automatic path migration), 9.7.1; spec/qos.md §9"},
 }};
 
 namespace detail {
@@ -810,6 +816,24 @@ class conformance {
     return targets_.emplace(k, std::move(t)).first->second.get();
   }
 
+  /// A QP's requests moved here from the path `from` (flow::path_watch): the old path's next
+  /// PSN bounds this one's; the old path's gaps from this PSN on are resent here.
+  void judge_migration(stream& s, const packet& p, const path_watch::path& from) {
+    const auto it = streams_.find(stream_key{from.src, from.dst, p.dest_qp, s.svc});
+    if (it == streams_.end() || !it->second->started) return;
+    stream& old = *it->second;
+    std::uint32_t next = ib::psn_add(old.sent_max, 1);
+    if (const read_rec* r = find_read(old, old.sent_max); r && !r->atomic) next = ib::psn_add(r->psn, read_packets(old, r->dmalen));
+    for (gap& g : old.gaps)
+      if (!ib::psn_before(g.to, p.psn) && ib::psn_before(g.from, p.psn)) g.to = ib::psn_add(p.psn, -1);
+    std::erase_if(old.gaps, [&](const gap& g) { return !ib::psn_before(g.from, p.psn); });
+    if (ib::psn_after(p.psn, next))
+      report(rule::apm_psn_continuity, s,
+             "a first PSN of at most " + psn_text(next) + " on the new path (the old path's next; its latest request at frame " +
+                 std::to_string(from.frame) + ")",
+             std::string{p.info().name} + " PSN " + psn_text(p.psn));
+  }
+
   void on_request(const packet& p, const host& src, const host& dst, via how) {
     stream* sp = request_stream(p, src, dst);
     if (!sp) return;
@@ -860,6 +884,8 @@ class conformance {
     // newest starts the stream afresh.
     if (s.svc != service::dc && s.started && std::abs(ib::psn_diff(p.psn, ib::psn_add(s.sent_max, 1))) > new_connection_distance)
       renew(s, p.psn);
+    if (s.svc == service::rc || s.svc == service::uc)
+      if (const auto from = paths_.on_request(p.dest_qp, src, dst, p.mig_req, frame_)) judge_migration(s, p, *from);
     (void)track_psn(s, p);
     // A capture may start inside a message (or lose its first packets): the replica starts at
     // the first packet that starts a message, whatever came before it.
@@ -1372,16 +1398,17 @@ class conformance {
   /// A transfer indication's outcome on the owner's books (the responder's).
   void indication(stream& s, const msg::indication& i, const step_result& r) {
     if (r.ok()) return;
-    const owner_t* books = pp_.books(s.responder, s.requester);
-    const auto k = books ? books->find(i.pool_ref) : std::nullopt;
+    const msg::pool_descriptor* d = nullptr;
+    if (const owner_t* books = pp_.books(s.responder, s.requester))
+      if (const auto k = books->find(i.pool_ref)) d = &books->at(*k).desc;
     const std::string what = "pool " + std::to_string(i.pool_ref) + ", element " + std::to_string(i.element_index) + ", " + std::to_string(i.byte_count) + " bytes";
     if (r.error == errc::unknown_pool) {
       report(rule::pp_idata_bounds, s, "an advertised pool", what);
     } else if (r.error == errc::too_large) {
-      report(rule::pp_idata_bounds, s, "1.." + std::to_string(k ? books->at(*k).desc.element_size : 0) + " bytes (the element size)", what);
+      report(rule::pp_idata_bounds, s, "1.." + std::to_string(d ? d->element_size : 0) + " bytes (the element size)", what);
     } else if (r.error == errc::element_not_on_loan) {
-      if (k && i.element_index >= books->at(*k).desc.element_count)
-        report(rule::pp_idata_bounds, s, "an element below " + std::to_string(books->at(*k).desc.element_count), what);
+      if (d && i.element_index >= d->element_count)
+        report(rule::pp_idata_bounds, s, "an element below " + std::to_string(d->element_count), what);
       // else the write's own placement judged the element (pp.element_free)
     }
   }
@@ -1395,6 +1422,7 @@ class conformance {
   std::map<std::tuple<host, host, std::uint32_t>, std::uint64_t> last_cnp_;  ///< cnp.pacing: (sender, receiver, QP) → its last CNP's time
   std::map<std::tuple<host, host, std::uint32_t>, std::uint32_t> mtus_;  // (requester, responder, responder QP)
   std::map<stream_key, std::unique_ptr<stream>> streams_;
+  path_watch paths_{opt_.limits.max_streams};
   std::map<std::tuple<host, host, std::uint32_t>, stream*> bound_;
   std::map<std::tuple<host, host, std::uint32_t>, std::vector<stream*>> excluded_;  // while binding
   std::set<std::pair<host, host>> lossy_;  ///< (requester, responder) hosts whose requests the capture lost (lossy())

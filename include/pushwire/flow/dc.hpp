@@ -95,6 +95,8 @@ class dc_initiator {
     settle(now, out);
   }
   constexpr bool wants_to_send() const { return rq_.wants_to_send() || settle_pending(); }
+  /// Holds new packets back (requester::hold): a class scheduler releases them one at a time.
+  constexpr void hold(bool on) { rq_.hold(on); }
 
   constexpr dci_state state() const { return st_; }
   constexpr const dc_address& target() const { return cur_; }

@@ -12,6 +12,7 @@
 #include <pushwire/flow/observer.hpp>
 #include <pushwire/flow/pp_track.hpp>
 #include <pushwire/flow/packet.hpp>
+#include <pushwire/flow/paths.hpp>
 #include <pushwire/flow/pool.hpp>
 #include <pushwire/flow/rc.hpp>
 #include <pushwire/flow/session.hpp>

@@ -41,6 +41,7 @@ constexpr packet from_headers(const ib::opcode_info& op, const ib::bth& b, const
   p.psn = b.psn;
   p.ack_req = b.a;
   p.se = b.se;
+  p.mig_req = b.m;
   p.dest_qp = b.destqp;
   p.p_key = b.p_key;
   p.fecn = b.fecn;
@@ -96,7 +97,7 @@ constexpr packet from_roce(const ib::roce_packet& f) {
 constexpr ib::roce_packet to_roce(const packet& p, ib::roce_packet base = {}) {
   const ib::opcode_info& op = p.info();
   base.rd = op.tp == ib::transport::rd ? ib::rd_class::ibta_rd : ib::rd_class::dc;
-  base.bth = {.opcode = op.code, .se = p.se, .p_key = p.p_key, .fecn = p.fecn, .becn = p.becn, .destqp = p.dest_qp,
+  base.bth = {.opcode = op.code, .se = p.se, .m = p.mig_req, .p_key = p.p_key, .fecn = p.fecn, .becn = p.becn, .destqp = p.dest_qp,
               .a = p.ack_req, .psn = p.psn};
   base.ext.clear();
   base.payload = p.payload;

@@ -21,6 +21,7 @@
 #include <pushwire/cell/format.hpp>
 #include <pushwire/cell/reassembler.hpp>
 #include <pushwire/flow/core.hpp>
+#include <pushwire/flow/paths.hpp>
 #include <pushwire/flow/pp_track.hpp>
 #include <pushwire/ib/aeth.hpp>
 #include <pushwire/ib/roce.hpp>
@@ -38,6 +39,8 @@ struct observer_limits {
   std::size_t max_send_messages = 256;
   /// Bytes of one joined message: wire::default_max_frame (a longer one is no push-push message).
   std::size_t max_message = wire::default_max_frame;
+  /// Address pairs remembered per QP number for path migration (flow::path_watch).
+  std::size_t max_paths = 4096;
   /// RDMA writes remembered for page-fault links and cell idata checks (oldest forgotten).
   std::size_t write_history = 1024;
   /// Cell reassembly (spec/cells.md §8). The age bound is in capture time.
@@ -109,6 +112,9 @@ struct frame_note {
   /// A page-fault ACK (RoCE RNR NAK, cell PageFaultDelay): the frame of the write it answers
   /// (same PSN, directions swapped); 0 when no such write was seen.
   std::uint64_t write_frame = 0;
+  /// An RC or UC request whose QP migrated here (flow::path_watch, spec/qos.md §9): the path it
+  /// left and that path's latest request's frame.
+  std::optional<path_watch::path> migrated_from{};
   /// RoCE SEND_LAST: the valid push-push message joined from SEND_FIRST.., and its first frame.
   std::span<const std::byte> message{};
   std::uint64_t message_first_frame = 0;
@@ -139,6 +145,7 @@ class observer {
     writes_next_ = 0;
     cells_.reset();
     pp_.reset();
+    paths_ = path_watch{lim_.max_paths};
     last_ns_ = 0;
   }
 
@@ -248,6 +255,7 @@ class observer {
       }
     }
     if (op.is(ib::op_class::write)) write_packet(n, frame, v, src, dst);
+    if (op.request && (op.tp == ib::transport::rc || op.tp == ib::transport::uc)) n.migrated_from = paths_.on_request(b.destqp, src, dst, b.m, frame);
     if (const auto a = v.get<ib::ext::aeth>(); a && !op.request && ib::page_fault_delay_us(*a))
       if (const write_rec* w = find_write(dst, src, 0, 0, b.psn)) n.write_frame = w->frame;
   }
@@ -371,6 +379,7 @@ class observer {
   std::size_t writes_next_ = 0;
   std::optional<cell::reassembler> cells_;
   pp_tracker pp_{lim_.pp};
+  path_watch paths_{lim_.max_paths};
   std::uint64_t last_ns_ = 0;
 };
 

@@ -44,6 +44,8 @@ struct packet {
   std::uint32_t dest_qp = 0;  ///< BTH destination QP (DC: the DCT number)
   std::uint16_t p_key = 0xFFFF;  ///< BTH partition key; 0xFFFF is the default partition
   bool fecn = false, becn = false;  ///< BTH explicit congestion notification
+  /// BTH MigReq: the sender's QP has migrated to its alternate path (IBTA 17.2.8; spec/qos.md §9).
+  bool mig_req = false;
   // Requests: the payload is bytes [offset, offset + length) of work request wr_id's message.
   std::uint64_t wr_id = 0;
   std::uint32_t offset = 0, length = 0;

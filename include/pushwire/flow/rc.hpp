@@ -374,6 +374,8 @@ class requester {
   constexpr std::uint32_t next_psn() const { return next_psn_; }
   constexpr const requester_config& config() const { return cfg_; }
   constexpr const wqe& at(std::size_t i) const { return q_[i]; }
+  /// Which queued work request (at(i)) the next packet sent belongs to (nullopt: none waits).
+  constexpr std::optional<std::size_t> sending() const { return cur_ < q_.size() ? std::optional<std::size_t>{cur_} : std::nullopt; }
   /// Everything posted has completed.
   constexpr bool quiescent() const { return q_.empty(); }
   template <class H>

@@ -1,8 +1,9 @@
 // The host bus of the reference RNIC (spec/qos.md §8), in virtual time: each gather of a
-// request's payload is a job on it, with a rate and a latency. Jobs wait in one FIFO, or in a
-// queue per flow (per QP) served by deficit round robin (flow::drr), so one flow's burst does
-// not hold back another's single packet. Sans-IO: time is an argument, finished jobs come back
-// through a callback; the frames stay with the caller.
+// frame's payload, and each placement of an arriving frame's, is a job on it, with a rate and a
+// latency. Jobs wait in one FIFO, or in a queue per flow (per QP, or per traffic class) served
+// by deficit round robin (flow::drr), so one flow's burst does not hold back another's single
+// packet. Sans-IO: time is an argument, finished jobs come back through a callback; the frames
+// stay with the caller.
 #pragma once
 
 #include <algorithm>
@@ -22,18 +23,20 @@ namespace pushwire::rnic {
 
 /// How the host bus orders its jobs.
 enum class bus_policy : std::uint8_t {
-  fifo,      ///< in the order they were submitted
-  per_flow,  ///< a queue per flow (QP), served by DRR with bus_config::quantum
+  fifo,       ///< in the order they were submitted
+  per_flow,   ///< a queue per flow (QP), served by DRR with bus_config::quantum
+  per_class,  ///< a queue per traffic class (spec/qos.md §4), served by DRR with bus_config::quantum
 };
-inline constexpr std::array<wire::named_value, 2> bus_policy_names{{{bus_policy::fifo, "fifo"}, {bus_policy::per_flow, "per_flow"}}};
+inline constexpr std::array<wire::named_value, 3> bus_policy_names{
+    {{bus_policy::fifo, "fifo"}, {bus_policy::per_flow, "per_flow"}, {bus_policy::per_class, "per_class"}}};
 constexpr std::span<const wire::named_value> wire_enum_names(bus_policy) { return bus_policy_names; }
 
 /// The host bus (device_config::bus).
 struct bus_config {
-  std::uint64_t rate = 0;        ///< bits per second; 0: no bus model (gathers take no time)
-  time_ns latency = 0;           ///< from a gather's end to its frame being ready for the wire, ns
+  std::uint64_t rate = 0;        ///< bits per second; 0: no bus model (gathers and placements take no time)
+  time_ns latency = 0;           ///< from a job's end to its frame being ready (for the wire, or for the QP), ns
   bus_policy policy = bus_policy::per_flow;
-  std::uint32_t quantum = 4096;  ///< per_flow: DRR's quantum, bytes
+  std::uint32_t quantum = 4096;  ///< per_flow, per_class: DRR's quantum, bytes
 };
 
 class host_bus {
@@ -42,9 +45,10 @@ class host_bus {
   bool enabled() const { return cfg_.rate > 0; }
   const bus_config& config() const { return cfg_; }
 
-  /// A gather of `bytes` for flow `flow`, submitted at `at`; `id` names it when it is done.
-  void submit(std::uint32_t flow, std::uint64_t bytes, std::uint64_t id, time_ns at) {
-    const std::uint32_t key = cfg_.policy == bus_policy::fifo ? 0 : flow;
+  /// A job of `bytes` for flow `flow` in traffic class `tc`, submitted at `at`; `id` names it
+  /// when it is done.
+  void submit(std::uint32_t flow, std::uint8_t tc, std::uint64_t bytes, std::uint64_t id, time_ns at) {
+    const std::uint32_t key = cfg_.policy == bus_policy::fifo ? 0 : cfg_.policy == bus_policy::per_class ? tc : flow;
     queues_[key].push_back({bytes, id, at});
     drr_.activate(key);
     ++waiting_;

@@ -116,6 +116,9 @@ struct qp_context {
   /// Automatic path migration: retransmission timeouts in a row with no progress, and the
   /// oldest unacknowledged PSN at the last one.
   std::uint32_t quiet_timeouts = 0, una_at_timeout = 0;
+  /// An alternate path was loaded (modify_qp with alt_path): its packets carry MigReq by
+  /// path_mig_state from then on (spec/qos.md §9).
+  bool apm = false;
 
   bool is(qp_type t) const { return init.type == t; }
   /// UC and UD fail their send queue alone (SQE); RC and DC the whole QP (ERR).
@@ -132,6 +135,7 @@ struct qp_context {
     const std::uint64_t i = seq - sends.front().seq;
     return i < sends.size() ? &sends[i] : nullptr;
   }
+  const send_record* send_of(std::uint64_t seq) const { return const_cast<qp_context*>(this)->send_of(seq); }
 };
 
 }  // namespace pushwire::rnic

@@ -286,10 +286,14 @@ class device : public qp_engine {
       q->init.sq = nullptr, q->init.rq = nullptr, q->init.srq.reset(), q->srq = nullptr;
       q->init.send_cq = q->init.recv_cq = 0;  // (CQ numbers start at 1)
       q->sends.clear(), q->recvs.clear();
+      table_.erase(qpn);
+      forget_context(qpn);
       ++lingering_;
       return {};
     }
     qps_.erase(qpn);
+    table_.erase(qpn);
+    forget_context(qpn);
     return {};
   }
   /// Destroyed RC QPs still answering duplicates (device_config::linger).
@@ -309,8 +313,10 @@ class device : public qp_engine {
     if (any(mask & qp_attr_mask::alt_path) && !has_gid(a.alt_av.port, a.alt_av.sgid_index)) return errc::invalid_attribute;
     const mig_state was = q->attr.path_mig_state;
     apply_attrs(q->attr, a, mask);
+    if (any(mask & qp_attr_mask::alt_path)) q->apm = true;
     enter(*q, any(mask & qp_attr_mask::state) ? a.state : q->state);
     if (any(mask & qp_attr_mask::path_mig_state)) set_migration(*q, was);
+    store_context(*q);
     return {};
   }
   /// A QP's state. Errors: not_found (no such QP).

@@ -27,6 +27,7 @@
 #include <pushwire/rnic/dma.hpp>
 #include <pushwire/rnic/memory.hpp>
 #include <pushwire/rnic/port.hpp>
+#include <pushwire/rnic/qpc.hpp>
 
 namespace pushwire::rnic {
 
@@ -66,7 +67,7 @@ class qp_engine {
   void progress(time_ns now) {
     now_ = std::max(now_, now);
     dma_.serve_faults();
-    if (bus_.enabled()) run_bus();
+    if (bus_.enabled()) run_bus(), run_placements();
     fetch();
     if (cfg_.contexts.entries) serve_jobs();
     for (auto& [n, q] : qps_) {
@@ -109,7 +110,9 @@ class qp_engine {
         if (p.pending()) take(pipeline_.eligible_at());
     if (bus_.enabled()) {
       take(bus_.deadline());
+      take(placements_.deadline());
       if (!landing_.empty()) take(landing_.begin()->first);
+      if (!placed_.empty()) take(placed_.begin()->first);
     }
     return t;
   }
@@ -163,10 +166,12 @@ class qp_engine {
   /// now: one more, built when taken; take_frame may then find that QP has nothing after all).
   std::size_t pending_frames(std::size_t port) const {
     if (port >= ports_.size() || !may_send(port)) return 0;
-    return ports_[port].pending() + (sched_[port] && !ports_[port].requests_queued() && sched_[port]->ready(now_) ? 1 : 0);
+    return ports_[port].pending() + (may_fill(port) && sched_[port]->ready(now_) ? 1 : 0);
   }
-  /// The host bus (spec/qos.md §8).
+  /// The host bus (spec/qos.md §8): its gathers (host memory to the device), and its
+  /// placements (the device to host memory; the other direction of a full-duplex bus).
   const host_bus& bus() const { return bus_; }
+  const host_bus& placement_bus() const { return placements_; }
   /// Port `port`'s counters per traffic class (spec/qos.md §4).
   const std::array<class_counters, flow::traffic_classes>& class_stats(std::size_t port) const { return ports_.at(port).class_stats(); }
   /// QPs waiting in traffic class tc of port `port` (0 without a class model).
@@ -183,6 +188,18 @@ class qp_engine {
     ++stats_.frames_in;
     stats_.bytes_in += frame.size();
     if (port >= ports_.size()) return;
+    if (bus_.enabled()) {  // placed first, in its turn on the host bus
+      const port::rx_job j = ports_[port].placement_of(frame);
+      const std::uint64_t id = next_job_++;
+      placements_.submit(j.flow, j.tc, j.bytes, id, now_);
+      arriving_.emplace(id, arriving{static_cast<std::uint8_t>(port), frame_bytes(frame.begin(), frame.end())});
+      run_placements();
+      return;
+    }
+    deliver(port, frame);
+  }
+  /// A frame that arrived on port `port` (and was placed, with a host bus) goes to its QP.
+  void deliver(std::size_t port, std::span<const std::byte> frame) {
     fetch_receives_rung();  // a NIC reads the receives posted so far when a message arrives
     const rx_drop d = ports_[port].receive(
         frame, now_, [&](const flow::packet& p, const rx_context& rx, auto&& copy) { return cut_through(p, rx, copy); },
@@ -328,7 +345,8 @@ class qp_engine {
                                       .timeout = ib::local_ack_timeout_ns(q.attr.timeout).value_or(~time_ns{0} / 4),
                                       .retry_cnt = q.attr.retry_cnt, .retry_forever = cfg_.retry_forever, .rnr_retry = q.attr.rnr_retry};
       if (q.is(qp_type::dci)) q.dci.emplace(typename dci_t::config{.dci = q.qpn, .req = rc});
-      else q.req.emplace(rc), pace(q);
+      else q.req.emplace(rc);
+      pace(q);
     }
   }
   static flow::service service_of(qp_type t) {
@@ -429,7 +447,7 @@ class qp_engine {
     const context_cache_config& c = cfg_.contexts;
     while (!jobs_.empty() && now_ >= loading_until_) {
       std::optional<std::uint32_t> loaded = std::exchange(loading_, std::nullopt);
-      if (loaded) hold_context(*loaded);  // a load finished: that context is held now
+      if (loaded) load_context(*loaded);  // a load finished: that context is held now
       std::size_t pick = jobs_.size();
       std::size_t first_ready = jobs_.size();
       seen_.clear();
@@ -475,11 +493,40 @@ class qp_engine {
     cached_[n] = lru_.begin();
     while (lru_.size() > cfg_.contexts.entries) {
       cached_.erase(lru_.back());
+      held_.erase(lru_.back());
       lru_.pop_back();
     }
   }
+  /// A load of QP n's context finished: its packed form (the context table) is decoded into
+  /// its cache entry, the real work of a miss.
+  void load_context(std::uint32_t n) {
+    if (const auto t = table_.find(n); t != table_.end())
+      if (auto c = unpack_qpc(t->second)) held_[n] = *c;
+    hold_context(n);
+  }
+  /// QP q's attributes changed (modify_qp, a path migration): the context table holds them
+  /// packed, and a cached copy is dropped (the next job of q loads it again).
+  void store_context(const qp_context& q) {
+    if (!cfg_.contexts.entries) return;
+    table_[q.qpn] = pack_qpc(q.qpn, q.init, q.state, q.attr);
+    forget_context(q.qpn);
+  }
+  void forget_context(std::uint32_t n) {
+    if (const auto it = cached_.find(n); it != cached_.end()) {
+      lru_.erase(it->second);
+      cached_.erase(it);
+    }
+    held_.erase(n);
+  }
+  /// The send ring of q's next descriptor: with a context cache, the one its cached context
+  /// names (decoded from the table), else its own.
+  sq_memory* send_ring(const qp_context& q) const {
+    if (const auto it = held_.find(q.qpn); it != held_.end() && it->second.sq_ring)
+      return reinterpret_cast<sq_memory*>(static_cast<std::uintptr_t>(it->second.sq_ring));
+    return q.init.sq;
+  }
   void fetch_one_send(qp_context& q) {
-    sq_memory& ring = *q.init.sq;
+    sq_memory& ring = *send_ring(q);
     if (q.sq_fetched == ring.doorbell().producer.load(std::memory_order_acquire)) return;
     const send_wqe& w = ring.ring()[q.sq_fetched & (ring.depth() - 1)];
     ++q.sq_fetched;
@@ -679,6 +726,7 @@ class qp_engine {
     q.attr.av = q.attr.alt_av;
     q.attr.timeout = q.attr.alt_timeout;
     q.attr.path_mig_state = mig_state::migrated;
+    store_context(q);
     q.quiet_timeouts = 0;
     events_.push_back({event_type::path_migrated, q.qpn});
     ++stats_.path_migrations;
@@ -688,9 +736,9 @@ class qp_engine {
   static bool paced(const qp_context& q) { return q.rp && q.rp->state() != flow::rp_state::line_rate; }
   bool wants_work(const qp_context& q) const {
     // a classed QP's requests are work only until it waits in its class (take_frame sends them)
-    const bool due = q.req && q.req->wants_to_send() && (!paced(q) || q.tx_next <= now_) && !(classed(q) && q.tx_waiting);
+    const bool due = sender_wants(q) && (!paced(q) || q.tx_next <= now_) && !(classed(q) && q.tx_waiting);
     if (due || (q.resp && q.resp->wants_to_send())) return true;
-    if ((q.dci && q.dci->wants_to_send()) || (q.dct && q.dct->wants_to_send())) return true;
+    if (q.dct && q.dct->wants_to_send()) return true;
     return (!q.sends.empty() && q.sends.front().done) || (!q.recvs.empty() && q.recvs.front().done);
   }
   bool tx_room(const qp_context& q) const {
@@ -703,9 +751,9 @@ class qp_engine {
         scratch a(*this);
         q.resp ? q.resp->pump(a.out()) : q.dct->pump(a.out());
         handle(q, a.out(), nullptr, nullptr);
-      } else if (q.req && q.req->wants_to_send() && classed(q)) {
-        run_sender(q, [&](flow::qp_sink& out) { q.req->pump(now_, out); });  // held: its completions only
-        if (q.req && q.req->wants_to_send() && !q.tx_waiting && (!paced(q) || q.tx_next <= now_)) {
+      } else if (sender_wants(q) && classed(q)) {
+        sender_pump(q);  // held: its completions only
+        if (sender_wants(q) && !q.tx_waiting && (!paced(q) || q.tx_next <= now_)) {
           q.tx_waiting = true;
           sched_[q.port()]->enqueue(q.qpn, class_of(q));
         }
@@ -713,8 +761,8 @@ class qp_engine {
       } else if (q.req && q.req->wants_to_send() && paced(q)) {
         if (q.tx_next > now_) break;
         send_one(q);
-      } else if ((q.req && q.req->wants_to_send()) || (q.dci && q.dci->wants_to_send())) {
-        run_sender(q, [&](flow::qp_sink& out) { q.req ? q.req->pump(now_, out) : q.dci->pump(now_, out); });
+      } else if (sender_wants(q)) {
+        sender_pump(q);
       } else {
         break;
       }
@@ -744,16 +792,35 @@ class qp_engine {
   }
 
   // -- traffic classes (spec/qos.md §4) ----------------------------------------------------------------
+  /// Classed request packets a port may have on the host bus at once.
+  static constexpr std::size_t classed_on_bus = 4;
+  /// Whether port `port`'s class scheduler may build a packet now: it has one, no request frame
+  /// waits for the wire, and (with a host bus) fewer than classed_on_bus gathers are on the bus,
+  /// the pipeline that hides the bus's latency.
+  bool may_fill(std::size_t port) const {
+    return port < sched_.size() && sched_[port] && !ports_[port].requests_queued() && ports_[port].requests_on_bus() < classed_on_bus;
+  }
   /// Whether q's requests go through its port's class scheduler.
-  bool classed(const qp_context& q) const { return q.req && q.port() < sched_.size() && sched_[q.port()]; }
-  /// q's traffic class: its address vector's SL and traffic class through its port's model.
+  bool classed(const qp_context& q) const { return (q.req || q.dci) && q.port() < sched_.size() && sched_[q.port()]; }
+  /// q's traffic class: its address vector's SL and traffic class through its port's model. A
+  /// UD QP's or DC initiator's is its next packet's: that work request's address handle's (a
+  /// DC connect's, the request it connects for).
   std::uint8_t class_of(const qp_context& q) const {
-    return q.port() < ports_.size() ? ports_[q.port()].model().class_of(q.attr.av.sl, q.attr.av.traffic_class) : 0;
+    if (q.port() >= ports_.size()) return 0;
+    const address_vector* av = &q.attr.av;
+    if (const requester_t* rq = q.is(qp_type::ud) || q.is(qp_type::dci) ? q.sender() : nullptr)
+      if (const auto i = rq->sending())
+        for (std::size_t k = *i; k < rq->queued(); ++k)
+          if (const send_record* r = rq->at(k).wr.id < flow::dc_internal_id ? q.send_of(rq->at(k).wr.id) : nullptr) {
+            if (const address_vector* a = ah(r->wqe.ah)) av = a;
+            break;
+          }
+    return ports_[q.port()].model().class_of(av->sl, av->traffic_class);
   }
   /// With traffic classes and no request frame waiting for port `port`'s wire: the next packet
   /// of the QP the class scheduler chooses is built now (its payload gathered now).
   void fill(std::size_t port) {
-    if (port >= sched_.size() || !sched_[port] || ports_[port].requests_queued()) return;
+    if (!may_fill(port)) return;
     class_scheduler& s = *sched_[port];
     for (int guard = 0; guard < 4096; ++guard) {
       const auto n = s.next(now_);
@@ -762,7 +829,7 @@ class qp_engine {
       if (it == qps_.end()) continue;
       qp_context& q = *it->second;
       q.tx_waiting = false;
-      const auto due = [&] { return classed(q) && !q.closed && q.port() == port && q.req->wants_to_send() && (!paced(q) || q.tx_next <= now_); };
+      const auto due = [&] { return classed(q) && !q.closed && q.port() == port && sender_wants(q) && (!paced(q) || q.tx_next <= now_); };
       if (!due()) continue;
       const std::uint64_t bytes = send_one(q);
       if (due()) {
@@ -784,10 +851,11 @@ class qp_engine {
     // room for one packet beside the requester's timer actions
     flow::qp_sink one{std::span<flow::qp_action_t>(a.storage()).first(requester_t::timer_room + 1)};
     const std::uint64_t before = stats_.bytes_out;
-    q.req->hold(false);
-    run_sender_into(q, one, [&](flow::qp_sink& out) { q.req->pump(now_, out); });
+    if (q.req) q.req->hold(false);
+    if (q.dci) q.dci->hold(false);
+    run_sender_into(q, one, [&](flow::qp_sink& out) { q.req ? q.req->pump(now_, out) : q.dci->pump(now_, out); });
     const std::uint64_t bytes = stats_.bytes_out - before;
-    if (!q.req) return bytes;  // it failed on the way
+    if (!q.req && !q.dci) return bytes;  // it failed on the way
     if (paced(q)) {
       q.tx_next = std::max(q.tx_next, now_) + flow::wire_time(bytes, std::max<std::uint64_t>(q.rp->rate(), 1));
       rate_actions([&](flow::rp_sink& out) { return q.rp->on_sent(bytes, now_, out); });
@@ -799,6 +867,12 @@ class qp_engine {
   /// schedules by class.
   void pace(qp_context& q) const {
     if (q.req) q.req->hold(paced(q) || classed(q));
+    if (q.dci) q.dci->hold(classed(q));
+  }
+  /// q's send-side machine (requester or DC initiator) has packets or completions to give.
+  static bool sender_wants(const qp_context& q) { return (q.req && q.req->wants_to_send()) || (q.dci && q.dci->wants_to_send()); }
+  void sender_pump(qp_context& q) {
+    run_sender(q, [&](flow::qp_sink& out) { q.req ? q.req->pump(now_, out) : q.dci->pump(now_, out); });
   }
   template <class F>
   static void rate_actions(F&& f) {
@@ -832,6 +906,7 @@ class qp_engine {
     const address_vector& av = q.attr.av;
     if (av.port >= ports_.size() || !ports_[av.port].accepts(false)) return;
     if (ports_[av.port].send(c, q.qpn, av, 0, std::nullopt, now_, stats_, [](auto&&) { return true; })) ++stats_.cnps_sent;
+    if (ports_[av.port].has_staged()) stage(av.port);
   }
 
   // -- actions ------------------------------------------------------------------------------------
@@ -996,6 +1071,9 @@ class qp_engine {
     const ib::opcode_info& op = p.info();
     // UD: the DETH names the sending QP; DC: the DCI (spec/roce.md §5)
     if ((q.is(qp_type::ud) || q.is(qp_type::dci)) && op.request) p.src_qp = q.qpn;
+    // MigReq (IBTA 17.2.8): set once a QP with an alternate path has migrated to it. A QP never
+    // given one sends 0, as rxe does (spec/qos.md §9).
+    p.mig_req = q.apm && q.attr.path_mig_state == mig_state::migrated;
     // The payload: a request's from its work request; a READ response's from memory.
     const std::uint32_t len = op.payload ? p.length : 0;
     const send_record* rec = op.request ? q.send_of(p.wr_id) : nullptr;
@@ -1032,22 +1110,40 @@ class qp_engine {
     while (ports_[port].has_staged()) {
       port::staged s = ports_[port].take_staged();
       const std::uint64_t id = next_job_++;
-      bus_.submit(s.qpn, s.frame.size(), id, now_);
-      parked_.emplace(id, parked{port, s.tc, std::move(s.frame)});
+      // a QP's responses are a flow of their own beside its requests (QPNs have 24 bits)
+      bus_.submit(s.response ? s.qpn | 1u << 24 : s.qpn, s.tc, s.bytes, id, now_);
+      parked_.emplace(id, parked{port, std::move(s)});
     }
     run_bus();
   }
-  /// Runs the bus to now; frames whose gathers are done and whose latency has passed go to
-  /// their port's queue for the wire.
+  /// Runs the gathers' bus to now: frames whose gathers are done and whose latency has passed
+  /// go to their port's queue for the wire.
   void run_bus() {
     bus_.advance(now_, [&](std::uint64_t id, time_ns ready) { landing_.emplace(ready, id); });
     while (!landing_.empty() && landing_.begin()->first <= now_) {
       const auto it = parked_.find(landing_.begin()->second);
       landing_.erase(landing_.begin());
       if (it == parked_.end()) continue;
-      ports_[it->second.port].release(std::move(it->second.frame), it->second.tc);
+      ports_[it->second.port].release(std::move(it->second.job), now_);
       parked_.erase(it);
     }
+  }
+  /// Runs the placements' bus to now: arrived frames whose placements are done (and whose
+  /// latency has passed) go to their QPs. Called only where no machine is running (progress,
+  /// receive): a frame delivered here may make its QP answer, which stages gathers.
+  void run_placements() {
+    if (placing_) return;
+    placing_ = true;
+    const auto land = [&](std::uint64_t id, time_ns ready) { placed_.emplace(ready, id); };
+    for (placements_.advance(now_, land); !placed_.empty() && placed_.begin()->first <= now_; placements_.advance(now_, land)) {
+      const auto in = arriving_.find(placed_.begin()->second);
+      placed_.erase(placed_.begin());
+      if (in == arriving_.end()) continue;
+      const arriving a = std::move(in->second);
+      arriving_.erase(in);
+      deliver(a.port, a.frame);
+    }
+    placing_ = false;
   }
 
   // -- receive ------------------------------------------------------------------------------------
@@ -1203,6 +1299,8 @@ class qp_engine {
   // contexts held (most recent first), the one loading and until when
   std::deque<std::uint32_t> jobs_;
   std::list<std::uint32_t> lru_;
+  std::unordered_map<std::uint32_t, packed_qpc> table_;   ///< the context table: host memory
+  std::unordered_map<std::uint32_t, cached_qpc> held_;    ///< the cache's entries, decoded
   std::unordered_map<std::uint32_t, std::list<std::uint32_t>::iterator> cached_;
   std::optional<std::uint32_t> loading_;
   time_ns loading_until_ = 0;
@@ -1212,10 +1310,16 @@ class qp_engine {
   // by job; finished gathers by the time their frames are ready
   struct parked {
     std::uint8_t port;
-    std::uint8_t tc;
+    port::staged job;
+  };
+  struct arriving {
+    std::uint8_t port;
     frame_bytes frame;
   };
-  host_bus bus_{cfg_.bus};
+  host_bus bus_{cfg_.bus}, placements_{cfg_.bus};
+  std::unordered_map<std::uint64_t, arriving> arriving_;
+  std::multimap<time_ns, std::uint64_t> placed_;  ///< placements done: when their frames reach their QPs
+  bool placing_ = false;
   flow::rate_limiter pipeline_{cfg_.pipeline_rate, 9216};  ///< one pipeline for all ports: a jumbo frame of burst
   std::size_t last_port_ = 0;                               ///< the port the pipeline served last
   std::vector<bool> port_down_ = std::vector<bool>(cfg_.ports.size());

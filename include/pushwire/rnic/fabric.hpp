@@ -180,15 +180,19 @@ class loopback_fabric {
     }
     return true;
   }
-  /// Steps until `done()` holds or no event is left before `limit`; returns done().
+  /// Steps until `done()` holds or no event is left before `limit`; returns done(). done() is
+  /// asked after the devices have acted at the current time, so fab.now() is then the time at
+  /// which it came true.
   template <class Pred>
   bool run(Pred done, time_ns limit) {
-    while (!done())
+    for (;;) {
+      settle();
+      if (done()) return true;
       if (!step(limit)) {
         settle();
         return done();
       }
-    return true;
+    }
   }
   /// Steps until nothing is left to do before `limit`.
   void run_until(time_ns limit) {

@@ -83,7 +83,7 @@ class port {
 
   /// Whether a request (or a response) may still be queued: fewer than twice tx_queue frames of
   /// its kind wait. Beyond that the device drops what it would send (dropped_tx_full).
-  bool accepts(bool request) const { return (request ? tx_ : responses_).size() < 2 * tx_queue_; }
+  bool accepts(bool request) const { return request ? tx_.size() < 2 * tx_queue_ : responses_.size() + responses_on_bus_ < 2 * tx_queue_; }
   /// Frame buffers the pool holds.
   std::size_t pooled() const { return pool_.size(); }
 
@@ -114,23 +114,28 @@ class port {
   /// Whether request frames wait for the wire (a class scheduler builds the next only then).
   bool requests_queued() const { return !tx_.empty() || !staged_.empty(); }
 
-  /// The host bus (device_config::bus): a request frame built is staged until its gather has
-  /// been on the bus; the engine takes it (take_staged) and gives it back when it is ready
-  /// (release).
+  /// The host bus (device_config::bus): a frame built is staged until its gather has been on
+  /// the bus; the engine takes it (take_staged) and gives it back when it is ready (release).
   struct staged {
     frame_bytes frame;
     std::uint8_t tc;
-    std::uint32_t qpn;  ///< its flow
+    std::uint32_t qpn;        ///< its QP
+    bool response;            ///< a responder's frame (ACK, NAK, READ or atomic response)
+    bool urgent;              ///< a response that is not a plain ACK
+    std::uint32_t bytes;      ///< what its gather reads from host memory: its payload's bytes
   };
   bool has_staged() const { return !staged_.empty(); }
   staged take_staged() {
     staged s = std::move(staged_.front());
     staged_.pop_front();
+    ++(s.response ? responses_on_bus_ : requests_on_bus_);
     return s;
   }
-  void release(frame_bytes&& f, std::uint8_t tc) {
-    tx_.push_back(std::move(f));
-    tx_tc_.push_back(tc);
+  /// Request frames on the host bus (taken, not yet released).
+  std::size_t requests_on_bus() const { return requests_on_bus_; }
+  void release(staged&& s, time_ns now) {
+    --(s.response ? responses_on_bus_ : requests_on_bus_);
+    ready(s.response, s.urgent, std::move(s.frame), s.tc, now);
   }
 
   /// Whether the port's responses are plain ACKs still held for coalescing at `now`.
@@ -177,6 +182,21 @@ class port {
   template <class Place, class Deliver>
   rx_drop receive(std::span<const std::byte> frame, time_ns now, Place&& place, Deliver&& deliver) {
     return cells() ? receive_cell(frame, now, deliver) : receive_roce(frame, place, deliver);
+  }
+  /// What placing an arriving frame costs the host bus (device_config::bus): its flow (the
+  /// destination QP; 0 for cells and frames that do not parse), its traffic class, and its
+  /// payload's bytes (a cell's whole size).
+  struct rx_job {
+    std::uint32_t flow;
+    std::uint8_t tc;
+    std::uint32_t bytes;
+  };
+  rx_job placement_of(std::span<const std::byte> frame) const {
+    if (cells()) return {0, 0, static_cast<std::uint32_t>(frame.size())};
+    ib::roce_view v;
+    if (ib::inspect(frame, v, {.crc = wire::crc_check::skip}).code != wire::errc{}) return {0, 0, 0};
+    const auto tclass = ib::traffic_class_of(frame).value_or(0);
+    return {flow::from_roce(v).dest_qp, model().class_of(0, tclass), static_cast<std::uint32_t>(v.payload.size())};
   }
   /// Parses a RoCE frame this port accepted before (a held session message) into its packet
   /// and context; false when it no longer parses.
@@ -234,7 +254,7 @@ class port {
     }
     f.resize(n);
     stats.bytes_out += f.size();
-    queue(p, std::move(f), now, tc, qpn);
+    queue(p, std::move(f), now, tc, qpn, len);
     return true;
   }
   ib::roce_packet frame_base(std::uint32_t qpn, const address_vector& to, const flow::packet& p) const {
@@ -289,28 +309,34 @@ class port {
       if (!n) return false;
       f.resize(*n);
       stats.bytes_out += f.size();
-      queue(p, std::move(f), now, tc, qpn);
+      const auto part = static_cast<std::uint32_t>(len ? f.size() : 0);  // (a cell's share of the payload, its header counted)
+      queue(p, std::move(f), now, tc, qpn, part);
     }
     return true;
   }
-  void queue(const flow::packet& p, frame_bytes&& f, time_ns now, std::uint8_t tc, std::uint32_t qpn) {
+  void queue(const flow::packet& p, frame_bytes&& f, time_ns now, std::uint8_t tc, std::uint32_t qpn, std::uint32_t len) {
     class_counters& c = classes_[tc & 7];
     c.held += f.size();
     c.max_held = std::max(c.max_held, c.held);
-    if (p.info().request && staging_) {
-      staged_.push_back({std::move(f), static_cast<std::uint8_t>(tc & 7), qpn});
+    const bool response = !p.info().request;
+    const bool urgent = response && !(p.info().is(ib::op_class::ack) && !p.info().is(ib::op_class::atomic) &&
+                                      ib::syndrome_of(p.aeth).kind() == ib::aeth_kind::ack);
+    if (staging_) {
+      staged_.push_back({std::move(f), static_cast<std::uint8_t>(tc & 7), qpn, response, urgent, len});
       return;
     }
-    if (p.info().request) {
+    ready(response, urgent, std::move(f), tc & 7, now);
+  }
+  /// A frame ready for the wire joins its queue.
+  void ready(bool response, bool urgent, frame_bytes&& f, std::uint8_t tc, time_ns now) {
+    if (!response) {
       tx_.push_back(std::move(f));
-      tx_tc_.push_back(tc & 7);
+      tx_tc_.push_back(tc);
       return;
     }
-    responses_tc_.push_back(tc & 7);
+    responses_tc_.push_back(tc);
     if (responses_.empty()) responses_since_ = now, urgent_ = false, released_ = false;
-    const bool plain_ack = p.info().is(ib::op_class::ack) && !p.info().is(ib::op_class::atomic) &&
-                           ib::syndrome_of(p.aeth).kind() == ib::aeth_kind::ack;
-    if (!plain_ack) urgent_ = true;
+    if (urgent) urgent_ = true;
     responses_.push_back(std::move(f));
   }
   std::deque<frame_bytes>* next_queue(time_ns now) {
@@ -407,7 +433,8 @@ class port {
   std::deque<frame_bytes> tx_{};         ///< requests (the QPs' sends, the device's own WRITEs)
   std::deque<frame_bytes> responses_{};  ///< ACKs, NAKs, READ and atomic responses: sent first
   std::deque<std::uint8_t> tx_tc_{}, responses_tc_{};  ///< each queued frame's traffic class
-  bool staging_ = false;                 ///< request frames go to the host bus first
+  bool staging_ = false;                 ///< frames go to the host bus first
+  std::size_t responses_on_bus_ = 0, requests_on_bus_ = 0;  ///< frames taken from staged_, not yet released
   std::deque<staged> staged_{};
   std::array<class_counters, flow::traffic_classes> classes_{};
   time_ns responses_since_ = 0;          ///< when `responses_` last became non-empty

@@ -269,6 +269,17 @@ void write_roce(const std::string& path) {
   cnp.ip4.dsfield_ecn = 2;
   cnp.ext.set<ext::cnp_pad>({});
   c.add(cnp);  // 39
+  // Path migration (spec/qos.md §9): A's QP, armed (MigReq clear), sends to B's QP 0x500; then
+  // the same QP on the alternate path (A and B's second addresses) with MigReq set.
+  auto armed = rc(true, ib::opcode::rc_send_only, 50, 0x500);
+  armed.payload = std::span(data).first(16);
+  c.add(armed);  // 40
+  auto moved = armed;
+  moved.bth.psn = 51;
+  moved.bth.m = true;
+  moved.ip4.src = {192, 168, 2, 10};
+  moved.ip4.dst = {192, 168, 2, 11};
+  c.add(moved);  // 41
   save(path, c.file);
 }
 
@@ -520,6 +531,11 @@ void expect_roce(expect& x, const flow::frame_note& n, std::span<const std::byte
     if (n.outside) x.expert("pushwire.write.outside");
   }
   if (n.idata_mismatch) x.expert("pushwire.idata.mismatch");
+  if (n.migrated_from) {
+    x.put("pushwire.apm.from_frame", n.migrated_from->frame);
+    x.put("pushwire.apm.from", n.migrated_from->src.text() + " > " + n.migrated_from->dst.text());
+    x.expert("pushwire.apm");
+  }
   if (n.write_frame) {
     x.put("pushwire.page_fault.delay_us", *ib::page_fault_delay_us(*v.get<ext::aeth>()));
     x.put("pushwire.page_fault.write_frame", n.write_frame);
