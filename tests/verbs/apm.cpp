@@ -30,19 +30,12 @@
 
 #include "exchange.hpp"
 
+using pushwire::test::die;
+
 using pushwire::test::full_io;
 
 namespace {
 
-void die(const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  std::fprintf(stderr, "pushwire-apm: FAIL: ");
-  std::vfprintf(stderr, fmt, ap);
-  std::fprintf(stderr, "\n");
-  va_end(ap);
-  std::exit(1);
-}
 
 struct wire_info {
   std::uint32_t qpn, psn;
@@ -73,6 +66,7 @@ ibv_ah_attr path(const std::uint8_t* dgid, std::uint8_t sgid_index) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  pushwire::test::program_name = "pushwire-apm";
   int port = 19650, per_second = 2000, timeout = 12;
   std::uint32_t messages = 6000;
   const char* server = nullptr;

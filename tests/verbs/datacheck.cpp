@@ -37,6 +37,8 @@
 
 #include "exchange.hpp"
 
+using pushwire::test::die;
+
 using pushwire::test::full_io;
 
 namespace {
@@ -78,16 +80,6 @@ long differs(const std::uint8_t* p, std::uint32_t n, int side, std::uint64_t i, 
 std::uint32_t write_len(int side, std::uint64_t i) { return 1 + static_cast<std::uint32_t>(draw(side, i, k_len) % max_write); }
 std::uint32_t send_len(int side, std::uint64_t i) { return static_cast<std::uint32_t>((draw(side, i, k_len) >> 20) % (max_send + 1)); }
 
-[[noreturn]] void die(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-void die(const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  std::fprintf(stderr, "pushwire-datacheck: FAIL: ");
-  std::vfprintf(stderr, fmt, ap);
-  std::fprintf(stderr, "\n");
-  va_end(ap);
-  std::exit(1);
-}
 
 struct wire_info {  // exchanged over TCP, host order (both ends are this program on one host type)
   std::uint32_t qpn, psn, rkey, pad;
@@ -112,6 +104,7 @@ int exchange_socket(const char* server, int port) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  pushwire::test::program_name = "pushwire-datacheck";
   const char* dev_name = nullptr;
   int gid_index = 0, port = 18515;
   double seconds = 10;

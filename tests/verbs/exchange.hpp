@@ -1,5 +1,5 @@
 // The TCP rendezvous of the libibverbs test programs (pushwire-datacheck, pushwire-apm): each
-// side sends its QP's details and reads the other's before any RDMA.
+// side sends its QP's details and reads the other's before any RDMA; and their way to fail.
 #pragma once
 
 #include <arpa/inet.h>
@@ -8,12 +8,29 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string>
 
 namespace pushwire::test {
+
+/// The program's name in its failure messages (set first thing in main).
+inline const char* program_name = "pushwire-test";
+/// Prints "NAME: FAIL: ..." on stderr and exits with 1.
+[[noreturn]] inline void die(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+inline void die(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  std::fprintf(stderr, "%s: FAIL: ", program_name);
+  std::vfprintf(stderr, fmt, ap);
+  std::fprintf(stderr, "\n");
+  va_end(ap);
+  std::exit(1);
+}
 
 /// Writes (out) or reads exactly n bytes; false when the connection ends first.
 inline bool full_io(int fd, void* p, std::size_t n, bool out) {
