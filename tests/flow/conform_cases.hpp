@@ -536,12 +536,16 @@ inline std::vector<rule_case> rule_cases() {
   }
   {
     // apm.psn_continuity: A's QP, armed (MigReq clear), migrates to the alternate path and
-    // resumes at PSN 110 where the old path's next was 108
+    // resumes at PSN 109 where the old path's next was 108; B asks for 108 there (a PSN sequence
+    // error NAK), and it never comes
     capture c = base_conversation();
     const auto d = c.keep(bytes(64, 9));
-    packet w = req(opcode::rc_send_only, 110, d);
+    packet w = req(opcode::rc_send_only, 109, d);
     w.mig_req = true;
     const std::size_t at = c.add(capture::roce_frame(w, true, true));
+    packet n = nak(108, ib::nak_code::psn_sequence_error, 5);
+    n.mig_req = true;
+    c.add(capture::roce_frame(n, false, true));
     out.push_back({"apm.psn_continuity", rule::apm_psn_continuity, at, std::move(c)});
   }
   return out;

@@ -146,7 +146,7 @@ TEST_CASE("conformance: a program run again on the same hosts and QP numbers sta
 TEST_CASE("conformance: a QP that migrates to its alternate path and resumes in sequence breaks no rule", "[flow][conform]") {
   // The base conversation's requests (PSNs 100..107, MigReq clear) end with a SEND at 108 lost on
   // the old path; A resends it on the alternate path with MigReq, then goes on; B answers there.
-  for (const std::uint32_t resume : {108u, 107u, 105u}) {
+  for (const std::uint32_t resume : {109u, 108u, 107u, 105u}) {
     capture c = base_conversation();
     const auto d = c.keep(bytes(64, 9));
     packet lost = req(opcode::rc_send_only, 108, d);
@@ -162,6 +162,41 @@ TEST_CASE("conformance: a QP that migrates to its alternate path and resumes in 
     const auto vs = judge(c);
     INFO("resumed at PSN " << resume << ": " << describe(vs));
     CHECK(vs.empty());
+  }
+  // Across the PSN wrap: the old path's last is 0xFFFFFF; resuming at 0 breaks nothing, at 1 it
+  // skipped PSN 0 (a complete capture reports it at once; otherwise only the responder's asking
+  // for it would tell).
+  for (const std::uint32_t resume : {0u, 1u}) {
+    capture c;
+    const auto d = c.keep(bytes(64, 9));
+    for (const std::uint32_t psn : {0xFFFFFEu, 0xFFFFFFu}) {
+      c.roce(req(opcode::rc_send_only, psn, d), true);
+      c.roce(ack(psn, 1), false);
+    }
+    packet w = req(opcode::rc_send_only, resume, d);
+    w.mig_req = true;
+    const std::size_t at = c.add(capture::roce_frame(w, true, true));
+    INFO("resumed at PSN " << resume);
+    CHECK(judge(c).empty());
+    const auto vs = judge(c, complete());
+    INFO(describe(vs));
+    if (resume == 0) {
+      CHECK(vs.empty());
+    } else {
+      REQUIRE(vs.size() == 1);
+      CHECK(vs[0].id == flow::rule::apm_psn_continuity);
+      CHECK(vs[0].frame == at);
+    }
+  }
+  // A UC requester does not resend: what the dying path lost is skipped, and no rule breaks.
+  {
+    capture c;
+    const auto d = c.keep(bytes(64, 9));
+    c.roce(req(opcode::uc_send_only, 40, d), true);
+    packet w = req(opcode::uc_send_only, 45, d);
+    w.mig_req = true;
+    c.add(capture::roce_frame(w, true, true));
+    CHECK(judge(c, complete()).empty());
   }
   // The same QP number on another address pair without MigReq is another connection, not judged.
   capture other = base_conversation();

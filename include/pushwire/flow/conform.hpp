@@ -383,6 +383,7 @@ class conformance {
   struct gap {
     std::uint32_t from = 0, to = 0;  ///< PSNs skipped (inclusive)
     std::uint64_t frame = 0;         ///< the packet that skipped them
+    bool moved = false;              ///< skipped across a path migration (apm.psn_continuity)
   };
   struct restart_due {
     std::uint32_t psn = 0, msn = 0;
@@ -816,23 +817,28 @@ class conformance {
     return targets_.emplace(k, std::move(t)).first->second.get();
   }
 
-  /// A QP's requests moved here from the path `from` (flow::path_watch): the old path's next
-  /// PSN bounds this one's; the old path's gaps from this PSN on are resent here.
+  /// A QP's requests moved here from the path `from` (flow::path_watch). An RC requester
+  /// resends from its oldest unacknowledged PSN: its first PSN here is at most the old path's
+  /// next. A later one skipped PSNs, unless the capture lost the old path's last requests: a
+  /// complete capture reports it now; otherwise it is a gap of this stream, judged at the end
+  /// as its skips are (the responder asked for one of them and it never came). UC does not
+  /// resend (a skip is what the dying path lost), and a PSN far from the old path's is no move
+  /// of that connection (another one on the same QP number): neither is judged. The old path's
+  /// gaps from this PSN on are filled here.
   void judge_migration(stream& s, const packet& p, const path_watch::path& from) {
     const auto it = streams_.find(stream_key{from.src, from.dst, p.dest_qp, s.svc});
     if (it == streams_.end() || !it->second->started) return;
     stream& old = *it->second;
-    std::uint32_t next = ib::psn_add(old.sent_max, 1);
-    if (const read_rec* r = find_read(old, old.sent_max); r && !r->atomic) next = ib::psn_add(r->psn, read_packets(old, r->dmalen));
-    for (gap& g : old.gaps)
-      if (!ib::psn_before(g.to, p.psn) && ib::psn_before(g.from, p.psn)) g.to = ib::psn_add(p.psn, -1);
-    std::erase_if(old.gaps, [&](const gap& g) { return !ib::psn_before(g.from, p.psn); });
-    if (ib::psn_after(p.psn, next))
-      report(rule::apm_psn_continuity, s,
-             "a first PSN of at most " + psn_text(next) + " on the new path (the old path's next; its latest request at frame " +
-                 std::to_string(from.frame) + ")",
-             std::string{p.info().name} + " PSN " + psn_text(p.psn));
+    const std::uint32_t next = ib::psn_add(old.sent_max, 1);  // (a READ's: past its last response)
+    if (std::abs(ib::psn_diff(p.psn, next)) > new_connection_distance) return;
+    if (!ib::psn_after(p.psn, old.sent_max)) fill_gaps(old, p.psn, static_cast<std::uint32_t>(ib::psn_diff(old.sent_max, p.psn)) + 1);
+    if (s.svc != service::rc || !ib::psn_after(p.psn, next)) return;
+    const gap g{next, ib::psn_add(p.psn, -1), frame_, true};
+    if (opt_.complete) report(rule::apm_psn_continuity, s, moved_expected(g), moved_seen(g));
+    else if (s.gaps.size() < 64) s.gaps.push_back(g);
   }
+  static std::string moved_expected(const gap& g) { return "PSN " + psn_text(g.from) + " (the old path's next) first on the new path"; }
+  static std::string moved_seen(const gap& g) { return range_text(g.from, g.to) + " skipped"; }
 
   void on_request(const packet& p, const host& src, const host& dst, via how) {
     stream* sp = request_stream(p, src, dst);
@@ -1039,6 +1045,7 @@ class conformance {
     const auto d = std::find_if(s.denied.begin(), s.denied.end(),
                                 [&](const stream::denial& x) { return !ib::psn_before(x.psn, g.from) && !ib::psn_after(x.psn, g.to); });
     if (d == s.denied.end()) return;  // nothing in the capture says the requester skipped it
+    if (g.moved) return report_at(g.frame, rule::apm_psn_continuity, s, moved_expected(g), moved_seen(g) + ", though the responder asked for PSN " + psn_text(d->psn));
     report_at(g.frame, rule::req_psn_sequence, s, range_text(g.from, g.to) + " sent",
               "never sent, though the responder asked for PSN " + psn_text(d->psn) + " (NAK at frame " + std::to_string(d->frame) +
                   "); the stream went on to PSN " + psn_text(s.sent_max));
@@ -1086,7 +1093,7 @@ class conformance {
       // what is left of the gap on either side of [psn, last]
       const bool left = ib::psn_before(g.from, psn), right = ib::psn_after(g.to, last);
       if (left && right) {
-        const gap tail{ib::psn_add(last, 1), g.to, g.frame};
+        const gap tail{ib::psn_add(last, 1), g.to, g.frame, g.moved};
         g.to = ib::psn_add(psn, -1);
         s.gaps.push_back(tail);
         ++i;
