@@ -8,7 +8,8 @@
 //   PUSHWIRE_VERBS_QOS="ecn ect0 dcqcn on tsa ets,... tcbw 0,75,25,0,0,0,0,0"   every device's port
 //                                                       (spec/qos.md §5)
 //
-// An entry is NAME:ADDRESS[:MTU][@IPV6] (a device of the process's own), or NAME@PATH[#FUNCTION]
+// An entry is NAME:ADDRESS[:MTU][@IPV6][+ADDRESS[@IPV6]]... (a device of the process's own, each
+// `+` adding a port), or NAME@PATH[#FUNCTION]
 // (a function of a shared device, pushwire-rnicd, attached through its control socket PATH:
 // spec/rnicd.md §4; FUNCTION is `pf` (the default) or `vfN`).
 // - NAME: 1..63 characters of [A-Za-z0-9_.-].
@@ -19,6 +20,9 @@
 // - IPV6: an IPv6 address of the host the device also binds (UDP 4791): its GID 1, RoCEv2 over
 //   IPv6. Without it the device has GID 0 only. (Loopback has one IPv6 address, ::1, so only one
 //   process of a host can give its device ::1.)
+// - Each `+ADDRESS[@IPV6]`: one more port (ports 2 .. 4), with its own IPv4 address (not `auto`)
+//   and MAC, and its own IPv6 GID when given; the ports share the MTU and the device (its QPs,
+//   keys, CQs). An RC QP's alternate path may be on another port (spec/qos.md §9).
 // Unset, the list is `pw0:auto`.
 #pragma once
 
@@ -40,7 +44,16 @@
 
 namespace pushwire::verbs {
 
+/// A port after the first: its IPv4 address (GID 0) and its IPv6 address (GID 1), when given.
+struct port_spec {
+  std::array<std::uint8_t, 4> address{};
+  std::optional<std::array<std::uint8_t, 16>> address6;
+  friend bool operator==(const port_spec&, const port_spec&) = default;
+};
+
 struct device_spec {
+  /// Ports a device of the process's own may have.
+  static constexpr std::size_t max_ports = 4;
   std::string name;
   std::optional<std::array<std::uint8_t, 4>> address;  ///< nullopt: auto
   std::uint32_t mtu = 4096;
@@ -49,6 +62,7 @@ struct device_spec {
   /// and its number (0: the PF; n: VF n).
   std::string attach;
   std::uint16_t function = 0;
+  std::vector<port_spec> more_ports;  ///< a device of the process's own: its ports 2 .. max_ports
   friend bool operator==(const device_spec&, const device_spec&) = default;
 };
 
@@ -87,6 +101,15 @@ inline std::optional<std::array<std::uint8_t, 4>> parse_ipv4(std::string_view s)
     if (ec != std::errc{} || p != parts[i].data() + parts[i].size() || v > 255 || parts[i].size() > 3) return std::nullopt;
     a[i] = static_cast<std::uint8_t>(v);
   }
+  return a;
+}
+/// An IPv6 address that is not IPv4-mapped.
+inline std::optional<std::array<std::uint8_t, 16>> parse_ipv6(std::string_view s) {
+  const std::string text(s);
+  std::array<std::uint8_t, 16> a{};
+  if (::inet_pton(AF_INET6, text.c_str(), a.data()) != 1) return std::nullopt;
+  const bool mapped = std::all_of(a.begin(), a.begin() + 10, [](std::uint8_t b) { return b == 0; }) && a[10] == 0xFF && a[11] == 0xFF;
+  if (mapped) return std::nullopt;
   return a;
 }
 /// "'what': reason" (built by appending: g++-12 -O3 warns falsely on chained string +).
@@ -152,18 +175,40 @@ inline parsed<std::vector<device_spec>> parse_devices(std::string_view text) {
       r.value.push_back(std::move(d));
       continue;
     }
-    const std::string_view entry = whole.substr(0, at);
+    const auto ports = detail::split(whole, "+");
+    if (ports.size() > device_spec::max_ports || ports.empty() || whole.front() == '+' || whole.back() == '+' ||
+        whole.find("++") != std::string_view::npos) {
+      r.error = detail::why(whole, "a device has 1..4 ports, separated by '+'");
+      return r;
+    }
+    const std::string_view first = ports[0];
+    const std::size_t at1 = first.find('@');
+    const std::string_view entry = first.substr(0, at1);
     std::optional<std::array<std::uint8_t, 16>> v6;
-    if (at != std::string_view::npos) {
-      const std::string text(whole.substr(at + 1));
-      std::array<std::uint8_t, 16> a{};
-      const bool parsed_ok = ::inet_pton(AF_INET6, text.c_str(), a.data()) == 1;
-      const bool mapped = std::all_of(a.begin(), a.begin() + 10, [](std::uint8_t b) { return b == 0; }) && a[10] == 0xFF && a[11] == 0xFF;
-      if (!parsed_ok || mapped) {
-        r.error = detail::why(text, "not an IPv6 address (nor IPv4-mapped)");
+    if (at1 != std::string_view::npos && !(v6 = detail::parse_ipv6(first.substr(at1 + 1)))) {
+      r.error = detail::why(first.substr(at1 + 1), "not an IPv6 address (nor IPv4-mapped)");
+      return r;
+    }
+    std::vector<port_spec> more;
+    for (std::size_t i = 1; i < ports.size(); ++i) {
+      const std::size_t a = ports[i].find('@');
+      port_spec ps;
+      const auto v4 = detail::parse_ipv4(ports[i].substr(0, a));
+      if (!v4) {
+        r.error = detail::why(ports[i].substr(0, a), "a further port's address is IPv4 (not 'auto')");
         return r;
       }
-      v6 = a;
+      ps.address = *v4;
+      if (a != std::string_view::npos && !(ps.address6 = detail::parse_ipv6(ports[i].substr(a + 1)))) {
+        r.error = detail::why(ports[i].substr(a + 1), "not an IPv6 address (nor IPv4-mapped)");
+        return r;
+      }
+      for (const port_spec& o : more)
+        if (o.address == ps.address || (ps.address6 && o.address6 == ps.address6)) {
+          r.error = detail::why(ports[i], "an address of two ports");
+          return r;
+        }
+      more.push_back(ps);
     }
     const auto f = detail::split(entry, ":");
     if (f.size() < 2 || f.size() > 3 || std::count(entry.begin(), entry.end(), ':') != static_cast<long>(f.size() - 1)) {
@@ -172,6 +217,12 @@ inline parsed<std::vector<device_spec>> parse_devices(std::string_view text) {
     }
     device_spec d;
     d.address6 = v6;
+    for (const port_spec& o : more)
+      if (d.address6 && o.address6 == d.address6) {
+        r.error = detail::why(first.substr(at1 + 1), "an address of two ports");
+        return r;
+      }
+    d.more_ports = std::move(more);
     if (!detail::valid_name(f[0])) {
       r.error = detail::why(f[0], "a name is 1..63 characters of A-Z a-z 0-9 _ . -");
       return r;
@@ -183,6 +234,11 @@ inline parsed<std::vector<device_spec>> parse_devices(std::string_view text) {
         r.error = detail::why(f[1], "not an IPv4 address or 'auto'");
         return r;
       }
+      for (const port_spec& o : d.more_ports)
+        if (o.address == *d.address) {
+          r.error = detail::why(f[1], "an address of two ports");
+          return r;
+        }
     }
     if (f.size() == 3) {
       if (f[2] == "1024") d.mtu = 1024;

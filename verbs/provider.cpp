@@ -6,10 +6,10 @@
 // out are libibverbs' structures; the context is a verbs_context whose ops (the inline
 // ibv_post_send, ibv_poll_cq, ibv_create_qp_ex, ...) point here.
 //
-// Each opened device is one rnic::device behind one UDP socket (net::udp_port), shared by every
+// Each opened device is one rnic::device behind a UDP socket per port (net::udp_port), shared by every
 // context of the process that opens it, driven under one lock both by the verbs (a post sends at
 // once; a poll that finds nothing runs the device) and by a progress thread that sleeps in poll()
-// on the socket until a datagram or a timer is due. This file only translates: the rules of
+// on the sockets until a datagram or a timer is due. This file only translates: the rules of
 // queue pairs, keys and transport are rnic/'s and flow/'s.
 #include <infiniband/verbs.h>
 
@@ -409,16 +409,20 @@ struct attachment {
 
 struct engine {
   std::mutex mu;
-  std::unique_ptr<net::udp_port> udp;   ///< a device of the process's own
-  std::unique_ptr<attachment> att;      ///< or a function of a device process
+  /// A port of the device: its MAC, its GIDs (GID 0 the IPv4-mapped address, then an IPv6 one),
+  /// and, for a device of the process's own, its UDP socket.
+  struct port_state {
+    wire_mac mac{};
+    std::vector<std::array<std::uint8_t, 16>> gids;
+    std::unique_ptr<net::udp_port> udp;
+  };
+  std::vector<port_state> ports;        ///< at least one; a function of a device process has one
+  std::unique_ptr<attachment> att;      ///< a function of a device process
   std::unique_ptr<rnic::device> dev;
   /// The device's I/O loop over its transport (net/loop.hpp); the progress thread also waits on
   /// wake_fd through it.
   std::unique_ptr<net::device_loop> loop;
-  wire_mac mac{};
   std::uint32_t mtu = 4096;
-  /// GID 0 (the IPv4-mapped address), then the others (an IPv6 one).
-  std::vector<std::array<std::uint8_t, 16>> gids;
   int wake_fd = -1;
   std::atomic<bool> stop{false};
   /// The device process is gone, stopping, or broke the rings: every QP fails once (fail_all),
@@ -462,13 +466,15 @@ struct engine {
   void grace_wait(rnic::time_ns now);
   /// The device failed (the caller holds mu): every QP to ERR, DEVICE_FATAL to every context.
   void fail_all();
-  std::uint64_t guid() const { return pushwire::ib::node_guid_of(mac); }
-  /// GID index i of port 1, nullopt beyond the table.
-  std::optional<std::array<std::uint8_t, 16>> gid_at(std::uint32_t i) const {
-    if (i < gids.size()) return gids[i];
+  std::uint64_t guid() const { return pushwire::ib::node_guid_of(ports[0].mac); }
+  /// Whether `n` is a port number (1-based, as verbs count).
+  bool has_port(std::uint32_t n) const { return n >= 1 && n <= ports.size(); }
+  /// GID index i of port number `port`, nullopt beyond the table (or the ports).
+  std::optional<std::array<std::uint8_t, 16>> gid_at(std::uint32_t port, std::uint32_t i) const {
+    if (has_port(port) && i < ports[port - 1].gids.size()) return ports[port - 1].gids[i];
     return std::nullopt;
   }
-  int gid_count() const { return static_cast<int>(gids.size()); }
+  int gid_count(std::uint32_t port) const { return has_port(port) ? static_cast<int>(ports[port - 1].gids.size()) : 0; }
   /// The device process's socket is readable: end of stream (it died) or a notice (it stops, or
   /// refused the rings) makes the engine dead.
   void check_socket() {
@@ -686,17 +692,21 @@ void engine::run() {
   }
 }
 
-/// The device an engine runs: one port with the engine's MAC, GIDs and MTU.
+/// The device an engine runs: the engine's ports, with their MACs and GIDs, and its MTU.
 rnic::device_config engine_config(const engine& e) {
   rnic::device_config dc;
-  dc.ports[0].mac = e.mac;
-  dc.ports[0].gid = e.gids[0];
-  dc.ports[0].extra_gids.assign(e.gids.begin() + 1, e.gids.end());
-  dc.ports[0].mtu = e.mtu;
-  dc.ports[0].udp_sport = pushwire::ib::roce_port;
   const cfg::qos_spec& q = reg().qos;
-  dc.ports[0].ecn = q.egress.ecn;
-  dc.ports[0].classes = q.egress.classes;
+  dc.ports.resize(e.ports.size());
+  for (std::size_t i = 0; i < e.ports.size(); ++i) {
+    rnic::port_config& pc = dc.ports[i];
+    pc.mac = e.ports[i].mac;
+    pc.gid = e.ports[i].gids[0];
+    pc.extra_gids.assign(e.ports[i].gids.begin() + 1, e.ports[i].gids.end());
+    pc.mtu = e.mtu;
+    pc.udp_sport = pushwire::ib::roce_port;
+    pc.ecn = q.egress.ecn;
+    pc.classes = q.egress.classes;
+  }
   dc.congestion.notify = dc.congestion.react = q.dcqcn;
   dc.linger = linger_max;
   dc.ack_delay = ack_delay;
@@ -755,7 +765,7 @@ engine* attach_engine(registry& r, std::uint32_t index, std::unique_ptr<engine> 
     errno = why == pushwire::rnic::fn_errc::no_such_function ? ENODEV : why == pushwire::rnic::fn_errc::no_attachments_left ? ENOSPC : EIO;
     return nullptr;
   }
-  if (fds.size() != 3 || !fn::valid_slots(rep->slots) || (rep->mtu != 1024 && rep->mtu != 4096) || rep->gids.size() > 4 || rep->qpn_count == 0 ||
+  if (fds.size() != 3 || !fn::valid_slots(rep->slots) || (rep->mtu != 1024 && rep->mtu != 4096) || rep->gids.empty() || rep->gids.size() > 4 || rep->qpn_count == 0 ||
       rep->qpn_first < 2 || rep->qpn_first + std::uint64_t{rep->qpn_count} > 0x1000000) {
     warn("%s: %s: a malformed attach reply", s.name.c_str(), s.attach.c_str());
     errno = EPROTO;
@@ -771,9 +781,10 @@ engine* attach_engine(registry& r, std::uint32_t index, std::unique_ptr<engine> 
   }
   a->port = std::make_unique<net::shm_port>(a->view, a->doorbell.get(), a->wake.get());
   a->moves = a->view.moves();
-  e->mac = rep->mac;
   e->mtu = rep->mtu;
-  for (const auto& g : rep->gids) e->gids.push_back(g);
+  engine::port_state& ps = e->ports.emplace_back();
+  ps.mac = rep->mac;
+  for (const auto& g : rep->gids) ps.gids.push_back(g);
   rnic::device_config dc = engine_config(*e);
   dc.qpn_first = rep->qpn_first;
   dc.qpn_count = rep->qpn_count;
@@ -808,31 +819,41 @@ engine* open_engine(std::uint32_t index) {
   uc.faults = r.faults.faults;
   uc.seed = r.faults.seed + index;
   uc.address6 = s.address6;
+  engine::port_state& first = e->ports.emplace_back();
   if (s.address) {
     uc.address = *s.address;
-    e->udp = std::make_unique<net::udp_port>(uc);
+    first.udp = std::make_unique<net::udp_port>(uc);
   } else {
     for (int host = 1; host < 255; ++host) {
       uc.address = {127, 0, 0, static_cast<std::uint8_t>(host)};
-      e->udp = std::make_unique<net::udp_port>(uc);
-      if (e->udp->ok() || e->udp->error() != EADDRINUSE) break;
+      first.udp = std::make_unique<net::udp_port>(uc);
+      if (first.udp->ok() || first.udp->error() != EADDRINUSE) break;
     }
   }
-  if (!e->udp->ok()) {
-    const int err = e->udp->error();
-    warn("%s: cannot bind %u.%u.%u.%u:%u%s: %s", s.name.c_str(), uc.address[0], uc.address[1], uc.address[2], uc.address[3], pushwire::ib::roce_port,
-         s.address6 ? " and its IPv6 address" : "", std::strerror(err));
-    errno = err == EADDRNOTAVAIL || err == EADDRINUSE ? ENODEV : err;
-    return nullptr;
-  }
-  e->mac = mac_of(uc.address);
   e->mtu = s.mtu;
-  e->gids.push_back(rnic::gid_v4(uc.address[0], uc.address[1], uc.address[2], uc.address[3]));
-  if (s.address6) e->gids.push_back(*s.address6);
+  for (std::size_t i = 0; i <= s.more_ports.size(); ++i) {
+    if (i > 0) {  // port i + 1
+      uc.address = s.more_ports[i - 1].address;
+      uc.address6 = s.more_ports[i - 1].address6;
+      uc.seed += 1000;
+      e->ports.emplace_back().udp = std::make_unique<net::udp_port>(uc);
+    }
+    engine::port_state& ps = e->ports.back();
+    if (!ps.udp->ok()) {
+      const int err = ps.udp->error();
+      warn("%s: port %zu: cannot bind %u.%u.%u.%u:%u%s: %s", s.name.c_str(), i + 1, uc.address[0], uc.address[1], uc.address[2], uc.address[3],
+           pushwire::ib::roce_port, uc.address6 ? " and its IPv6 address" : "", std::strerror(err));
+      errno = err == EADDRNOTAVAIL || err == EADDRINUSE ? ENODEV : err;
+      return nullptr;
+    }
+    ps.mac = mac_of(uc.address);
+    ps.gids.push_back(rnic::gid_v4(uc.address[0], uc.address[1], uc.address[2], uc.address[3]));
+    if (uc.address6) ps.gids.push_back(*uc.address6);
+  }
   rnic::device_config dc = engine_config(*e);
   e->dev = std::make_unique<rnic::device>(dc);
   e->loop = std::make_unique<net::device_loop>(*e->dev);
-  e->loop->attach(0, *e->udp);
+  for (std::size_t i = 0; i < e->ports.size(); ++i) e->loop->attach(i, *e->ports[i].udp);
   return start_engine(r, index, std::move(e));
 }
 void close_engine(engine* e) {
@@ -848,9 +869,10 @@ void close_engine(engine* e) {
   for (;;) {
     {
       std::lock_guard g2(e->mu);
-      if ((e->dev->lingering() == 0 && e->dev->pending_frames(0) == 0 && (!e->udp || e->udp->waiting() == 0)) || e->dead ||
-          net::monotonic_ns() > until)
-        break;
+      bool quiet = e->dev->lingering() == 0;
+      for (std::size_t i = 0; i < e->ports.size(); ++i)
+        quiet = quiet && e->dev->pending_frames(i) == 0 && (!e->ports[i].udp || e->ports[i].udp->waiting() == 0);
+      if (quiet || e->dead || net::monotonic_ns() > until) break;
     }
     e->wake();
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -1089,12 +1111,12 @@ int op_bind_mw(ibv_qp*, ibv_mw*, ibv_mw_bind*) { return EOPNOTSUPP; }
 int op_dealloc_mw(ibv_mw*) { return EOPNOTSUPP; }
 
 // ---- extended ops ----------------------------------------------------------------------------
-void fill_port_attr(const engine& e, ibv_port_attr& a) {
+void fill_port_attr(const engine& e, std::uint8_t port, ibv_port_attr& a) {
   std::memset(&a, 0, sizeof a);
   a.state = IBV_PORT_ACTIVE;
   a.max_mtu = IBV_MTU_4096;
   a.active_mtu = mtu_enum(e.mtu);
-  a.gid_tbl_len = e.gid_count();
+  a.gid_tbl_len = e.gid_count(port);
   a.port_cap_flags = IBV_PORT_CM_SUP | IBV_PORT_IP_BASED_GIDS;
   a.max_msg_sz = max_msg_sz;
   a.pkey_tbl_len = 1;
@@ -1106,9 +1128,10 @@ void fill_port_attr(const engine& e, ibv_port_attr& a) {
 }
 
 int op_query_port(ibv_context* c, std::uint8_t port, ibv_port_attr* attr, std::size_t len) {
-  if (port != 1 || !attr) return EINVAL;
+  const engine& e = *ctx_of(c)->impl->eng;
+  if (!e.has_port(port) || !attr) return EINVAL;
   ibv_port_attr a;
-  fill_port_attr(*ctx_of(c)->impl->eng, a);
+  fill_port_attr(e, port, a);
   std::memcpy(attr, &a, std::min(len, sizeof a));
   return 0;
 }
@@ -1143,7 +1166,7 @@ void fill_device_attr(const engine& e, ibv_device_attr& a) {
   a.max_srq_sge = rnic::max_sge;
   a.max_pkeys = 1;
   a.local_ca_ack_delay = 15;
-  a.phys_port_cnt = 1;
+  a.phys_port_cnt = static_cast<std::uint8_t>(e.ports.size());
 }
 
 int op_query_device_ex(ibv_context* c, const ibv_query_device_ex_input* in, ibv_device_attr_ex* attr, std::size_t size) {
@@ -1160,7 +1183,7 @@ int op_query_device_ex(ibv_context* c, const ibv_query_device_ex_input* in, ibv_
   a.odp_caps.per_transport_caps.uc_odp_caps = odp_ops & ~std::uint32_t(IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC);
   a.odp_caps.per_transport_caps.ud_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV;
   a.device_cap_flags_ex = a.orig_attr.device_cap_flags;
-  a.phys_port_cnt_ex = 1;
+  a.phys_port_cnt_ex = static_cast<std::uint32_t>(e.ports.size());
   std::memcpy(attr, &a, std::min(size, sizeof a));
   return 0;
 }
@@ -1660,10 +1683,10 @@ rnic::address_vector av_of(const ibv_ah_attr& a, std::uint8_t default_port) {
 }
 /// RoCE needs a GRH; its source GID index must name an entry of the table, of the
 /// destination's family (IPv4-mapped GID 0 to IPv4-mapped GIDs, IPv6 GID 1 to IPv6 ones).
-int check_ah_attr(const engine& e, const ibv_ah_attr& a) {
+int check_ah_attr(const engine& e, const ibv_ah_attr& a, std::uint8_t default_port) {
   if (!a.is_global) return EINVAL;
-  if (a.port_num > 1) return EINVAL;
-  const auto sgid = e.gid_at(a.grh.sgid_index);
+  if (a.port_num && !e.has_port(a.port_num)) return EINVAL;
+  const auto sgid = e.gid_at(a.port_num ? a.port_num : default_port + 1u, a.grh.sgid_index);
   if (!sgid) return EINVAL;
   std::array<std::uint8_t, 16> d{};
   std::memcpy(d.data(), a.grh.dgid.raw, 16);
@@ -1765,14 +1788,14 @@ PW_EXPORT int (ibv_query_port)(ibv_context* c, std::uint8_t port, _compat_ibv_po
 PW_EXPORT int _ibv_query_gid_ex(ibv_context* c, std::uint32_t port, std::uint32_t index, ibv_gid_entry* entry, std::uint32_t flags,
                                 std::size_t size) {
   if (flags || !entry || size < sizeof(ibv_gid_entry)) return EINVAL;
-  if (port != 1) return EINVAL;
   const engine& e = eng_of(c);
-  if (index >= static_cast<std::uint32_t>(e.gid_count())) return EINVAL;
+  if (!e.has_port(port)) return EINVAL;
+  if (index >= static_cast<std::uint32_t>(e.gid_count(port))) return EINVAL;
   ibv_gid_entry g{};
-  const auto gid = *e.gid_at(index);
+  const auto gid = *e.gid_at(port, index);
   std::memcpy(g.gid.raw, gid.data(), 16);
   g.gid_index = index;
-  g.port_num = 1;
+  g.port_num = port;
   g.gid_type = IBV_GID_TYPE_ROCE_V2;
   g.ndev_ifindex = 0;  // no net device: a UDP socket
   std::memcpy(entry, &g, sizeof g);
@@ -1780,13 +1803,17 @@ PW_EXPORT int _ibv_query_gid_ex(ibv_context* c, std::uint32_t port, std::uint32_
 }
 PW_EXPORT ssize_t _ibv_query_gid_table(ibv_context* c, ibv_gid_entry* entries, std::size_t max, std::uint32_t flags, std::size_t size) {
   if (flags || size < sizeof(ibv_gid_entry)) return -EINVAL;
-  const int n = eng_of(c).gid_count();
-  if (max < static_cast<std::size_t>(n)) return -EINVAL;
-  for (int i = 0; i < n; ++i) {
-    auto* slot = reinterpret_cast<ibv_gid_entry*>(reinterpret_cast<std::byte*>(entries) + static_cast<std::size_t>(i) * size);
-    if (const int r = _ibv_query_gid_ex(c, 1, static_cast<std::uint32_t>(i), slot, 0, size)) return -r;
-  }
-  return n;
+  const engine& e = eng_of(c);
+  std::size_t n = 0;
+  for (std::uint32_t p = 1; p <= e.ports.size(); ++p) n += static_cast<std::size_t>(e.gid_count(p));
+  if (max < n) return -EINVAL;
+  std::size_t k = 0;
+  for (std::uint32_t p = 1; p <= e.ports.size(); ++p)
+    for (int i = 0; i < e.gid_count(p); ++i, ++k) {
+      auto* slot = reinterpret_cast<ibv_gid_entry*>(reinterpret_cast<std::byte*>(entries) + k * size);
+      if (const int r = _ibv_query_gid_ex(c, p, static_cast<std::uint32_t>(i), slot, 0, size)) return -r;
+    }
+  return static_cast<ssize_t>(n);
 }
 PW_EXPORT int ibv_query_gid(ibv_context* c, std::uint8_t port, int index, ibv_gid* gid) {
   if (!gid || index < 0) return -1;
@@ -1815,13 +1842,13 @@ PW_EXPORT int ibv_query_gid_type(ibv_context* c, std::uint8_t port, unsigned ind
   *type = 1;
   return 0;
 }
-PW_EXPORT int ibv_query_pkey(ibv_context*, std::uint8_t port, int index, __be16* pkey) {
-  if (port != 1 || index != 0 || !pkey) return -1;
+PW_EXPORT int ibv_query_pkey(ibv_context* c, std::uint8_t port, int index, __be16* pkey) {
+  if (!eng_of(c).has_port(port) || index != 0 || !pkey) return -1;
   *pkey = htons(0xFFFF);
   return 0;
 }
-PW_EXPORT int ibv_get_pkey_index(ibv_context*, std::uint8_t port, __be16 pkey) {
-  if (port != 1) return -EINVAL;
+PW_EXPORT int ibv_get_pkey_index(ibv_context* c, std::uint8_t port, __be16 pkey) {
+  if (!eng_of(c).has_port(port)) return -EINVAL;
   return (ntohs(pkey) & 0x7FFF) == 0x7FFF ? 0 : -ENOENT;
 }
 
@@ -2105,12 +2132,20 @@ PW_EXPORT int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
   // programs pass their MR's flags) are ignored, as rxe and mlx5 ignore them.
   a.access_flags = static_cast<rnic::access>(attr->qp_access_flags & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC));
   a.pkey_index = attr->pkey_index;
-  if ((mask & IBV_QP_PORT) && attr->port_num != 1) return EINVAL;
-  a.port = 0;
+  if ((mask & IBV_QP_PORT) && !q.eng->has_port(attr->port_num)) return EINVAL;
+  if (mask & IBV_QP_PORT) {
+    a.port = static_cast<std::uint8_t>(attr->port_num - 1);
+  } else {  // a path's default port (ah_attr.port_num 0) is the QP's
+    std::lock_guard g(q.eng->mu);
+    const auto cur = q.eng->dev->query_qp_attr(q.qpn);
+    a.port = cur ? cur->port : 0;
+  }
   a.qkey = attr->qkey;
   if (mask & IBV_QP_AV) {
-    if (const int r = check_ah_attr(*q.eng, attr->ah_attr)) return r;
-    a.av = av_of(attr->ah_attr, 0);
+    // a path's port is the QP's port given in the same call, when both are
+    if ((mask & IBV_QP_PORT) && attr->ah_attr.port_num && attr->ah_attr.port_num != attr->port_num) return EINVAL;
+    if (const int r = check_ah_attr(*q.eng, attr->ah_attr, a.port)) return r;
+    a.av = av_of(attr->ah_attr, a.port);
   }
   if (mask & IBV_QP_PATH_MTU) {
     const auto m = mtu_bytes(attr->path_mtu);
@@ -2126,10 +2161,12 @@ PW_EXPORT int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* attr, int mask) {
   a.max_dest_rd_atomic = attr->max_dest_rd_atomic;
   a.min_rnr_timer = attr->min_rnr_timer;
   a.dest_qp_num = attr->dest_qp_num;
-  if (mask & IBV_QP_ALT_PATH) {  // automatic path migration (spec/qos.md §9): another GID of the port
-    if (attr->alt_port_num != 1) return EINVAL;
-    if (const int r = check_ah_attr(*q.eng, attr->alt_ah_attr)) return r;
-    a.alt_av = av_of(attr->alt_ah_attr, 0);
+  if (mask & IBV_QP_ALT_PATH) {  // automatic path migration (spec/qos.md §9): another port, or another GID
+    if (!q.eng->has_port(attr->alt_port_num)) return EINVAL;
+    if (attr->alt_ah_attr.port_num && attr->alt_ah_attr.port_num != attr->alt_port_num) return EINVAL;
+    const auto alt_port = static_cast<std::uint8_t>(attr->alt_port_num - 1);
+    if (const int r = check_ah_attr(*q.eng, attr->alt_ah_attr, alt_port)) return r;
+    a.alt_av = av_of(attr->alt_ah_attr, alt_port);
     a.alt_timeout = attr->alt_timeout;
   }
   if (mask & IBV_QP_PATH_MIG_STATE) {
@@ -2167,10 +2204,10 @@ PW_EXPORT int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int /*mask: everything
   attr->cur_qp_state = attr->qp_state;
   attr->path_mtu = mtu_enum(a.path_mtu);
   attr->path_mig_state = static_cast<ibv_mig_state>(a.path_mig_state);
-  attr->alt_port_num = 1;
+  attr->alt_port_num = static_cast<std::uint8_t>(a.alt_av.port + 1);
   attr->alt_timeout = a.alt_timeout;
   attr->alt_ah_attr.is_global = 1;
-  attr->alt_ah_attr.port_num = 1;
+  attr->alt_ah_attr.port_num = attr->alt_port_num;
   attr->alt_ah_attr.sl = a.alt_av.sl;
   attr->alt_ah_attr.grh.sgid_index = a.alt_av.sgid_index;
   std::memcpy(attr->alt_ah_attr.grh.dgid.raw, a.alt_av.dgid.data(), 16);
@@ -2190,14 +2227,16 @@ PW_EXPORT int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* attr, int /*mask: everything
   attr->ah_attr.grh.hop_limit = a.av.hop_limit;
   attr->ah_attr.grh.traffic_class = a.av.traffic_class;
   attr->ah_attr.sl = a.av.sl;
-  attr->ah_attr.port_num = 1;
+  attr->ah_attr.port_num = static_cast<std::uint8_t>(a.av.port + 1);
   attr->pkey_index = a.pkey_index;
   attr->en_sqd_async_notify = 0;
   attr->sq_draining = 0;
   attr->max_rd_atomic = a.max_rd_atomic;
   attr->max_dest_rd_atomic = a.max_dest_rd_atomic;
   attr->min_rnr_timer = a.min_rnr_timer;
-  attr->port_num = 1;
+  // an RC or UC QP's port is its path's once it has one (from RTR on), IBV_QP_PORT's before
+  const bool on_path = (q.type == rnic::qp_type::rc || q.type == rnic::qp_type::uc) && a.state >= rnic::qp_state::rtr;
+  attr->port_num = static_cast<std::uint8_t>((on_path ? a.av.port : a.port) + 1);
   attr->timeout = a.timeout;
   attr->retry_cnt = a.retry_cnt;
   attr->rnr_retry = a.rnr_retry;
@@ -2274,7 +2313,7 @@ PW_EXPORT int ibv_destroy_srq(ibv_srq* srq) {
 PW_EXPORT ibv_ah* ibv_create_ah(ibv_pd* pd, ibv_ah_attr* attr) {
   if (!pd || !attr) return fail<ibv_ah>(EINVAL);
   engine& e = eng_of(pd->context);
-  if (const int r = check_ah_attr(e, *attr)) return fail<ibv_ah>(r);
+  if (const int r = check_ah_attr(e, *attr, 0)) return fail<ibv_ah>(r);
   auto* p = new (std::nothrow) pw_ah{};
   if (!p) return fail<ibv_ah>(ENOMEM);
   std::lock_guard g(e.mu);
@@ -2300,7 +2339,7 @@ PW_EXPORT int ibv_destroy_ah(ibv_ah* ah) {
   return 0;
 }
 PW_EXPORT int ibv_init_ah_from_wc(ibv_context* c, std::uint8_t port, ibv_wc* wc, ibv_grh* grh, ibv_ah_attr* ah) {
-  if (port != 1 || !wc || !ah) return -1;
+  if (!eng_of(c).has_port(port) || !wc || !ah) return -1;
   std::memset(ah, 0, sizeof *ah);
   ah->port_num = port;
   if (!(wc->wc_flags & IBV_WC_GRH) || !grh) {
@@ -2316,8 +2355,8 @@ PW_EXPORT int ibv_init_ah_from_wc(ibv_context* c, std::uint8_t port, ibv_wc* wc,
   }
   const engine& e = eng_of(c);
   int index = -1;
-  for (int i = 0; i < e.gid_count() && index < 0; ++i)
-    if (e.gid_at(static_cast<std::uint32_t>(i)) == g->dgid) index = i;
+  for (int i = 0; i < e.gid_count(port) && index < 0; ++i)
+    if (e.gid_at(port, static_cast<std::uint32_t>(i)) == g->dgid) index = i;
   if (index < 0) {
     errno = EINVAL;  // not sent to this device
     return -1;

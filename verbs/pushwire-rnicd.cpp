@@ -1191,8 +1191,10 @@ int main(int argc, char** argv) {
   const auto parsed = pushwire::verbs::parse_devices(ports);
   if (!parsed) return usage(("--port: " + parsed.error).c_str());
   if (parsed.value.size() > 2) return usage("one or two ports");
-  for (const auto& p : parsed.value)
+  for (const auto& p : parsed.value) {
     if (!p.address) return usage("--port: an IPv4 address, not auto");
+    if (!p.more_ports.empty()) return usage("--port: one address each (+ADDRESS is the provider's; each --port is a port of its own)");
+  }
   if (parsed.value.size() > 1 && !o.control.empty()) return usage("--control names one port's socket: with two ports each has /run/pushwire/NAME.sock");
   o.ports = parsed.value;
   daemon_state d(std::move(o));

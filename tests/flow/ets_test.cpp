@@ -101,6 +101,36 @@ TEST_CASE("ets: the rate limiter lets a burst through, then one packet per its t
   CHECK(!none.eligible_at());
 }
 
+namespace {
+/// Packets a fresh packet limiter lets through at time 0.
+constexpr int passing_at_once(std::uint64_t per_s, std::uint32_t burst) {
+  rate_limiter r = rate_limiter::packets(per_s, burst);
+  int n = 0;
+  for (; n < 1000 && r.eligible(0); ++n) r.sent(1, 0);
+  return n;
+}
+}  // namespace
+
+TEST_CASE("ets: a packet limiter lets 1 + burst packets through at once, then one a period, the period rounded up", "[flow][ets]") {
+  // 3 M packets/s: 1e9 / 3e6 = 333.3 ns, rounded up to 334; 8 of burst = 2672 ns
+  static_assert(passing_at_once(3'000'000, 8) == 9);
+  static_assert(passing_at_once(1'000'000, 8) == 9);
+  static_assert(passing_at_once(7, 0) == 1);
+  CHECK(passing_at_once(3'000'000, 8) == 9);
+  rate_limiter r = rate_limiter::packets(3'000'000, 8);
+  for (int i = 0; i < 9; ++i) r.sent(1, 0);
+  CHECK(*r.eligible_at() == 9 * 334 - 8 * 334);
+  CHECK(!r.eligible(333));
+  CHECK(r.eligible(334));
+  // beyond 10^9 per second: 10^9 (1 ns a packet), not a wrapped product
+  rate_limiter fast = rate_limiter::packets(std::uint64_t{1} << 61, 0);
+  CHECK(fast.rate() == 8'000'000'000);
+  fast.sent(1, 0);
+  CHECK(!fast.eligible(0));
+  CHECK(fast.eligible(1));
+  CHECK(!rate_limiter::packets(0, 8).eligible_at());
+}
+
 TEST_CASE("ets: strict classes go first, the highest first, and ETS shares what they leave by weight", "[flow][ets]") {
   qos_map m;
   for (auto& c : m.tc) c = {};

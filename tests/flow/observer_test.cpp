@@ -364,11 +364,43 @@ TEST_CASE("observer: a QP's requests that move to another address pair with MigR
     a.bth.m = true;
     CHECK(!o.observe(5, 0, frame_of(a)).migrated_from);
   }
-  SECTION("no move: MigReq clear on the new pair, two armed pairs to the QP, another QP, or no armed pair") {
+  SECTION("two pairs to one QP number (both directions of a connection): the one nearest in PSN moved") {
     flow::observer o;
     (void)o.observe(1, 0, on(1, 10, false));
-    CHECK(!o.observe(2, 0, on(2, 11, false)).migrated_from);  // two armed pairs now
-    CHECK(!o.observe(3, 0, on(3, 12, true)).migrated_from);   // ambiguous: not named
+    (void)o.observe(2, 0, on(2, 0x5000, false));
+    const auto n = o.observe(3, 0, on(3, 12, true));
+    REQUIRE(n.migrated_from);
+    CHECK(n.migrated_from->src.text() == "192.168.1.10");
+    const auto m = o.observe(4, 0, on(4, 0x4FF0, true));  // the other direction moves too
+    REQUIRE(m.migrated_from);
+    CHECK(m.migrated_from->src.text() == "192.168.2.10");
+    CHECK(m.migrated_from->frame == 2);
+  }
+  SECTION("a migration back: rearmed on the new pair, the QP returns to the pair it left") {
+    flow::observer o;
+    (void)o.observe(1, 0, on(1, 10, false));
+    REQUIRE(o.observe(2, 0, on(2, 11, true)).migrated_from);
+    CHECK(!o.observe(3, 0, on(2, 12, false)).migrated_from);  // rearmed: MigReq clear again
+    const auto n = o.observe(4, 0, on(1, 13, true));
+    REQUIRE(n.migrated_from);
+    CHECK(n.migrated_from->src.text() == "192.168.2.10");
+    CHECK(n.migrated_from->frame == 3);
+    CHECK(!o.observe(5, 0, on(1, 14, true)).migrated_from);  // once
+  }
+  SECTION("no move: MigReq clear on the new pair, a tie in PSN, too far in PSN, another QP, or no armed pair") {
+    flow::observer o;
+    (void)o.observe(1, 0, on(1, 10, false));
+    CHECK(!o.observe(2, 0, on(2, 14, false)).migrated_from);  // MigReq clear: two pairs taken now
+    CHECK(!o.observe(3, 0, on(3, 12, true)).migrated_from);   // 2 from each: a tie, not named
     CHECK(!o.observe(4, 0, on(4, 12, true, 0x301)).migrated_from);  // QP 0x301 had no armed pair
+    flow::observer far;
+    (void)far.observe(1, 0, on(1, 10, false));
+    CHECK(!far.observe(2, 0, on(2, 10 + (1u << 16) + 1, true)).migrated_from);  // beyond psn_window
+    flow::observer wrap;  // across the PSN wrap
+    (void)wrap.observe(1, 0, on(1, 0xFFFFF0, false));
+    CHECK(wrap.observe(2, 0, on(2, 0x10, true)).migrated_from);
+    flow::observer edge;  // exactly psn_window away: still the same connection
+    (void)edge.observe(1, 0, on(1, 10, false));
+    CHECK(edge.observe(2, 0, on(2, 10 + (1u << 16), true)).migrated_from);
   }
 }

@@ -617,6 +617,218 @@ TEST_CASE("qos: two ports share one pipeline of 25 Gb/s fairly and never exceed 
   CHECK(goodput >= 0.9 * 25e9 * 4096 / 4170);  // the pipeline busy: each frame carries 4096 of its 4170 bytes
 }
 
+TEST_CASE("qos: the receive pipeline passes frames within its packet budget, the ports taking turns, and drops beyond rx_queue", "[rnic][qos][pipeline]") {
+  // 1 M packets/s: one packet a microsecond, 8 of burst. Frames that are not RoCE pass the
+  // pipeline and are then dropped as bad frames; port 0's are 100 bytes, port 1's 200.
+  device_config cfg;
+  cfg.pipeline_packets = 1'000'000;
+  cfg.rx_queue = 4;
+  cfg.ports = {port_n(1), port_n(11)};
+  device d(cfg);
+  const std::vector<std::byte> f0(100), f1(200);
+  for (int i = 0; i < 12; ++i) d.receive(0, f0, 0);
+  for (int i = 0; i < 12; ++i) d.receive(1, f1, 0);
+  // at 0: 9 of port 0's pass at once (the 9th passes with 8 packets' time ahead: no more than
+  // the burst), its other 3 wait; port 1's first 4 wait and its last 8 are dropped
+  CHECK(d.counters().pipeline_rx_frames == 9);
+  CHECK(d.counters().pipeline_rx_bytes == 900);
+  CHECK(d.counters().dropped_rx_full == 8);
+  CHECK(d.counters().dropped_bad_frame == 9);
+  CHECK(d.rx_waiting() == 7);
+  CHECK(!d.busy());
+  CHECK(d.next_deadline() == std::optional<time_ns>{1000});  // 9 µs passed, 8 of burst
+  // then one a microsecond, port 1 first (port 0 passed last), taking turns
+  const std::array<std::uint64_t, 7> sizes{200, 100, 200, 100, 200, 100, 200};
+  std::uint64_t bytes = 900;
+  for (std::size_t k = 0; k < sizes.size(); ++k) {
+    d.progress(static_cast<time_ns>(k + 1) * 1000 - 1);
+    CHECK(d.counters().pipeline_rx_frames == 9 + k);  // not before its time
+    d.progress(static_cast<time_ns>(k + 1) * 1000);
+    bytes += sizes[k];
+    CHECK(d.counters().pipeline_rx_frames == 10 + k);
+    CHECK(d.counters().pipeline_rx_bytes == bytes);
+  }
+  CHECK(d.rx_waiting() == 0);
+  CHECK(d.counters().dropped_bad_frame == 16);
+  CHECK(d.counters().frames_in == 24);
+  CHECK(d.next_deadline() == std::nullopt);
+}
+
+TEST_CASE("qos: the transmit pipeline's packet budget spaces a port's frames", "[rnic][qos][pipeline]") {
+  device_config cfg;
+  cfg.pipeline_packets = 1'000'000;
+  pair p(framing::roce, 1, {}, cfg);
+  const auto [qa, qb] = p.connect(qp_type::rc);
+  const sge g = p.a.at(0, 20 * 1024);  // 20 packets of the 1024-byte MTU
+  REQUIRE(p.a.dev->post_send(qa, {.wr_id = 1, .opcode = wr_opcode::send, .sg_list = std::span(&g, 1)}) == errc{});
+  device& a = *p.a.dev;
+  a.progress(0);
+  int taken = 0;
+  while (a.take_frame(0)) ++taken;
+  CHECK(taken == 9);  // 8 packets of burst
+  CHECK(a.pending_frames(0) == 0);
+  CHECK(a.next_deadline() == std::optional<time_ns>{1000});
+  for (time_ns t = 1000; t <= 11'000; t += 1000) {
+    a.progress(t - 1);
+    CHECK(!a.take_frame(0));
+    a.progress(t);
+    taken += a.take_frame(0) ? 1 : 0;
+  }
+  CHECK(taken == 20);
+}
+
+TEST_CASE("qos: a UD QP's sends leave from its own port, whatever its address handle's", "[rnic][qos][pipeline]") {
+  side a(std::vector<port_config>{port_n(1), port_n(11)}, std::size_t{1} << 16, 64, device_config{});
+  const std::uint32_t ud = a.qp(qp_type::ud);
+  REQUIRE(bring_up(*a.dev, ud, qp_type::ud, 0, {.port = 1}) == errc{});
+  address_vector to = address_of(*a.dev, 0);  // a handle made on port 0
+  to.dmac = {0x02, 0, 0, 0, 0, 9}, to.dgid = gid_v4(198, 18, 0, 9);
+  const std::uint32_t ah = *a.dev->create_ah(a.pd, to);
+  const sge g = a.at(0, 64);
+  REQUIRE(a.dev->post_send(ud, {.wr_id = 1, .opcode = wr_opcode::send, .sg_list = std::span(&g, 1), .ah = ah, .remote_qpn = 0x20,
+                                .remote_qkey = 0x11111111}) == errc{});
+  a.dev->progress(0);
+  CHECK(!a.dev->take_frame(0));
+  const auto f = a.dev->take_frame(1);
+  REQUIRE(f);
+  ib::roce_view v;
+  REQUIRE(ib::inspect(*f, v).code == wire::errc{});
+  CHECK(wire::read<wire::eth_header, "src">(f->data()) == a.dev->config().ports[1].mac);
+  CHECK(v.source_gid() == a.dev->config().ports[1].gid);
+}
+
+TEST_CASE("qos: with a host bus, frames not for the device never take it, and beyond rx_queue placements waiting are dropped", "[rnic][qos][bus]") {
+  device_config cfg;
+  cfg.bus = {.rate = 1'000'000'000, .latency = 500};  // 1 Gb/s: a 1 KiB placement takes 8 µs
+  cfg.rx_queue = 4;
+  pair p(framing::roce, 1, {}, cfg);
+  const auto [qa, qb] = p.connect(qp_type::rc);
+  for (int i = 0; i < 10; ++i) {
+    const sge g = p.b.at(0, 1024);
+    REQUIRE(p.b.dev->post_recv(qb, {.wr_id = 1, .sg_list = std::span(&g, 1)}) == errc{});
+  }
+  const sge g = p.a.at(0, 1024);
+  REQUIRE(p.a.dev->post_send(qa, {.wr_id = 1, .opcode = wr_opcode::send, .sg_list = std::span(&g, 1)}) == errc{});
+  std::optional<frame_bytes> f;
+  for (time_ns t = 0; !f && t < 1'000'000; t += 1000) {
+    p.a.dev->progress(t);
+    f = p.a.dev->take_frame(0);
+  }
+  REQUIRE(f);
+  device& b = *p.b.dev;
+  const time_ns t0 = 2'000'000;
+  std::vector<std::byte> other(f->begin(), f->end());
+  other[0] = std::byte{0x0E};  // another MAC
+  for (int i = 0; i < 3; ++i) b.receive(0, std::vector<std::byte>(20), t0), b.receive(0, other, t0);
+  CHECK(b.counters().dropped_bad_frame == 3);
+  CHECK(b.counters().dropped_not_mine == 3);
+  CHECK(b.placement_bus().waiting() == 0);
+  CHECK(b.placement_bus().served() == 0);
+  CHECK(b.placement_bus().deadline() == std::nullopt);
+  for (int i = 0; i < 10; ++i) b.receive(0, *f, t0);  // the same SEND ten times: 4 wait, 6 dropped
+  CHECK(b.counters().dropped_rx_full == 6);
+  b.progress(t0 + 1'000'000);
+  CHECK(b.counters().dropped_rx_full == 6);
+  CHECK(p.b.poll_recv().size() == 1);  // the first is received, the 3 copies placed are duplicates
+}
+
+namespace {
+
+/// Two senders, each on its own 25 Gb/s link to one port of a receiver whose receive pipeline
+/// carries 25 Gb/s; each sender's RC QP keeps four 64 KiB WRITEs posted for 50 ms.
+struct rx_pipeline_result {
+  std::vector<std::uint64_t> shares;  ///< WRITE bytes completed per sender over the last 40 ms
+  double goodput = 0, most = 0;       ///< bits/s: the WRITEs over 40 ms; the pipeline's busiest 1 ms
+  std::uint64_t dropped = 0;          ///< dropped_rx_full at the receiver
+  bool intact = true;                 ///< every WRITE completed successfully and its bytes arrived
+  std::array<std::uint64_t, 2> posted{}, completed{};  ///< WRITEs per sender, after a drain of 10 ms
+};
+rx_pipeline_result rx_pipeline_run(std::size_t rx_queue) {
+  device_config cfg;
+  cfg.pipeline_rate = 25'000'000'000;
+  cfg.rx_queue = rx_queue;
+  loopback_fabric fab(17);
+  side a(std::vector<port_config>{port_n(1), port_n(11)}, std::size_t{1} << 20, 1024, cfg);
+  side b(port_n(2), std::size_t{1} << 20, 1024, device_config{}), c(port_n(3), std::size_t{1} << 20, 1024, device_config{});
+  REQUIRE(fab.link(*b.dev, 0, *a.dev, 0, {.rate = link_bytes_per_s, .latency = 500}) == errc{});
+  REQUIRE(fab.link(*c.dev, 0, *a.dev, 1, {.rate = link_bytes_per_s, .latency = 500}) == errc{});
+  std::array<side*, 2> senders{&b, &c};
+  std::array<std::uint32_t, 2> qs{};
+  for (std::size_t i = 0; i < 2; ++i) {
+    const std::vector<std::byte> data = pattern_bytes(write_bytes, static_cast<std::uint8_t>(i + 1));
+    std::copy(data.begin(), data.end(), senders[i]->buf.begin());
+    qs[i] = senders[i]->qp(qp_type::rc);
+    const std::uint32_t qa = a.qp(qp_type::rc);
+    address_vector to = av_to(*a.dev);
+    to.dmac = a.dev->config().ports[i].mac, to.dgid = a.dev->config().ports[i].gid;
+    address_vector back = av_to(*senders[i]->dev);
+    back.port = static_cast<std::uint8_t>(i);
+    REQUIRE(bring_up(*senders[i]->dev, qs[i], qp_type::rc, qa, to, 4096) == errc{});
+    REQUIRE(bring_up(*a.dev, qa, qp_type::rc, qs[i], back, 4096) == errc{});
+  }
+  rx_pipeline_result r;
+  std::uint64_t id = 1;
+  std::array<std::uint64_t, 2> done{}, mark{};
+  auto post = [&](std::size_t i) {
+    const sge g = senders[i]->at(0, write_bytes);
+    REQUIRE(senders[i]->dev->post_send(qs[i], {.wr_id = id++, .opcode = wr_opcode::rdma_write, .sg_list = std::span(&g, 1),
+                                               .remote_addr = a.addr(i * 256 * 1024), .rkey = a.mr.rkey}) == errc{});
+    ++r.posted[i];
+  };
+  auto poll = [&](std::size_t i) {
+    const auto wcs = senders[i]->poll_send();
+    for (const auto& w : wcs) r.intact = r.intact && w.status == wc_status::success;
+    r.completed[i] += wcs.size();
+    done[i] += wcs.size() * write_bytes;
+    return wcs.size();
+  };
+  for (std::size_t i = 0; i < 2; ++i)
+    for (std::uint32_t k = 0; k < outstanding; ++k) post(i);
+  const time_ns window = 1'000'000;
+  std::uint64_t in_before = 0;
+  for (time_ns t = window; t <= 50'000'000; t += window) {
+    for (time_ns u = t - window + 10'000; u <= t; u += 10'000) {
+      fab.run_until(u);
+      for (std::size_t i = 0; i < 2; ++i)
+        for (std::size_t k = poll(i); k > 0; --k) post(i);
+    }
+    const std::uint64_t in = a.dev->counters().pipeline_rx_bytes;
+    r.most = std::max(r.most, static_cast<double>(in - in_before) * 8 / (static_cast<double>(window) / 1e9));
+    in_before = in;
+    if (t == 10'000'000) mark = done;
+  }
+  for (std::size_t i = 0; i < 2; ++i) r.shares.push_back(done[i] - mark[i]);
+  r.goodput = static_cast<double>(r.shares[0] + r.shares[1]) * 8 / 0.04;
+  fab.run_until(fab.now() + 10'000'000);  // what is in flight completes
+  for (std::size_t i = 0; i < 2; ++i) {
+    poll(i);
+    r.intact = r.intact && std::equal(senders[i]->buf.begin(), senders[i]->buf.begin() + write_bytes, a.buf.begin() + static_cast<std::ptrdiff_t>(i * 256 * 1024));
+  }
+  r.dropped = a.dev->counters().dropped_rx_full;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("qos: two ports receive through one pipeline of 25 Gb/s fairly and never beyond it, and a short queue drops, counted, and loses nothing", "[rnic][qos][pipeline]") {
+  for (const std::size_t q : {std::size_t{1024}, std::size_t{16}}) {
+    const rx_pipeline_result r = rx_pipeline_run(q);
+    INFO("rx_queue " << q << ": " << r.shares[0] << " and " << r.shares[1] << " bytes over 40 ms, " << r.goodput / 1e9
+                     << " Gb/s of WRITEs; the pipeline's busiest 1 ms " << r.most / 1e9 << " Gb/s; " << r.dropped << " frames dropped");
+    CHECK(r.intact);
+    CHECK(r.completed == r.posted);  // nothing lost: every WRITE posted completed
+    CHECK(jain(r.shares) >= 0.95);
+    CHECK(r.most <= 25e9 * 1.001 + pipeline::burst_bytes * 8 / 1e-3);
+    if (q == 1024) {
+      CHECK(r.dropped == 0);  // two windows of 128 packets never fill it
+      CHECK(r.goodput >= 0.9 * 25e9 * 4096 / 4170);
+    } else {
+      CHECK(r.dropped > 0);
+      CHECK(r.goodput >= 1e9);  // go-back-N recovers, slowly
+    }
+  }
+}
+
 namespace {
 
 /// Two devices with two ports each, port 0 to port 0 and port 1 to port 1 (25 Gb/s, 500 ns); an

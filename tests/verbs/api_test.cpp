@@ -2,6 +2,7 @@
 // not check: a parent domain's allocators really give the queues' memory (and get it back),
 // inline sends beyond the descriptor's 64 bytes arrive intact, and the GID table. Linked with
 // libibverbs and run under the provider (LD_PRELOAD), as any verbs program.
+#include <arpa/inet.h>
 #include <infiniband/verbs.h>
 
 #include <catch2/catch.hpp>
@@ -184,25 +185,92 @@ TEST_CASE("inline sends of 1 to 256 bytes arrive intact; more is EINVAL") {
   ibv_dealloc_pd(pd);
 }
 
-TEST_CASE("the GID table: GID 0 IPv4-mapped, GID 1 the configured IPv6 address, both RoCE v2") {
+TEST_CASE("ports and GID tables: per port GID 0 IPv4-mapped and GID 1 the configured IPv6 address, RoCE v2, P_Key 0xFFFF") {
+  // PUSHWIRE_API_GIDS: the GIDs each port must have, from the test's device list ("1": one port
+  // with GID 0 only, the default; "2": GID 0 and an IPv6 GID; "1,1": two ports)
+  const char* want = std::getenv("PUSHWIRE_API_GIDS");
+  std::vector<int> gids;
+  for (const char* c = want ? want : "1"; *c; ++c)
+    if (*c >= '1' && *c <= '9') gids.push_back(*c - '0');
   device d;
-  ibv_port_attr pa{};
-  REQUIRE(ibv_query_port(d.ctx, 1, &pa) == 0);
-  ibv_gid_entry e[4]{};
-  const ssize_t n = ibv_query_gid_table(d.ctx, e, 4, 0);
-  REQUIRE(n == pa.gid_tbl_len);
-  CHECK(e[0].gid.raw[10] == 0xFF);
-  CHECK(e[0].gid.raw[11] == 0xFF);
-  CHECK(e[0].gid_type == IBV_GID_TYPE_ROCE_V2);
-  if (std::getenv("PUSHWIRE_VERBS") && std::strchr(std::getenv("PUSHWIRE_VERBS"), '@')) {
-    REQUIRE(n == 2);
-    CHECK(e[1].gid.raw[15] == 1);  // ::1
-    CHECK(e[1].gid_type == IBV_GID_TYPE_ROCE_V2);
-    CHECK(e[1].gid_index == 1);
-  } else {
-    CHECK(n == 1);
+  ibv_device_attr da{};
+  REQUIRE(ibv_query_device(d.ctx, &da) == 0);
+  REQUIRE(da.phys_port_cnt == gids.size());
+  ibv_gid_entry e[8]{};
+  const ssize_t n = ibv_query_gid_table(d.ctx, e, 8, 0);
+  ssize_t k = 0;
+  for (std::uint8_t port = 1; port <= da.phys_port_cnt; ++port) {
+    INFO("port " << int(port));
+    ibv_port_attr pa{};
+    REQUIRE(ibv_query_port(d.ctx, port, &pa) == 0);
+    REQUIRE(pa.gid_tbl_len == gids[port - 1u]);
+    for (int i = 0; i < pa.gid_tbl_len; ++i, ++k) {
+      REQUIRE(k < n);
+      CHECK(e[k].port_num == port);
+      CHECK(e[k].gid_index == static_cast<std::uint32_t>(i));
+      CHECK(e[k].gid_type == IBV_GID_TYPE_ROCE_V2);
+      const bool mapped = e[k].gid.raw[10] == 0xFF && e[k].gid.raw[11] == 0xFF;
+      CHECK(mapped == (i == 0));  // GID 0 IPv4-mapped, GID 1 IPv6
+      ibv_gid g{};
+      REQUIRE(ibv_query_gid(d.ctx, port, i, &g) == 0);
+      CHECK(std::memcmp(g.raw, e[k].gid.raw, 16) == 0);
+    }
+    ibv_gid g{};
+    CHECK(ibv_query_gid(d.ctx, port, pa.gid_tbl_len, &g) != 0);
+    __be16 pkey = 0;
+    CHECK(ibv_query_pkey(d.ctx, port, 0, &pkey) == 0);
+    CHECK(ntohs(pkey) == 0xFFFF);
+    CHECK(ibv_get_pkey_index(d.ctx, port, htons(0xFFFF)) == 0);
   }
-  ibv_gid g{};
-  CHECK(ibv_query_gid(d.ctx, 1, static_cast<int>(n), &g) != 0);
+  CHECK(n == k);
+  ibv_port_attr pa{};
+  CHECK(ibv_query_port(d.ctx, static_cast<std::uint8_t>(da.phys_port_cnt + 1), &pa) != 0);
+  CHECK(ibv_get_pkey_index(d.ctx, static_cast<std::uint8_t>(da.phys_port_cnt + 1), htons(0xFFFF)) < 0);
   CHECK(ibv_resize_cq(nullptr, 4) == EINVAL);
+  if (da.phys_port_cnt < 2) return;
+  // an RC QP on port 2: its port before it has a path, and a path that names another port
+  ibv_pd* pd = ibv_alloc_pd(d.ctx);
+  ibv_cq* cq = ibv_create_cq(d.ctx, 8, nullptr, nullptr, 0);
+  ibv_qp_init_attr qi{};
+  qi.send_cq = qi.recv_cq = cq;
+  qi.qp_type = IBV_QPT_RC;
+  qi.cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1, .max_inline_data = 0};
+  ibv_qp* qp = ibv_create_qp(pd, &qi);
+  REQUIRE(qp);
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_INIT;
+  a.port_num = 2;
+  REQUIRE(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0);
+  ibv_qp_init_attr ia{};
+  REQUIRE(ibv_query_qp(qp, &a, IBV_QP_PORT, &ia) == 0);
+  CHECK(a.port_num == 2);
+  ibv_gid peer{};
+  REQUIRE(ibv_query_gid(d.ctx, 1, 0, &peer) == 0);
+  a = {};
+  a.qp_state = IBV_QPS_RTR;
+  a.port_num = 1;
+  a.path_mtu = IBV_MTU_1024;
+  a.ah_attr.is_global = 1;
+  a.ah_attr.port_num = 2;  // not the port given in the same call
+  a.ah_attr.grh.dgid = peer;
+  const int mask = IBV_QP_STATE | IBV_QP_PORT | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+                   IBV_QP_MIN_RNR_TIMER;
+  CHECK(ibv_modify_qp(qp, &a, mask) == EINVAL);
+  a.ah_attr.port_num = 0;  // the QP's port (2)
+  REQUIRE(ibv_modify_qp(qp, &a, mask & ~IBV_QP_PORT) == 0);
+  REQUIRE(ibv_query_qp(qp, &a, IBV_QP_PORT | IBV_QP_AV, &ia) == 0);
+  CHECK(a.port_num == 2);
+  CHECK(a.ah_attr.port_num == 2);
+  a = {};
+  a.alt_port_num = 1;
+  a.alt_ah_attr.is_global = 1;
+  a.alt_ah_attr.port_num = 2;  // not alt_port_num
+  a.alt_ah_attr.grh.dgid = peer;
+  CHECK(ibv_modify_qp(qp, &a, IBV_QP_ALT_PATH) == EINVAL);
+  a.alt_port_num = 3;  // no such port
+  a.alt_ah_attr.port_num = 0;
+  CHECK(ibv_modify_qp(qp, &a, IBV_QP_ALT_PATH) == EINVAL);
+  CHECK(ibv_destroy_qp(qp) == 0);
+  CHECK(ibv_destroy_cq(cq) == 0);
+  CHECK(ibv_dealloc_pd(pd) == 0);
 }

@@ -1,5 +1,6 @@
 // pushwire-apm: automatic path migration through the verbs provider (spec/qos.md §9). One RC QP
-// whose path is the peer's GID 0 (IPv4) and whose alternate, armed, is the peer's GID 1 (IPv6).
+// whose path is port 1's GID 0 to the peer's, and whose alternate, armed, is port 2's GID 0 to the
+// peer's port 2 when the device has two ports, else port 1's GID 1 (IPv6) to the peer's.
 //
 //   pushwire-apm [-p TCP_PORT] [-n MESSAGES] [-r PER_SECOND] [-T TIMEOUT]            (server: receives)
 //   pushwire-apm [-p TCP_PORT] [-n MESSAGES] [-r PER_SECOND] [-T TIMEOUT] SERVER_IP  (client: sends)
@@ -8,7 +9,7 @@
 // sends MESSAGES numbered 1 KiB SENDs at PER_SECOND (16 in flight at most); the server checks
 // that each arrives once and in order. Meanwhile the test takes the IPv4 path away. Each side
 // then expects IBV_EVENT_PATH_MIG for its QP (within 5 s of the last message), the QP in RTS
-// with path_mig_state IBV_MIG_MIGRATED and its path the peer's GID 1. Success prints a line
+// with path_mig_state IBV_MIG_MIGRATED and its path the alternate. Success prints a line
 // starting "ok:"; anything else exits 1 with what.
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -39,7 +40,7 @@ namespace {
 
 struct wire_info {
   std::uint32_t qpn, psn;
-  std::uint8_t gid0[16], gid1[16];
+  std::uint8_t gid0[16], alt[16];  ///< port 1's GID 0, and the alternate path's GID
 };
 
 int tcp(const char* server, int port) {
@@ -53,10 +54,10 @@ void modify(ibv_qp* qp, ibv_qp_attr& a, int mask, const char* what) {
   if (int e = ibv_modify_qp(qp, &a, mask)) die("modify_qp (%s): %s", what, std::strerror(e));
 }
 
-ibv_ah_attr path(const std::uint8_t* dgid, std::uint8_t sgid_index) {
+ibv_ah_attr path(const std::uint8_t* dgid, std::uint8_t port, std::uint8_t sgid_index) {
   ibv_ah_attr h{};
   h.is_global = 1;
-  h.port_num = 1;
+  h.port_num = port;
   h.grh.hop_limit = 64;
   h.grh.sgid_index = sgid_index;
   std::memcpy(h.grh.dgid.raw, dgid, 16);
@@ -100,11 +101,15 @@ int main(int argc, char** argv) {
   wire_info me{}, peer{};
   me.qpn = qp->qp_num;
   me.psn = client ? 0x1000 : 0x2000;
+  ibv_device_attr da{};
+  if (ibv_query_device(ctx, &da)) die("query_device");
+  const std::uint8_t alt_port = da.phys_port_cnt >= 2 ? 2 : 1, alt_index = alt_port == 2 ? 0 : 1;
   ibv_gid g{};
   if (ibv_query_gid(ctx, 1, 0, &g)) die("GID 0");
   std::memcpy(me.gid0, g.raw, 16);
-  if (ibv_query_gid(ctx, 1, 1, &g)) die("GID 1: the device needs an IPv6 address (NAME:IPV4@IPV6)");
-  std::memcpy(me.gid1, g.raw, 16);
+  if (ibv_query_gid(ctx, alt_port, alt_index, &g))
+    die("port %u GID %u: the device needs a second port (NAME:IPV4+IPV4) or an IPv6 address (NAME:IPV4@IPV6)", alt_port, alt_index);
+  std::memcpy(me.alt, g.raw, 16);
   const int s = tcp(server, port);
   if (!full_io(s, &me, sizeof me, true) || !full_io(s, &peer, sizeof peer, false)) die("exchange");
   ::close(s);
@@ -120,7 +125,7 @@ int main(int argc, char** argv) {
   a.rq_psn = peer.psn;
   a.max_dest_rd_atomic = 1;
   a.min_rnr_timer = 1;
-  a.ah_attr = path(peer.gid0, 0);
+  a.ah_attr = path(peer.gid0, 1, 0);
   modify(qp, a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER, "RTR");
   a = {};
   a.qp_state = IBV_QPS_RTS;
@@ -131,8 +136,8 @@ int main(int argc, char** argv) {
   a.max_rd_atomic = 1;
   modify(qp, a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC, "RTS");
   a = {};
-  a.alt_ah_attr = path(peer.gid1, 1);
-  a.alt_port_num = 1;
+  a.alt_ah_attr = path(peer.alt, alt_port, alt_index);
+  a.alt_port_num = alt_port;
   a.alt_timeout = static_cast<std::uint8_t>(timeout);
   a.path_mig_state = IBV_MIG_REARM;
   modify(qp, a, IBV_QP_ALT_PATH | IBV_QP_PATH_MIG_STATE, "arm the alternate path");
@@ -204,9 +209,11 @@ int main(int argc, char** argv) {
   if (ibv_query_qp(qp, &a, IBV_QP_STATE | IBV_QP_PATH_MIG_STATE | IBV_QP_AV, &ia)) die("query_qp");
   if (a.qp_state != IBV_QPS_RTS) die("the QP is not in RTS");
   if (a.path_mig_state != IBV_MIG_MIGRATED) die("path_mig_state %d, not MIGRATED", a.path_mig_state);
-  if (std::memcmp(a.ah_attr.grh.dgid.raw, peer.gid1, 16) != 0) die("the path is not the peer's GID 1");
-  std::printf("ok: %u messages %s once and in order; IBV_EVENT_PATH_MIG; the QP on its alternate path (GID 1), MIGRATED\n", messages,
-              client ? "sent" : "received");
+  if (std::memcmp(a.ah_attr.grh.dgid.raw, peer.alt, 16) != 0 || a.ah_attr.port_num != alt_port || a.port_num != alt_port ||
+      a.ah_attr.grh.sgid_index != alt_index)
+    die("the path (port %u, GID %u) is not the alternate", a.ah_attr.port_num, a.ah_attr.grh.sgid_index);
+  std::printf("ok: %u messages %s once and in order; IBV_EVENT_PATH_MIG; the QP on its alternate path (port %u GID %u), MIGRATED\n", messages,
+              client ? "sent" : "received", alt_port, alt_index);
   ibv_destroy_qp(qp);
   ibv_destroy_cq(cq);
   ibv_dereg_mr(mr);

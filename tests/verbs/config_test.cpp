@@ -5,25 +5,67 @@
 
 using namespace pushwire::verbs;
 
+namespace {
+/// Each device list is refused whole, its error naming the reason.
+template <std::size_t N>
+void refused(const std::pair<const char*, const char*> (&bad)[N]) {
+  for (const auto& [text, why] : bad) {
+    INFO(text);
+    const auto r = parse_devices(text);
+    CHECK_FALSE(r);
+    CHECK_THAT(r.error, Catch::Contains(why));
+  }
+}
+}  // namespace
+
 TEST_CASE("device lists: names, addresses, auto, MTUs, separators and comments") {
   const auto p = parse_devices("pw0:198.18.0.1, pw1:auto:1024\n# a comment\n  x.y-z_9:127.0.0.2:4096@fd00::2 # trailing\npw3:auto@::1");
   REQUIRE(p);
   REQUIRE(p.value.size() == 4);
-  CHECK(p.value[0] == device_spec{"pw0", std::array<std::uint8_t, 4>{198, 18, 0, 1}, 4096, std::nullopt, {}, 0});
-  CHECK(p.value[1] == device_spec{"pw1", std::nullopt, 1024, std::nullopt, {}, 0});
+  CHECK(p.value[0] == device_spec{"pw0", std::array<std::uint8_t, 4>{198, 18, 0, 1}, 4096, std::nullopt, {}, 0, {}});
+  CHECK(p.value[1] == device_spec{"pw1", std::nullopt, 1024, std::nullopt, {}, 0, {}});
   CHECK(p.value[2] == device_spec{"x.y-z_9", std::array<std::uint8_t, 4>{127, 0, 0, 2}, 4096,
-                                  std::array<std::uint8_t, 16>{0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2}, {}, 0});
+                                  std::array<std::uint8_t, 16>{0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2}, {}, 0, {}});
   CHECK(p.value[3].address6 == std::array<std::uint8_t, 16>{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1});
+}
+
+TEST_CASE("device lists: more ports, +ADDRESS[@IPV6] each") {
+  const auto p = parse_devices("pw0:198.18.0.1+198.18.1.1 pw1:auto:1024@fd00::1+198.18.1.2@fd01::2+10.0.0.3+10.0.0.4");
+  REQUIRE(p);
+  REQUIRE(p.value.size() == 2);
+  CHECK(p.value[0].address == std::array<std::uint8_t, 4>{198, 18, 0, 1});
+  CHECK(p.value[0].more_ports == std::vector<port_spec>{{{198, 18, 1, 1}, std::nullopt}});
+  CHECK(p.value[1].mtu == 1024);
+  CHECK(p.value[1].address6 == std::array<std::uint8_t, 16>{0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1});
+  REQUIRE(p.value[1].more_ports.size() == 3);
+  CHECK(p.value[1].more_ports[0] == port_spec{{198, 18, 1, 2}, std::array<std::uint8_t, 16>{0xfd, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2}});
+  CHECK(p.value[1].more_ports[2] == port_spec{{10, 0, 0, 4}, std::nullopt});
+  const std::pair<const char*, const char*> bad[] = {
+      {"pw0:1.2.3.4+1.2.3.5+1.2.3.6+1.2.3.7+1.2.3.8", "a device has 1..4 ports"},
+      {"pw0:1.2.3.4+", "a device has 1..4 ports"},
+      {"pw0:1.2.3.4++1.2.3.5", "a device has 1..4 ports"},
+      {"pw0:1.2.3.4+auto", "a further port's address is IPv4 (not 'auto')"},
+      {"pw0:1.2.3.4+1.2.3.5:1024", "a further port's address is IPv4"},
+      {"pw0:1.2.3.4+1.2.3.5@1.2.3.6", "not an IPv6 address"},
+      {"pw0:1.2.3.4+1.2.3.5@", "not an IPv6 address"},
+      {"pw0:1.2.3.4@zz+1.2.3.5", "not an IPv6 address"},
+      {"+pw0:1.2.3.4", "a device has 1..4 ports"},
+      {"pw0:1.2.3.4+1.2.3.4", "an address of two ports"},
+      {"pw0:1.2.3.4+1.2.3.5+1.2.3.5", "an address of two ports"},
+      {"pw0:1.2.3.4@fd00::1+1.2.3.5@fd00::1", "an address of two ports"},
+      {"pw0:1.2.3.4+1.2.3.5@fd00::1+1.2.3.6@fd00::1", "an address of two ports"},
+  };
+  refused(bad);
 }
 
 TEST_CASE("device lists: functions of a device process, NAME@PATH[#pf|#vfN]") {
   const auto p = parse_devices("pw0@/run/pushwire/pw0.sock pw1@/tmp/a.sock#vf3, pw2@/tmp/b#pf # a comment\n# vf9 stays a comment\npw3@rel/x#vf127");
   REQUIRE(p);
   REQUIRE(p.value.size() == 4);
-  CHECK(p.value[0] == device_spec{"pw0", std::nullopt, 4096, std::nullopt, "/run/pushwire/pw0.sock", 0});
-  CHECK(p.value[1] == device_spec{"pw1", std::nullopt, 4096, std::nullopt, "/tmp/a.sock", 3});
-  CHECK(p.value[2] == device_spec{"pw2", std::nullopt, 4096, std::nullopt, "/tmp/b", 0});
-  CHECK(p.value[3] == device_spec{"pw3", std::nullopt, 4096, std::nullopt, "rel/x", 127});
+  CHECK(p.value[0] == device_spec{"pw0", std::nullopt, 4096, std::nullopt, "/run/pushwire/pw0.sock", 0, {}});
+  CHECK(p.value[1] == device_spec{"pw1", std::nullopt, 4096, std::nullopt, "/tmp/a.sock", 3, {}});
+  CHECK(p.value[2] == device_spec{"pw2", std::nullopt, 4096, std::nullopt, "/tmp/b", 0, {}});
+  CHECK(p.value[3] == device_spec{"pw3", std::nullopt, 4096, std::nullopt, "rel/x", 127, {}});
   const std::pair<const char*, const char*> bad[] = {
       {"pw0@/x#vf0", "a function is pf or vf1..vf127"},
       {"pw0@/x#vf128", "a function is pf or vf1..vf127"},
@@ -35,12 +77,7 @@ TEST_CASE("device lists: functions of a device process, NAME@PATH[#pf|#vfN]") {
       {"p/w@/x", "a name is"},
       {"pw0@/a pw0@/b", "named twice"},
   };
-  for (const auto& [text, why] : bad) {
-    INFO(text);
-    const auto r = parse_devices(text);
-    CHECK_FALSE(r);
-    CHECK(r.error.find(why) != std::string::npos);
-  }
+  refused(bad);
   CHECK_FALSE(parse_devices("pw0@/" + std::string(107, 'x')));
   CHECK(parse_devices("pw0@/" + std::string(106, 'x')));
 }
@@ -68,12 +105,7 @@ TEST_CASE("device lists: each malformed entry is refused whole, with its reason"
       {"", "no device listed"},
       {"# only a comment", "no device listed"},
   };
-  for (const auto& [text, why] : bad) {
-    INFO(text);
-    const auto p = parse_devices(text);
-    CHECK_FALSE(p);
-    CHECK_THAT(p.error, Catch::Contains(why));
-  }
+  refused(bad);
   std::string many;
   for (int i = 0; i < 17; ++i) {  // (appended piecewise: g++-12 -O3 warns falsely on chained +)
     many += 'd';

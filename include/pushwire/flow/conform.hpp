@@ -891,7 +891,7 @@ class conformance {
     if (s.svc != service::dc && s.started && std::abs(ib::psn_diff(p.psn, ib::psn_add(s.sent_max, 1))) > new_connection_distance)
       renew(s, p.psn);
     if (s.svc == service::rc || s.svc == service::uc)
-      if (const auto from = paths_.on_request(p.dest_qp, src, dst, p.mig_req, frame_)) judge_migration(s, p, *from);
+      if (const auto from = paths_.on_request(p.dest_qp, src, dst, p.psn, p.mig_req, frame_)) judge_migration(s, p, *from);
     (void)track_psn(s, p);
     // A capture may start inside a message (or lose its first packets): the replica starts at
     // the first packet that starts a message, whatever came before it.

@@ -180,6 +180,14 @@ class rate_limiter {
     if (rate_) tat_ = std::max(tat_, now) + wire_time(bytes, rate_);
   }
   constexpr std::uint64_t rate() const { return rate_; }
+  /// A limit of `per_s` packets per second (at most 10^9; 0: none), each passed as sent(1, now),
+  /// that may run `burst` packets ahead of it: a packet takes 10^9 / per_s ns rounded up, and
+  /// after an idle spell 1 + `burst` pass at once.
+  static constexpr rate_limiter packets(std::uint64_t per_s, std::uint32_t burst) {
+    rate_limiter r(std::min<std::uint64_t>(per_s, 1'000'000'000) * 8, 0);
+    r.tau_ = burst * wire_time(1, r.rate_);
+    return r;
+  }
 
  private:
   std::uint64_t rate_;

@@ -39,7 +39,7 @@ struct observer_limits {
   std::size_t max_send_messages = 256;
   /// Bytes of one joined message: wire::default_max_frame (a longer one is no push-push message).
   std::size_t max_message = wire::default_max_frame;
-  /// Address pairs remembered per QP number for path migration (flow::path_watch).
+  /// Address pairs remembered for path migration, all QP numbers together (flow::path_watch).
   std::size_t max_paths = 4096;
   /// RDMA writes remembered for page-fault links and cell idata checks (oldest forgotten).
   std::size_t write_history = 1024;
@@ -255,7 +255,7 @@ class observer {
       }
     }
     if (op.is(ib::op_class::write)) write_packet(n, frame, v, src, dst);
-    if (op.request && (op.tp == ib::transport::rc || op.tp == ib::transport::uc)) n.migrated_from = paths_.on_request(b.destqp, src, dst, b.m, frame);
+    if (op.request && (op.tp == ib::transport::rc || op.tp == ib::transport::uc)) n.migrated_from = paths_.on_request(b.destqp, src, dst, b.psn, b.m, frame);
     if (const auto a = v.get<ib::ext::aeth>(); a && !op.request && ib::page_fault_delay_us(*a))
       if (const write_rec* w = find_write(dst, src, 0, 0, b.psn)) n.write_frame = w->frame;
   }

@@ -139,10 +139,18 @@ struct device_config {
   /// The host bus (spec/qos.md §8): with a rate, each request's frame is ready for the wire only
   /// once its gather has had its turn and time on the bus.
   bus_config bus{};
-  /// One pipeline for all ports (spec/qos.md §9): the most the device transmits, its ports
-  /// together, in bits per second (0: each port as fast as its wire). When it holds, the ports
-  /// take turns.
+  /// One pipeline for all ports (spec/qos.md §9), one each way: the most the device transmits,
+  /// and the most it receives, its ports together, in bits per second (0: each port as fast as
+  /// its wire). When it holds, the ports take turns.
   std::uint64_t pipeline_rate = 0;
+  /// The pipelines' packet budget: packets per second each way, the ports together (0: none; at
+  /// most 10^9).
+  std::uint64_t pipeline_packets = 0;
+  /// With a receive pipeline (either limit above), or a host bus: frames a port holds that
+  /// arrived and wait for the pipeline, and frames the device holds that wait for their
+  /// placement on the bus. Beyond it an arriving frame is dropped, counted (dropped_rx_full):
+  /// a NIC's receive buffer is finite. At least 1.
+  std::size_t rx_queue = 1024;
   /// Automatic path migration: an armed RC QP whose retransmission timer fired this many times
   /// in a row moves to its alternate path (its path stopped answering).
   std::uint32_t migrate_after_timeouts = 2;
@@ -178,6 +186,10 @@ struct device_counters {
   std::uint64_t dropped_wrong_source = 0; ///< RC / UC: not from the QP's peer (address, or cells' MAC and WQP)
   std::uint64_t dropped_by_qp = 0;        ///< dropped by a QP's rules (duplicates, sequence, keys)
   std::uint64_t dropped_tx_full = 0;      ///< packets not sent: the port's transmit queue was full
+  std::uint64_t dropped_rx_full = 0;      ///< frames not taken: device_config::rx_queue frames waited already
+  /// The receive pipeline (device_config::pipeline_rate, pipeline_packets): frames and bytes it
+  /// passed, all ports together.
+  std::uint64_t pipeline_rx_frames = 0, pipeline_rx_bytes = 0;
   std::uint64_t page_faults = 0;          ///< faults raised on on-demand keys
   std::uint64_t faults_served = 0;
   std::uint64_t pauses = 0;               ///< requesters paused by a page-fault ACK

@@ -278,6 +278,8 @@ class device : public qp_engine {
     qp_context* q = find_qp(qpn);
     if (!q) return errc::not_found;
     if (q->sessions) --session_qps_;
+    table_.erase(qpn);  // its packed context, and the cache's entry
+    forget_context(qpn);
     if (const time_ns l = linger_of(*q)) {
       q->closed = true;
       q->linger = l;
@@ -286,14 +288,10 @@ class device : public qp_engine {
       q->init.sq = nullptr, q->init.rq = nullptr, q->init.srq.reset(), q->srq = nullptr;
       q->init.send_cq = q->init.recv_cq = 0;  // (CQ numbers start at 1)
       q->sends.clear(), q->recvs.clear();
-      table_.erase(qpn);
-      forget_context(qpn);
       ++lingering_;
       return {};
     }
     qps_.erase(qpn);
-    table_.erase(qpn);
-    forget_context(qpn);
     return {};
   }
   /// Destroyed RC QPs still answering duplicates (device_config::linger).

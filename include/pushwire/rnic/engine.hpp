@@ -26,6 +26,7 @@
 #include <pushwire/rnic/context.hpp>
 #include <pushwire/rnic/dma.hpp>
 #include <pushwire/rnic/memory.hpp>
+#include <pushwire/rnic/pipeline.hpp>
 #include <pushwire/rnic/port.hpp>
 #include <pushwire/rnic/qpc.hpp>
 
@@ -67,6 +68,7 @@ class qp_engine {
   void progress(time_ns now) {
     now_ = std::max(now_, now);
     dma_.serve_faults();
+    run_rx();
     if (bus_.enabled()) run_bus(), run_placements();
     fetch();
     if (cfg_.contexts.entries) serve_jobs();
@@ -105,9 +107,10 @@ class qp_engine {
     for (const auto& s : sched_)
       if (s) take(s->deadline(now_));
     if (loading_) take(loading_until_);
-    if (cfg_.pipeline_rate && !pipeline_.eligible(now_))
+    if (!tx_pipe_.eligible(now_))
       for (const port& p : ports_)
-        if (p.pending()) take(pipeline_.eligible_at());
+        if (p.pending()) take(tx_pipe_.eligible_at());
+    if (rx_waiting()) take(rx_pipe_.eligible_at());
     if (bus_.enabled()) {
       take(bus_.deadline());
       take(placements_.deadline());
@@ -120,6 +123,7 @@ class qp_engine {
   bool busy() const {
     if (!doorbells_.empty() || !srq_doorbells_.empty()) return true;
     if (!jobs_.empty() && now_ >= loading_until_ && jobs_due()) return true;
+    if (rx_waiting() && rx_pipe_.eligible(now_)) return true;
     for (const auto& [n, q] : qps_)
       if (wants_work(*q)) return true;
     return false;
@@ -182,21 +186,33 @@ class qp_engine {
     if (ports_.empty()) return;
     std::min_element(ports_.begin(), ports_.end(), [](const port& a, const port& c) { return a.pooled() < c.pooled(); })->recycle(std::move(b));
   }
-  /// A frame arrived on port `port` at `now`: it is validated and handed to its QP now.
+  /// A frame arrived on port `port` at `now`. It waits for its turn in the receive pipeline
+  /// (with one; dropped beyond rx_queue frames waiting), and for its placement on the host bus
+  /// (with one); then it is validated and handed to its QP.
   void receive(std::size_t port, std::span<const std::byte> frame, time_ns now) {
     now_ = std::max(now_, now);
     ++stats_.frames_in;
     stats_.bytes_in += frame.size();
     if (port >= ports_.size()) return;
-    if (bus_.enabled()) {  // placed first, in its turn on the host bus
-      const port::rx_job j = ports_[port].placement_of(frame);
-      const std::uint64_t id = next_job_++;
-      placements_.submit(j.flow, j.tc, j.bytes, id, now_);
-      arriving_.emplace(id, arriving{static_cast<std::uint8_t>(port), frame_bytes(frame.begin(), frame.end())});
-      run_placements();
-      return;
+    if (rx_pipe_.enabled()) {
+      run_rx();  // frames that may pass by now go first, and make room
+      if (!rx_running_ && rx_pipe_.may(port, ports_.size(), now_, [&](std::size_t o) { return ports_[o].rx_waiting() > 0; }) &&
+          !ports_[port].rx_waiting()) {
+        rx_running_ = true;  // (a frame its QP's answer brings back waits its turn)
+        pass(port, frame);
+        rx_running_ = false;
+        return run_rx();
+      }
+      if (!ports_[port].hold(frame)) ++stats_.dropped_rx_full;
+      return run_rx();
     }
-    deliver(port, frame);
+    admit(port, frame);
+  }
+  /// Frames that arrived and wait for the receive pipeline, all ports together.
+  std::size_t rx_waiting() const {
+    std::size_t n = 0;
+    for (const port& p : ports_) n += p.rx_waiting();
+    return n;
   }
   /// A frame that arrived on port `port` (and was placed, with a host bus) goes to its QP.
   void deliver(std::size_t port, std::span<const std::byte> frame) {
@@ -204,8 +220,7 @@ class qp_engine {
     const rx_drop d = ports_[port].receive(
         frame, now_, [&](const flow::packet& p, const rx_context& rx, auto&& copy) { return cut_through(p, rx, copy); },
         [&](const flow::packet& p, const rx_context& rx) { arrive(p, rx); });
-    if (d == rx_drop::bad_frame) ++stats_.dropped_bad_frame;
-    if (d == rx_drop::not_mine) ++stats_.dropped_not_mine;
+    count(d);
   }
 
   /// The device's QPs now run on another device (spec/migration.md §5), at `now`: each RC QP's
@@ -774,21 +789,53 @@ class qp_engine {
     }
   }
 
-  // -- one pipeline for all ports (spec/qos.md §9) ----------------------------------------------------
-  /// Whether port `port` may hand a frame to its wire now: the pipeline's rate allows one, and
-  /// while the pipeline limits, the port that sent last yields to another with frames waiting.
+  // -- one pipeline for all ports, each way (spec/qos.md §9) ------------------------------------------
+  /// Whether port `port` may hand a frame to its wire now (the transmit pipeline's arbiter).
   bool may_send(std::size_t port) const {
-    if (!cfg_.pipeline_rate) return true;
-    if (!pipeline_.eligible(now_)) return false;
-    if (port == last_port_ && pipeline_.limiting(now_))
-      for (std::size_t o = 0; o < ports_.size(); ++o)
-        if (o != port && ports_[o].pending() && !ports_[o].acks_held(now_)) return false;
-    return true;
+    return tx_pipe_.may(port, ports_.size(), now_, [&](std::size_t o) { return ports_[o].pending() && !ports_[o].acks_held(now_); });
   }
   void through_pipeline(std::size_t port, std::size_t bytes) {
-    if (!cfg_.pipeline_rate) return;
-    pipeline_.sent(bytes, now_);
-    last_port_ = port;
+    if (tx_pipe_.enabled()) tx_pipe_.passed(port, bytes, now_);
+  }
+  /// Frame `frame` from port `port` passes the receive pipeline now.
+  void pass(std::size_t port, std::span<const std::byte> frame) {
+    rx_pipe_.passed(port, frame.size(), now_);
+    ++stats_.pipeline_rx_frames;
+    stats_.pipeline_rx_bytes += frame.size();
+    admit(port, frame);
+  }
+  /// Runs the receive pipeline to now: the ports' waiting frames pass, round robin between the
+  /// ports, while the pipeline allows.
+  void run_rx() {
+    if (rx_running_ || !rx_pipe_.enabled()) return;
+    rx_running_ = true;
+    while (rx_pipe_.eligible(now_)) {
+      const auto o = rx_pipe_.next(ports_.size(), [&](std::size_t k) { return ports_[k].rx_waiting() > 0; });
+      if (!o) break;
+      frame_bytes f = ports_[*o].take_held();
+      pass(*o, f);
+      ports_[*o].recycle(std::move(f));
+    }
+    rx_running_ = false;
+  }
+  /// A frame past the receive pipeline: placed first, in its turn on the host bus (a frame that
+  /// is not for this device never takes the bus), then delivered.
+  void admit(std::size_t port, std::span<const std::byte> frame) {
+    if (!bus_.enabled()) return deliver(port, frame);
+    const port::rx_job j = ports_[port].placement_of(frame);
+    if (j.drop != rx_drop::none) return count(j.drop);
+    if (arriving_.size() >= std::max<std::size_t>(cfg_.rx_queue, 1)) {
+      ++stats_.dropped_rx_full;
+      return;
+    }
+    const std::uint64_t id = next_job_++;
+    placements_.submit(j.flow, j.tc, j.bytes, id, now_);
+    arriving_.emplace(id, arriving{static_cast<std::uint8_t>(port), frame_bytes(frame.begin(), frame.end())});
+    run_placements();
+  }
+  void count(rx_drop d) {
+    if (d == rx_drop::bad_frame) ++stats_.dropped_bad_frame;
+    if (d == rx_drop::not_mine) ++stats_.dropped_not_mine;
   }
 
   // -- traffic classes (spec/qos.md §4) ----------------------------------------------------------------
@@ -1066,9 +1113,16 @@ class qp_engine {
   void transmit(qp_context& q, flow::packet p) {
     if (q.state == qp_state::err) return;
     const address_vector* av = destination(q, p);
-    if (!av || av->port >= ports_.size()) return;
-    port& ps = ports_[av->port];
+    if (!av) return;
     const ib::opcode_info& op = p.info();
+    address_vector on_port;  // UD: a send leaves from the QP's port, whatever its handle's (as mlx5)
+    if (q.is(qp_type::ud) && av->port != q.port()) {
+      on_port = *av;
+      on_port.port = q.port();
+      av = &on_port;
+    }
+    if (av->port >= ports_.size()) return;
+    port& ps = ports_[av->port];
     // UD: the DETH names the sending QP; DC: the DCI (spec/roce.md §5)
     if ((q.is(qp_type::ud) || q.is(qp_type::dci)) && op.request) p.src_qp = q.qpn;
     // MigReq (IBTA 17.2.8): set once a QP with an alternate path has migrated to it. A QP never
@@ -1320,8 +1374,8 @@ class qp_engine {
   std::unordered_map<std::uint64_t, arriving> arriving_;
   std::multimap<time_ns, std::uint64_t> placed_;  ///< placements done: when their frames reach their QPs
   bool placing_ = false;
-  flow::rate_limiter pipeline_{cfg_.pipeline_rate, 9216};  ///< one pipeline for all ports: a jumbo frame of burst
-  std::size_t last_port_ = 0;                               ///< the port the pipeline served last
+  pipeline tx_pipe_{cfg_.pipeline_rate, cfg_.pipeline_packets}, rx_pipe_{cfg_.pipeline_rate, cfg_.pipeline_packets};
+  bool rx_running_ = false;  ///< run_rx() is passing frames (a frame arriving meanwhile waits)
   std::vector<bool> port_down_ = std::vector<bool>(cfg_.ports.size());
   std::uint64_t next_job_ = 1;
   std::unordered_map<std::uint64_t, parked> parked_;

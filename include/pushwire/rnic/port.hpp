@@ -66,7 +66,7 @@ class port {
   static constexpr std::size_t pool_size = 256;
 
   port(const port_config& c, const device_config& d, std::uint8_t index)
-      : cfg_(c), index_(index), tx_queue_(d.tx_queue), ack_delay_(d.ack_delay), staging_(d.bus.rate > 0) {
+      : cfg_(c), index_(index), tx_queue_(d.tx_queue), rx_queue_(std::max<std::size_t>(d.rx_queue, 1)), ack_delay_(d.ack_delay), staging_(d.bus.rate > 0) {
     if (c.framing == framing::cell)
       reasm_ = std::make_unique<cell::reassembler>(cell::reassembly_limits{
           .max_packets = 64, .max_packet_bytes = d.cell_max_packet, .max_bytes = 64 * std::size_t{d.cell_max_packet},
@@ -184,19 +184,42 @@ class port {
     return cells() ? receive_cell(frame, now, deliver) : receive_roce(frame, place, deliver);
   }
   /// What placing an arriving frame costs the host bus (device_config::bus): its flow (the
-  /// destination QP; 0 for cells and frames that do not parse), its traffic class, and its
-  /// payload's bytes (a cell's whole size).
+  /// destination QP; 0 for cells), its traffic class, and its payload's bytes (a cell's whole
+  /// size); or why it is dropped at once (a RoCE frame that does not parse, or is not for this
+  /// port), so it never takes the bus's time.
   struct rx_job {
-    std::uint32_t flow;
-    std::uint8_t tc;
-    std::uint32_t bytes;
+    std::uint32_t flow = 0;
+    std::uint8_t tc = 0;
+    std::uint32_t bytes = 0;
+    rx_drop drop = rx_drop::none;
   };
   rx_job placement_of(std::span<const std::byte> frame) const {
     if (cells()) return {0, 0, static_cast<std::uint32_t>(frame.size())};
     ib::roce_view v;
-    if (ib::inspect(frame, v, {.crc = wire::crc_check::skip}).code != wire::errc{}) return {0, 0, 0};
+    if (ib::inspect(frame, v, {.crc = wire::crc_check::skip}).code != wire::errc{}) return {.drop = rx_drop::bad_frame};
+    const std::byte* bth = v.frame.data() + v.bth_offset;
+    if (!mine(v, wire::read<ib::bth, "p_key">(bth))) return {.drop = rx_drop::not_mine};
     const auto tclass = ib::traffic_class_of(frame).value_or(0);
-    return {flow::from_roce(v).dest_qp, model().class_of(0, tclass), static_cast<std::uint32_t>(v.payload.size())};
+    return {static_cast<std::uint32_t>(wire::read<ib::bth, "destqp">(bth)), model().class_of(0, tclass), static_cast<std::uint32_t>(v.payload.size())};
+  }
+
+  // ---- the receive pipeline's queue (spec/qos.md §9) --------------------------------------------
+  /// Frames that arrived and wait for the device's receive pipeline.
+  std::size_t rx_waiting() const { return rx_.size(); }
+  /// Keeps a copy of an arrived frame for the pipeline; false (nothing kept) when
+  /// device_config::rx_queue frames wait already.
+  bool hold(std::span<const std::byte> frame) {
+    if (rx_.size() >= rx_queue_) return false;
+    frame_bytes b = buffer(frame.size());
+    std::copy(frame.begin(), frame.end(), b.begin());
+    rx_.push_back(std::move(b));
+    return true;
+  }
+  /// Moves out the oldest frame waiting (one must wait); recycle() it after.
+  frame_bytes take_held() {
+    frame_bytes f = std::move(rx_.front());
+    rx_.pop_front();
+    return f;
   }
   /// Parses a RoCE frame this port accepted before (a held session message) into its packet
   /// and context; false when it no longer parses.
@@ -354,6 +377,11 @@ class port {
 
   // Reads only the fields a QP uses, each where the frame holds it (decoding whole headers costs
   // a tenth of a small SEND's handling).
+  /// Whether a RoCE frame is addressed to this port: its MAC, one of its GIDs, the default
+  /// partition (the only one).
+  bool mine(const ib::roce_view& v, std::uint16_t pkey) const {
+    return wire::read<wire::eth_header, "dst">(v.frame.data()) == cfg_.mac && cfg_.has_gid(v.destination_gid()) && pkey == 0xFFFF;
+  }
   rx_context context_of(const ib::roce_view& v) const {
     rx_context rx;
     rx.from.port = index_;
@@ -374,8 +402,7 @@ class port {
     if (ib::inspect(frame, v, {.crc = wire::crc_check::skip}).code != wire::errc{}) return rx_drop::bad_frame;
     const flow::packet p = flow::from_roce(v);
     rx_context rx = context_of(v);
-    // (the default partition is the only one)
-    const bool mine = wire::read<wire::eth_header, "dst">(v.frame.data()) == cfg_.mac && cfg_.has_gid(rx.to) && p.p_key == 0xFFFF;
+    const bool mine = this->mine(v, p.p_key);
     bool verified = false;
     if (mine && v.payload.size() >= cut_through_min && p.known() && p.info().is(ib::op_class::write) && !p.info().starts()) {
       // Cut-through (spec/rnic.md §7): the payload goes to its place in the pass that computes
@@ -428,7 +455,7 @@ class port {
 
   port_config cfg_;
   std::uint8_t index_;
-  std::size_t tx_queue_;
+  std::size_t tx_queue_, rx_queue_;
   time_ns ack_delay_;
   std::deque<frame_bytes> tx_{};         ///< requests (the QPs' sends, the device's own WRITEs)
   std::deque<frame_bytes> responses_{};  ///< ACKs, NAKs, READ and atomic responses: sent first
@@ -441,6 +468,7 @@ class port {
   bool urgent_ = false;                  ///< `responses_` holds more than plain ACKs
   bool released_ = false;                ///< a request left since: the held ACKs go too
   std::vector<frame_bytes> pool_{};
+  std::deque<frame_bytes> rx_{};         ///< arrived frames waiting for the receive pipeline
   std::unique_ptr<cell::reassembler> reasm_{};
 };
 
