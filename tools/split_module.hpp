@@ -23,8 +23,12 @@
 #include <string_view>
 #include <vector>
 
+#include <deque>
 #include <fstream>
+#include <functional>
 #include <sstream>
+
+#include <pushwire/flow/tcp_agg.hpp>
 
 #include <pushwire/net/loop.hpp>
 #include <pushwire/net/packet.hpp>
@@ -57,6 +61,9 @@ struct module_options {
   /// over UDP (the CM's hellos still go over UDP on IF's address).
   bool cells = false;
   std::string interface{};
+  /// I/O unit, --tcp-aggregation: TCP segments from the LAN are joined (flow::tcp_aggregator)
+  /// and cross as one GSO packet (spec/split-model.md, TCP aggregation).
+  bool tcp_aggregation = false;
   /// --lan-emulation (host only): the other members' fabric addresses, and this member's LID.
   bool lan = false;
   std::vector<std::array<std::uint8_t, 4>> members{};
@@ -163,7 +170,7 @@ inline int module_usage(const char* prog, const char* why) {
                "  --no-gro     no UDP GRO on the fabric socket\n"
                "  --framing cell --interface IF  the fabric is cells on IF over AF_PACKET (the hellos stay on UDP)\n"
                "spec/split-model.md\n",
-               prog, std::strstr(prog, "iou") ? " [--mac MAC]" : "", pp::cm_port, std::strstr(prog, "iou") ? "lan0" : "pw0");
+               prog, std::strstr(prog, "iou") ? " [--mac MAC] [--tcp-aggregation]" : "", pp::cm_port, std::strstr(prog, "iou") ? "lan0" : "pw0");
   return 2;
 }
 
@@ -182,6 +189,8 @@ inline std::optional<module_options> parse_module(int argc, char** argv, pp::rol
       have_local = true, ++i;
     } else if (a == "--peer" && v && parse_ip(v, o.peer)) {
       have_peer = true, ++i;
+    } else if (a == "--tcp-aggregation" && role == pp::role::iou) {
+      o.tcp_aggregation = true;
     } else if (a == "--mac" && v && role == pp::role::iou) {
       unsigned m[6];
       if (std::sscanf(v, "%x:%x:%x:%x:%x:%x", &m[0], &m[1], &m[2], &m[3], &m[4], &m[5]) != 6) return std::nullopt;
@@ -271,6 +280,7 @@ class module {
     else (void)tap_.set_carrier(false);  // until the I/O unit says the link is up
     (void)tap_.set_up(true);
     make_endpoint();
+    if (o_.tcp_aggregation && o_.role == pp::role::iou) agg_.emplace();
     std::printf("%s: fabric %u.%u.%u.%u, peer %u.%u.%u.%u, interface %s\n", who, o_.local[0], o_.local[1], o_.local[2], o_.local[3],
                 o_.peer[0], o_.peer[1], o_.peer[2], o_.peer[3], tap_.name().c_str());
     std::fflush(stdout);
@@ -284,10 +294,11 @@ class module {
     loop.linger(linger);
     link_.attach(loop);
     loop.watch(cm_fd_, [&](rnic::time_ns now) { cm_read(now); });
-    loop.watch(tap_.fd(), [&](rnic::time_ns) { tap_ready = true; }, [&] { return held_ == 0; });
+    loop.watch(tap_.fd(), [&](rnic::time_ns) { tap_ready = true; }, [&] { return held_ == 0 && out_.empty(); });
     loop.deadline([&] { return cm_.next_deadline(); });
+    loop.deadline([&]() -> std::optional<rnic::time_ns> { return agg_ ? agg_->next_deadline() : std::nullopt; });
     loop.deadline([&]() -> std::optional<rnic::time_ns> {
-      if (held_) return held_since_ + hold_for;
+      if (held_ || !out_.empty()) return held_since_ + hold_for;
       if (o_.role == pp::role::host && ep_->current() == pp::state::connected) return next_stats_;
       return std::nullopt;
     });
@@ -303,22 +314,37 @@ class module {
       tap_ready = tap_ready || tap_writes_ != written;
       // Frames from the stack (host) or the LAN (I/O unit) go to the peer while it is there.
       // Without credit the frame is held and the TAP not read (its queue backs up into the
-      // stack's qdisc) until credit returns, for at most hold_for; then it is dropped.
-      if (tap_ready || held_) {
+      // stack's qdisc) until credit returns, for at most hold_for; then it is dropped. With TCP
+      // aggregation the LAN's frames go through the aggregator first; what it holds goes when
+      // the TAP has no more (as GRO at the end of a poll) or its timeout comes.
+      if (agg_) agg_->expire(now, emit_);
+      if (tap_ready || held_ || !out_.empty()) {
         int k = 0;
         for (; k < 64; ++k) {
-          if (!held_) {
-            if ((held_ = tap_.read(frame)) == 0) break;
+          if (!held_ && out_.empty()) {
+            const std::size_t n = tap_.read(frame);
+            if (n == 0) {
+              if (agg_) agg_->flush_all(emit_);
+              if (out_.empty()) break;
+            } else if (agg_) {
+              lan_in(std::span(frame).first(n), now);
+              if (out_.empty()) continue;
+            } else {
+              held_ = n;  // sent from `frame` itself
+            }
             held_since_ = now;
           }
           if (ep_->current() != pp::state::connected) {  // no carrier: dropped, as a NIC would
             held_ = 0;
+            out_.clear();
             continue;
           }
-          const pp::errc e = ep_->send_packet(std::span(frame).first(held_));
+          const pp::errc e = ep_->send_packet(held_ ? std::span<const std::byte>(frame).first(held_) : std::span<const std::byte>(out_.front()));
           if (e == pp::errc::would_block && now - held_since_ < hold_for) break;
           if (e != pp::errc{}) ++dropped_;
-          held_ = 0;
+          if (held_) held_ = 0;
+          else out_.pop_front();
+          held_since_ = now;
         }
         tap_ready = k == 64;  // more may wait: read again next turn
       }
@@ -347,6 +373,12 @@ class module {
     std::printf("%s: %s; packets out %lu in %lu, dropped %lu; datagrams out %lu in %lu, injected losses %lu", who,
                 std::string(wire::enum_name(ep_->current())).c_str(), ep_->stats().packets_out, ep_->stats().packets_in, dropped_,
                 link_.sent(), link_.received(), link_.lost());
+    if (agg_) {
+      const auto& a = agg_->stats();
+      std::printf("; TCP aggregation: %lu frames from the LAN, %lu segments joined into %lu aggregates, %lu passed alone, %lu bad checksums",
+                  static_cast<unsigned long>(a.frames), static_cast<unsigned long>(a.joined + a.aggregates), static_cast<unsigned long>(a.aggregates),
+                  static_cast<unsigned long>(a.passed), static_cast<unsigned long>(a.bad_checksum));
+    }
     if (o_.role == pp::role::host && lan_stats_)
       std::printf("; MTU %u; LAN NIC (from the I/O unit): rx %lu frames %lu bytes, tx %lu frames %lu bytes, tx_errors %lu, rx_dropped %lu", o_.mtu,
                   static_cast<unsigned long>(lan_stats_->rx_frames), static_cast<unsigned long>(lan_stats_->rx_bytes),
@@ -479,6 +511,50 @@ class module {
   void log(const char* what) {
     if (o_.verbose) std::printf("%s: %s\n", o_.role == pp::role::host ? "pushwire-host" : "pushwire-iou", what), std::fflush(stdout);
   }
+  /// A frame the TAP gave (its virtio-net header first) goes to out_, through the aggregator.
+  /// A GSO frame is not judged: what the aggregator holds goes before it, to keep the order. A
+  /// checksum verified (DATA_VALID) or left to the receiver (NEEDS_CSUM: the TAP's own stack
+  /// sent it) is not verified again.
+  void lan_in(std::span<const std::byte> packet, rnic::time_ns now) {
+    if (packet.size() < net::vnet_hdr_size) {
+      out_.emplace_back(packet.begin(), packet.end());
+      return;
+    }
+    const net::vnet_header h = net::vnet_header::read(packet.first<net::vnet_hdr_size>());
+    if (h.gso_type != net::vnet_header::gso_none) {
+      agg_->flush_all(emit_);
+      out_.emplace_back(packet.begin(), packet.end());
+      return;
+    }
+    in_ = packet;
+    agg_->push(packet.subspan(net::vnet_hdr_size), now, emit_, (h.flags & (net::vnet_header::data_valid | net::vnet_header::needs_csum)) != 0);
+    in_ = {};
+  }
+  /// What the aggregator hands out, as a packet for the peer: a frame that came in and passed,
+  /// with its own header; or a segment it held, alone or joined (then one GSO packet), whose TCP
+  /// checksum is left to the receiver (NEEDS_CSUM, as a guest's TSO packet).
+  void lan_out(const flow::tcp_aggregate& a) {
+    std::vector<std::byte>& p = out_.emplace_back(net::vnet_hdr_size + a.frame.size());
+    std::copy(a.frame.begin(), a.frame.end(), p.begin() + net::vnet_hdr_size);
+    net::vnet_header h;
+    if (a.header_bytes) {
+      h.flags = net::vnet_header::needs_csum;
+      h.csum_start = a.l4_offset, h.csum_offset = 16;
+      if (a.segments > 1) {
+        h.gso_type = a.v6 ? net::vnet_header::gso_tcpv6 : net::vnet_header::gso_tcpv4;
+        h.hdr_len = a.header_bytes, h.gso_size = a.mss;
+      }
+      std::byte* f = p.data() + net::vnet_hdr_size;
+      const std::size_t ip = a.l4_offset - (a.v6 ? 40u : 20u), l4_len = a.frame.size() - a.l4_offset;
+      std::uint32_t sum = ib::pseudo_sum(std::span<const std::byte>(f + ip, a.l4_offset - ip), a.v6, ib::ip_proto_tcp, static_cast<std::uint32_t>(l4_len));
+      while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
+      wire::store_be16(f + a.l4_offset + 16, static_cast<std::uint16_t>(sum));  // the pseudo-header's sum, not complemented
+    } else if (in_.size() > net::vnet_hdr_size && a.frame.data() == in_.data() + net::vnet_hdr_size) {
+      std::copy(in_.begin(), in_.begin() + net::vnet_hdr_size, p.begin());
+      return;
+    }
+    h.write(std::span(p).first<net::vnet_hdr_size>());
+  }
 
   module_options o_;
   fabric_link link_;
@@ -488,7 +564,11 @@ class module {
   std::unique_ptr<pp::endpoint> ep_;
   int cm_fd_ = -1;
   std::uint64_t dropped_ = 0;
-  std::size_t held_ = 0;  ///< bytes of the frame waiting for credit (0: none)
+  std::size_t held_ = 0;  ///< bytes of the TAP's frame waiting for credit in `frame` (0: none)
+  std::deque<std::vector<std::byte>> out_;  ///< with aggregation: packets for the peer (the first waiting for credit since held_since_)
+  std::optional<flow::tcp_aggregator> agg_;  ///< I/O unit with --tcp-aggregation
+  std::span<const std::byte> in_;            ///< the packet lan_in() is pushing
+  std::function<void(const flow::tcp_aggregate&)> emit_ = [this](const flow::tcp_aggregate& a) { lan_out(a); };
   std::uint64_t tap_writes_ = 0;  ///< frames written to the TAP
   std::optional<msg::cfg::statistics> lan_stats_;  ///< host: the I/O unit's last GetStatistics answer
   rnic::time_ns next_stats_ = 0;

@@ -11,6 +11,7 @@
 
 #include <pushwire/cell/format.hpp>
 #include <pushwire/flow/flow.hpp>
+#include <pushwire/flow/tcp_agg.hpp>
 #include <pushwire/ib/opcode.hpp>
 #include <pushwire/msg/msg.hpp>
 #include <pushwire/pp/cm.hpp>
@@ -131,6 +132,7 @@ static_assert(wire::names_match<pp::errc, true>());
 static_assert(wire::names_match<pp::state, true>());
 static_assert(wire::names_match<pp::cm_state, true>());
 static_assert(wire::names_match<pp::lan_errc, true>());
+static_assert(wire::names_match<flow::agg_flush, true>());
 
 TEST_CASE("enum names: the error tables agree with the enums at run time too", "[wire][enum]") {
   // The enumerators, found by reflection, not from the tables.

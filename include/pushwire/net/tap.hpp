@@ -19,6 +19,7 @@
 #include <span>
 #include <string>
 
+#include <pushwire/wire/endian.hpp>
 #include <pushwire/wire/ethernet.hpp>
 
 namespace pushwire::net {
@@ -32,6 +33,27 @@ struct tap_counters {
 /// and where a checksum left to the receiver starts. A TCP segment of up to 64 KiB then
 /// crosses as one frame.
 inline constexpr std::size_t vnet_hdr_size = 10;
+
+/// The virtio-net header's fields (struct virtio_net_hdr of linux/virtio_net.h; little-endian).
+struct vnet_header {
+  static constexpr std::uint8_t needs_csum = 1, data_valid = 2;  ///< flags
+  static constexpr std::uint8_t gso_none = 0, gso_tcpv4 = 1, gso_udp = 3, gso_tcpv6 = 4, gso_ecn = 0x80;  ///< gso_type
+  std::uint8_t flags = 0, gso_type = gso_none;
+  std::uint16_t hdr_len = 0;      ///< bytes of the headers before the payload (Ethernet, IP, TCP)
+  std::uint16_t gso_size = 0;     ///< payload bytes of each segment the packet stands for
+  std::uint16_t csum_start = 0;   ///< needs_csum: where the sum starts, bytes from the frame's start
+  std::uint16_t csum_offset = 0;  ///< needs_csum: where the checksum goes, bytes from csum_start
+
+  static vnet_header read(std::span<const std::byte, vnet_hdr_size> b) {
+    return {std::to_integer<std::uint8_t>(b[0]), std::to_integer<std::uint8_t>(b[1]), wire::load_le16(&b[2]),
+            wire::load_le16(&b[4]), wire::load_le16(&b[6]), wire::load_le16(&b[8])};
+  }
+  void write(std::span<std::byte, vnet_hdr_size> b) const {
+    b[0] = std::byte{flags}, b[1] = std::byte{gso_type};
+    wire::store_le16(&b[2], hdr_len), wire::store_le16(&b[4], gso_size);
+    wire::store_le16(&b[6], csum_start), wire::store_le16(&b[8], csum_offset);
+  }
+};
 
 class tap {
  public:
