@@ -21,7 +21,7 @@ work=$(mktemp -d)
 trap 'pw_cleanup; rm -rf "$work"' EXIT
 rx_packets() { ip -n $1 -s link show $2 | awk '/RX:/ { getline; print $2; exit }'; }
 measure() {  # CASE [pushwire-iou ARGS...]
-  local name=$1 s=tb$$$1 before
+  local name=$1 s=tb$$${1:0:1} before
   shift
   pw_split_topology $s
   pw_start_iou "$build" $s "$work/$name-iou.log" "$@"
