@@ -204,7 +204,7 @@ TEST_CASE("tcp_agg: PSH or FIN, and a shorter segment, end an aggregation after 
   CHECK(one.out[0].segments == 1);
 }
 
-TEST_CASE("tcp_agg: a gap, an earlier segment, other options, flags, ACK, TTL, TOS or DF end the aggregation; the segment opens the next", "[flow][tcp_agg]") {
+TEST_CASE("tcp_agg: a gap, an earlier segment, other options, flags, ACK, TTL, TOS or DF end the aggregation, and the segment opens the next", "[flow][tcp_agg]") {
   struct change_case {
     const char* what;
     void (*change)(seg&);
@@ -240,7 +240,7 @@ TEST_CASE("tcp_agg: a gap, an earlier segment, other options, flags, ACK, TTL, T
   }
 }
 
-TEST_CASE("tcp_agg: the IPv4 ID steps by one, or stays with DF; IPv6 has none", "[flow][tcp_agg]") {
+TEST_CASE("tcp_agg: the IPv4 ID steps by one, or stays the same with DF, across its wrap", "[flow][tcp_agg]") {
   harness h;
   seg s;
   auto segs = run(s, 3);
@@ -282,7 +282,7 @@ TEST_CASE("tcp_agg: an aggregate stops at max_bytes: 45 segments of 1448 fit in 
   CHECK(small.out[0].segments == 2);
 }
 
-TEST_CASE("tcp_agg: a segment that may not join passes, after its flow's aggregation; other frames pass at once", "[flow][tcp_agg]") {
+TEST_CASE("tcp_agg: a segment that may not join passes, after its flow's aggregation, and other frames pass at once", "[flow][tcp_agg]") {
   struct alone_case {
     const char* what;
     void (*change)(seg&);
@@ -332,7 +332,7 @@ TEST_CASE("tcp_agg: a segment that may not join passes, after its flow's aggrega
   CHECK(o.agg.open_flows() == 1);  // the TCP flow's aggregation is untouched
 }
 
-TEST_CASE("tcp_agg: flows aggregate apart; beyond max_flows the oldest is handed out", "[flow][tcp_agg]") {
+TEST_CASE("tcp_agg: flows aggregate apart, and beyond max_flows the oldest is handed out", "[flow][tcp_agg]") {
   harness h(flow::tcp_agg_config{.max_flows = 2});
   seg a, b, c;
   b.sport = 40001, c.sport = 40002;
