@@ -40,6 +40,7 @@
 #include <pushwire/ib/opcode.hpp>
 #include <pushwire/ib/psn.hpp>
 #include <pushwire/ib/roce.hpp>
+#include <pushwire/ib/tcp.hpp>
 
 #include <pushwire/cell/format.hpp>
 #include <pushwire/cell/reassembler.hpp>
@@ -57,3 +58,4 @@
 #include <pushwire/flow/pool.hpp>
 #include <pushwire/flow/rc.hpp>
 #include <pushwire/flow/session.hpp>
+#include <pushwire/flow/tcp_agg.hpp>

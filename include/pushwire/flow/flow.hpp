@@ -16,3 +16,4 @@
 #include <pushwire/flow/pool.hpp>
 #include <pushwire/flow/rc.hpp>
 #include <pushwire/flow/session.hpp>
+#include <pushwire/flow/tcp_agg.hpp>

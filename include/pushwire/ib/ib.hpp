@@ -12,3 +12,4 @@
 #include <pushwire/ib/print.hpp>
 #include <pushwire/ib/psn.hpp>
 #include <pushwire/ib/roce.hpp>
+#include <pushwire/ib/tcp.hpp>
