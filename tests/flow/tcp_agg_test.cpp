@@ -129,6 +129,16 @@ std::vector<seg> run(seg s, int n) {
   return v;
 }
 
+/// A harness after n full segments of the default flow, the last one changed by `change`.
+template <class Change>
+harness pushed(int n, Change change, std::vector<seg>& segs) {
+  harness h;
+  segs = run(seg{}, n);
+  change(segs.back());
+  for (const seg& x : segs) h.push(x);
+  return h;
+}
+
 /// An aggregate holds the payload of [seq, seq + n) and its headers say so.
 void check_aggregate(const out_frame& o, std::uint32_t seq, std::size_t n, bool v6 = false, bool options = true) {
   const std::size_t ip = 14, l4 = ip + (v6 ? 40 : 20), head = l4 + (options ? 32 : 20);
@@ -225,10 +235,8 @@ TEST_CASE("tcp_agg: a gap, an earlier segment, other options, flags, ACK, TTL, T
   };
   for (const auto& c : cases) {
     INFO(c.what);
-    harness h;
-    auto segs = run(seg{}, 4);
-    c.change(segs[3]);
-    for (const seg& x : segs) h.push(x);
+    std::vector<seg> segs;
+    harness h = pushed(4, c.change, segs);
     REQUIRE(h.out.size() == 1);
     CHECK(h.out[0].segments == 3);
     check_aggregate(h.out[0], 1000, 3 * 1448);
@@ -296,10 +304,8 @@ TEST_CASE("tcp_agg: a segment that may not join passes, after its flow's aggrega
   };
   for (const auto& c : cases) {
     INFO(c.what);
-    harness h;
-    auto segs = run(seg{}, 3);
-    c.change(segs[2]);
-    for (const seg& x : segs) h.push(x);
+    std::vector<seg> segs;
+    harness h = pushed(3, c.change, segs);
     REQUIRE(h.out.size() == 2);
     CHECK(h.out[0].segments == 2);
     CHECK(h.out[1].frame == frame(segs[2]));
