@@ -23,7 +23,7 @@ JOBS ?= $(shell nproc)
 # xdotool and fonts-dejavu-core run the plugin's GUI test and take its screenshot).
 PACKAGES := cmake make pkg-config gcc-12 g++-12 clang-14 libclang-rt-14-dev libboost-dev catch2 libbenchmark-dev \
             zlib1g-dev libisal-dev tshark python3-scapy libwireshark-dev wireshark-dev util-linux ccache \
-            g++-12-aarch64-linux-gnu qemu-user iputils-ping iperf3 iproute2 python3 \
+            g++-12-aarch64-linux-gnu qemu-user iputils-ping iperf3 iproute2 python3 tcpdump \
             libibverbs-dev python3-pyverbs ibverbs-utils perftest \
             wireshark xvfb x11-apps xdotool fonts-dejavu-core python3-pil
 

@@ -589,6 +589,8 @@ std::optional<std::string> render(std::string_view key) {
     if (arg == "mtu_setting") out = render_struct<msg::cfg::mtu_setting>();
     if (arg == "link_state") out = render_struct<msg::cfg::link_state>();
     if (arg == "promiscuous") out = render_struct<msg::cfg::promiscuous>();
+    if (arg == "nic_init") out = render_struct<msg::cfg::nic_init>();
+    if (arg == "nic_state") out = render_struct<msg::cfg::nic_state>();
     if (arg == "header") out = render_header();
     for (auto r : {render_ib_struct<ib::bth>(arg, "bth"), render_ib_struct<ib::rdeth>(arg, "rdeth"),
                    render_ib_struct<ib::deth>(arg, "deth"), render_ib_struct<ib::reth>(arg, "reth"),

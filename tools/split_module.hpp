@@ -3,7 +3,9 @@
 // the LAN). Both are the same loop over one reference RNIC port on a UDP socket (net/udp.hpp),
 // the push-push endpoint (pp/endpoint.hpp) and its connection manager (pp/cm.hpp):
 //   TAP frame -> pp::endpoint::send_packet -> RDMA write / SendData -> peer -> its TAP.
-// The host takes its interface's MAC and link state from the I/O unit over CfgUtil.
+// The I/O unit's LAN NIC is a pp::nic_agent over its TAP (the receive filter included); the host
+// initializes it over CfgUtil, mirrors its MAC, MTU, carrier and speed on its interface, and
+// passes on what `ip link set` changes there (MAC, MTU, promiscuity).
 #pragma once
 
 #include <arpa/inet.h>
@@ -37,6 +39,7 @@
 #include <pushwire/pp/cm.hpp>
 #include <pushwire/pp/endpoint.hpp>
 #include <pushwire/pp/lan.hpp>
+#include <pushwire/pp/nic.hpp>
 
 namespace pushwire::tools {
 
@@ -61,6 +64,10 @@ struct module_options {
   /// over UDP (the CM's hellos still go over UDP on IF's address).
   bool cells = false;
   std::string interface{};
+  /// --pool-ref N: the first reference of this module's pools (0: 0x01 on the host, 0x81 on the
+  /// I/O unit). Above 255 idata cannot name them: every write into them is indicated with
+  /// BufferRDMAIndicate (the seed's "buffer pool > 256").
+  std::uint32_t pool_ref = 0;
   /// I/O unit, --tcp-aggregation: TCP segments from the LAN are joined (flow::tcp_aggregator)
   /// and cross as one GSO packet (spec/split-model.md, TCP aggregation).
   bool tcp_aggregation = false;
@@ -88,7 +95,7 @@ inline int parse_shared(std::string_view a, const char* v, module_options& o) {
   if (a == "--mtu") {
     o.mtu = static_cast<std::uint32_t>(std::strtoul(v, nullptr, 10));
     o.mtu_given = true;
-    return o.mtu < 576 || o.mtu > 65535 - 64 ? -1 : 2;
+    return o.mtu < pp::nic_mtu_min || o.mtu > pp::nic_mtu_max ? -1 : 2;
   }
   if (a == "--fabric-mtu") {
     o.fabric_mtu = static_cast<std::uint32_t>(std::strtoul(v, nullptr, 10));
@@ -101,6 +108,12 @@ inline int parse_shared(std::string_view a, const char* v, module_options& o) {
     return 2;
   }
   if (a == "--seed") return o.seed = std::strtoull(v, nullptr, 10), 2;
+  if (a == "--pool-ref") {
+    char* end = nullptr;
+    const unsigned long long r = std::strtoull(v, &end, 0);
+    if (!end || *end || r < 1 || r > 0xFFFFFFFFull - pp::max_pools) return -1;
+    return o.pool_ref = static_cast<std::uint32_t>(r), 2;
+  }
   if (a == "--framing") return std::string_view(v) == "cell" ? (o.cells = true, 2) : std::string_view(v) == "roce" ? (o.cells = false, 2) : -1;
   if (a == "--interface") return std::strlen(v) < 16 ? (o.interface = v, 2) : -1;
   return 0;
@@ -159,7 +172,7 @@ inline int module_usage(const char* prog, const char* why) {
   std::fprintf(stderr,
                "usage: %s --local IP --peer IP [--tap NAME] [--mtu N] [--fabric-mtu N]%s\n"
                "       [--loss P] [--dup P] [--reorder P] [--corrupt P] [--seed S] [--gso] [--no-gro]\n"
-               "       [--framing roce|cell --interface IF] [-v]\n"
+               "       [--framing roce|cell --interface IF] [--pool-ref N] [-v]\n"
                "  --local IP   this module's fabric address (RoCEv2 on UDP 4791, CM on UDP %u)\n"
                "  --peer IP    the other module's fabric address\n"
                "  --tap NAME   the TAP interface to create or attach (default %s)\n"
@@ -169,6 +182,8 @@ inline int module_usage(const char* prog, const char* why) {
                "  --gso        UDP GSO on the fabric socket (pushwire peers only: segments carry IP ids 1, 2, ...)\n"
                "  --no-gro     no UDP GRO on the fabric socket\n"
                "  --framing cell --interface IF  the fabric is cells on IF over AF_PACKET (the hellos stay on UDP)\n"
+               "  --pool-ref N the first reference of this module's pools (default 0x01 host, 0x81 I/O unit; the two\n"
+               "               must not overlap); above 255 every write into them is indicated by BufferRDMAIndicate\n"
                "spec/split-model.md\n",
                prog, std::strstr(prog, "iou") ? " [--mac MAC] [--tcp-aggregation]" : "", pp::cm_port, std::strstr(prog, "iou") ? "lan0" : "pw0");
   return 2;
@@ -279,6 +294,9 @@ class module {
     if (o_.role == pp::role::iou) (void)tap_.set_carrier(true);
     else (void)tap_.set_carrier(false);  // until the I/O unit says the link is up
     (void)tap_.set_up(true);
+    want_mtu_ = o_.mtu_given ? o_.mtu : 0;
+    if (o_.role == pp::role::iou) nic_.emplace(o_.mac, o_.mtu);
+    else if (const unsigned ix = tap_.index(); ix == 0 || !watch_.emplace(ix).ok()) return fail(who, "rtnetlink", watch_ ? watch_->error() : ENODEV);
     make_endpoint();
     if (o_.tcp_aggregation && o_.role == pp::role::iou) agg_.emplace();
     std::printf("%s: fabric %u.%u.%u.%u, peer %u.%u.%u.%u, interface %s\n", who, o_.local[0], o_.local[1], o_.local[2], o_.local[3],
@@ -294,12 +312,15 @@ class module {
     loop.linger(linger);
     link_.attach(loop);
     loop.watch(cm_fd_, [&](rnic::time_ns now) { cm_read(now); });
+    if (watch_) loop.watch(watch_->fd(), [&](rnic::time_ns) {
+      if (watch_->changed()) interface_changed();
+    });
     loop.watch(tap_.fd(), [&](rnic::time_ns) { tap_ready = true; }, [&] { return held_ == 0 && out_.empty(); });
     loop.deadline([&] { return cm_.next_deadline(); });
     loop.deadline([&]() -> std::optional<rnic::time_ns> { return agg_ ? agg_->next_deadline() : std::nullopt; });
     loop.deadline([&]() -> std::optional<rnic::time_ns> {
       if (held_ || !out_.empty()) return held_since_ + hold_for;
-      if (o_.role == pp::role::host && ep_->current() == pp::state::connected) return next_stats_;
+      if (o_.role == pp::role::host && ep_->current() == pp::state::connected) return std::min(next_stats_, next_link_);
       return std::nullopt;
     });
     loop.deadline([&]() -> std::optional<rnic::time_ns> {
@@ -326,6 +347,9 @@ class module {
             if (n == 0) {
               if (agg_) agg_->flush_all(emit_);
               if (out_.empty()) break;
+            } else if (nic_ && !nic_->accepts(n > net::vnet_hdr_size ? std::span<const std::byte>(frame).subspan(net::vnet_hdr_size, n - net::vnet_hdr_size)
+                                                                  : std::span<const std::byte>{})) {
+              continue;  // the NIC's receive filter: unicast for another MAC
             } else if (agg_) {
               lan_in(std::span(frame).first(n), now);
               if (out_.empty()) continue;
@@ -348,10 +372,11 @@ class module {
         }
         tap_ready = k == 64;  // more may wait: read again next turn
       }
-      // The host asks for the LAN NIC's statistics every second.
-      if (o_.role == pp::role::host && ep_->current() == pp::state::connected && now >= next_stats_) {
-        (void)ep_->cfg_request(msg::cfg::request_code::get_statistics);
-        next_stats_ = now + 1'000'000'000;
+      // The host asks for the LAN NIC's link state four times a second (a LAN going down takes
+      // its carrier down within 250 ms and a round trip), and its statistics every second.
+      if (o_.role == pp::role::host && ep_->current() == pp::state::connected) {
+        if (now >= next_link_) (void)ep_->cfg_request(msg::cfg::request_code::get_link_state), next_link_ = now + link_every;
+        if (now >= next_stats_) (void)ep_->cfg_request(msg::cfg::request_code::get_statistics), next_stats_ = now + 1'000'000'000;
       }
     };
     while (true) {
@@ -370,20 +395,32 @@ class module {
       (void)loop.wait(loop.timeout(now, until - now));
       loop.turn(net::monotonic_ns(), [&](rnic::time_ns) { ep_->poll(); });
     }
-    std::printf("%s: %s; packets out %lu in %lu, dropped %lu; datagrams out %lu in %lu, injected losses %lu", who,
-                std::string(wire::enum_name(ep_->current())).c_str(), ep_->stats().packets_out, ep_->stats().packets_in, dropped_,
-                link_.sent(), link_.received(), link_.lost());
+    const pp::counters& es = ep_->stats();
+    std::printf("%s: %s; packets out %lu in %lu, dropped %lu; as SendData %lu, WRITE+idata %lu, WRITE+BufferRDMAIndicate %lu; "
+                "pools asked for %lu, granted %lu; datagrams out %lu in %lu, injected losses %lu",
+                who, std::string(wire::enum_name(ep_->current())).c_str(), static_cast<unsigned long>(es.packets_out),
+                static_cast<unsigned long>(es.packets_in), static_cast<unsigned long>(dropped_), static_cast<unsigned long>(es.as_send),
+                static_cast<unsigned long>(es.as_write_imm), static_cast<unsigned long>(es.as_write_indicate),
+                static_cast<unsigned long>(es.gets_sent), static_cast<unsigned long>(es.pools_granted), static_cast<unsigned long>(link_.sent()),
+                static_cast<unsigned long>(link_.received()), static_cast<unsigned long>(link_.lost()));
     if (agg_) {
       const auto& a = agg_->stats();
       std::printf("; TCP aggregation: %lu frames from the LAN, %lu segments joined into %lu aggregates, %lu passed alone, %lu bad checksums",
                   static_cast<unsigned long>(a.frames), static_cast<unsigned long>(a.joined + a.aggregates), static_cast<unsigned long>(a.aggregates),
                   static_cast<unsigned long>(a.passed), static_cast<unsigned long>(a.bad_checksum));
     }
+    if (nic_) {
+      const auto m = nic_->mac();
+      std::printf("; LAN NIC: MAC %02x:%02x:%02x:%02x:%02x:%02x, MTU %u, %spromiscuous, %lu frames filtered", m[0], m[1], m[2], m[3], m[4], m[5],
+                  nic_->mtu(), nic_->promiscuous() ? "" : "not ", static_cast<unsigned long>(nic_->filtered()));
+    }
     if (o_.role == pp::role::host && lan_stats_)
-      std::printf("; MTU %u; LAN NIC (from the I/O unit): rx %lu frames %lu bytes, tx %lu frames %lu bytes, tx_errors %lu, rx_dropped %lu", o_.mtu,
-                  static_cast<unsigned long>(lan_stats_->rx_frames), static_cast<unsigned long>(lan_stats_->rx_bytes),
+      std::printf("; MTU %u; LAN NIC (from the I/O unit): rx %lu frames %lu bytes, tx %lu frames %lu bytes, tx_errors %lu, rx_dropped %lu, "
+                  "%lu segments in %lu aggregates",
+                  o_.mtu, static_cast<unsigned long>(lan_stats_->rx_frames), static_cast<unsigned long>(lan_stats_->rx_bytes),
                   static_cast<unsigned long>(lan_stats_->tx_frames), static_cast<unsigned long>(lan_stats_->tx_bytes),
-                  static_cast<unsigned long>(lan_stats_->tx_errors), static_cast<unsigned long>(lan_stats_->rx_dropped));
+                  static_cast<unsigned long>(lan_stats_->tx_errors), static_cast<unsigned long>(lan_stats_->rx_dropped),
+                  static_cast<unsigned long>(lan_stats_->rx_aggregated_segments), static_cast<unsigned long>(lan_stats_->rx_aggregates));
     std::printf("\n");
     ::close(cm_fd_);
     return ep_->current() == pp::state::closed ? 0 : 1;
@@ -396,72 +433,35 @@ class module {
   }
   void make_endpoint() {
     pp::config c;
-    c.first_pool_ref = o_.role == pp::role::host ? 0x01 : 0x81;
+    c.first_pool_ref = o_.pool_ref ? o_.pool_ref : o_.role == pp::role::host ? 0x01 : 0x81;
     // IPv4 20 + UDP 8 + BTH 12 + RETH 16 + ImmDt 4 + ICRC 4 = 64 bytes around a packet's payload.
     c.mtu = path_mtu_for(o_.fabric_mtu, 64);
     // A packet is a virtio-net header and a frame of up to 64 KiB (a TSO segment): one element.
+    // Pools grow with the traffic: one pool of 64 elements (4 MiB) at first; when the sender's
+    // free elements fall below 32 it asks for 64 more (BufferRecvPoolGet), granted up to 3
+    // times (256 elements, 16 MiB, at most).
     c.element_size = 65536;
-    c.elements = 256;
+    c.elements = pool_elements;
+    c.pools = 1;
+    c.grantable_pools = 3;
+    c.low_water = 32;
+    c.get_count = pool_elements;
     c.send_slots = 256;
     pp::handlers h;
     h.packet = [this](std::span<const std::byte> p) { (void)tap_.write(p), ++tap_writes_; };
     if (o_.role == pp::role::iou) {
       h.cfg_request = [this](msg::cfg::request_code code, std::span<const std::byte> req) {
-        pp::cfg_answer a;
-        if (code == msg::cfg::request_code::get_mac_address) {
-          a.status = msg::cfg::status::success;
-          for (std::uint8_t b : o_.mac) a.data.push_back(static_cast<std::byte>(b));
-        } else if (code == msg::cfg::request_code::get_link_state) {
-          a.status = msg::cfg::status::success;
-          a.data.resize(8);
-          (void)wire::encode(msg::cfg::link_state{.up = 1, .speed_mbps = 10000}, a.data);
-        } else if (code == msg::cfg::request_code::set_mtu) {
-          // 0 asks for the LAN's MTU; the reply's data is the MTU in effect either way.
-          const auto m = wire::decode<msg::cfg::mtu_setting>(req);
-          if (!m || (m->mtu != 0 && (m->mtu < 576 || m->mtu > 65535 - 64))) a.status = msg::cfg::status::invalid_argument;
-          else if (m->mtu == 0 || m->mtu == o_.mtu) a.status = msg::cfg::status::success;
-          else if (tap_.set_mtu(m->mtu) == 0) a.status = msg::cfg::status::success, o_.mtu = m->mtu;
-          else a.status = msg::cfg::status::device_error;
-          a.data.resize(4);
-          (void)wire::encode(msg::cfg::mtu_setting{.mtu = o_.mtu}, a.data);
-        } else if (code == msg::cfg::request_code::get_statistics) {
-          // The LAN NIC's: rx what it took from the LAN, tx what it gave the LAN.
-          const auto& t = tap_.stats();
-          a.status = msg::cfg::status::success;
-          a.data.resize(wire::fixed_size<msg::cfg::statistics>);
-          (void)wire::encode(msg::cfg::statistics{.rx_frames = t.frames_in, .tx_frames = t.frames_out, .rx_bytes = t.bytes_in,
-                                                  .tx_bytes = t.bytes_out, .rx_errors = 0, .tx_errors = t.write_errors,
-                                                  .rx_dropped = dropped_, .tx_dropped = 0},
-                             a.data);
-        }
+        lan_hw hw{*this};
+        const wire::mac_address mac = nic_->mac();
+        const bool promisc = nic_->promiscuous();
+        pp::cfg_answer a = nic_->answer(code, req, hw);
+        o_.mtu = nic_->mtu();
+        if (nic_->mac() != mac) log_mac("LAN NIC MAC set to", nic_->mac());
+        if (nic_->promiscuous() != promisc) log(nic_->promiscuous() ? "LAN NIC promiscuous" : "LAN NIC not promiscuous");
         return a;
       };
     } else {
-      h.cfg_reply = [this](std::uint64_t, msg::cfg::request_code code, msg::cfg::status st, std::span<const std::byte> d) {
-        if (st != msg::cfg::status::success) return;
-        if (code == msg::cfg::request_code::get_mac_address && d.size() == 6) {
-          wire::mac_address m;
-          for (std::size_t i = 0; i < 6; ++i) m[i] = std::to_integer<std::uint8_t>(d[i]);
-          (void)tap_.set_up(false);
-          (void)tap_.set_mac(m);
-          (void)tap_.set_up(true);
-        } else if (code == msg::cfg::request_code::get_link_state) {
-          if (const auto ls = wire::decode<msg::cfg::link_state>(d)) (void)tap_.set_carrier(ls->up == 1);
-        } else if (code == msg::cfg::request_code::get_statistics) {
-          if (const auto v = wire::decode<msg::cfg::statistics>(d)) lan_stats_ = *v;
-        }
-      };
-      // SetMtu's reply carries the MTU in effect, whatever its status: the interface takes it.
-      auto on_reply = std::move(h.cfg_reply);
-      h.cfg_reply = [this, on_reply](std::uint64_t t, msg::cfg::request_code code, msg::cfg::status st, std::span<const std::byte> d) {
-        if (code == msg::cfg::request_code::set_mtu) {
-          if (const auto m = wire::decode<msg::cfg::mtu_setting>(d); m && m->mtu >= 576 && m->mtu <= 65535 - 64 && tap_.set_mtu(m->mtu) == 0)
-            o_.mtu = m->mtu;
-          if (st != msg::cfg::status::success) log("the I/O unit refused the MTU asked for");
-          return;
-        }
-        on_reply(t, code, st, d);
-      };
+      h.cfg_reply = [this](std::uint64_t, msg::cfg::request_code code, msg::cfg::status st, std::span<const std::byte> d) { host_reply(code, st, d); };
     }
     ep_ = std::make_unique<pp::endpoint>(dev_, c, std::move(h));
     const pp::address l = ep_->local();
@@ -481,13 +481,7 @@ class module {
       if (ep_->connect({.control_qpn = a.connect->control_qpn, .data_qpn = a.connect->data_qpn, .av = av, .send_max = a.connect->send_max}) ==
           pp::errc{}) {
         log("connected");
-        if (o_.role == pp::role::host) {
-          (void)ep_->cfg_request(msg::cfg::request_code::get_mac_address);
-          (void)ep_->cfg_request(msg::cfg::request_code::get_link_state);
-          std::array<std::byte, 4> mtu{};
-          (void)wire::encode(msg::cfg::mtu_setting{.mtu = o_.mtu_given ? o_.mtu : 0}, mtu);
-          (void)ep_->cfg_request(msg::cfg::request_code::set_mtu, mtu);
-        }
+        if (o_.role == pp::role::host) initialize_nic();
       }
     }
     if (a.carrier_up && o_.role == pp::role::host && ep_->current() == pp::state::connected && !a.connect)
@@ -511,6 +505,124 @@ class module {
   void log(const char* what) {
     if (o_.verbose) std::printf("%s: %s\n", o_.role == pp::role::host ? "pushwire-host" : "pushwire-iou", what), std::fflush(stdout);
   }
+  void log_mac(const char* what, const wire::mac_address& m) {
+    char b[96];
+    std::snprintf(b, sizeof b, "%s %02x:%02x:%02x:%02x:%02x:%02x", what, m[0], m[1], m[2], m[3], m[4], m[5]);
+    log(b);
+  }
+  /// The I/O unit's LAN NIC as the agent sees its hardware: the TAP and this module's counters.
+  struct lan_hw {
+    module& m;
+    pp::nic_link link() {
+      const unsigned f = m.tap_.flags();
+      const bool up = (f & IFF_UP) && (f & IFF_RUNNING);
+      return {.up = up, .speed_mbps = up ? m.tap_.speed() : 0};
+    }
+    int set_mtu(std::uint32_t mtu) { return m.tap_.set_mtu(mtu); }
+    msg::cfg::statistics counters() const {
+      const auto& t = m.tap_.stats();
+      const flow::tcp_agg_counters a = m.agg_ ? m.agg_->stats() : flow::tcp_agg_counters{};
+      return {.rx_frames = t.frames_in, .tx_frames = t.frames_out, .rx_bytes = t.bytes_in, .tx_bytes = t.bytes_out, .rx_errors = 0,
+              .tx_errors = t.write_errors, .rx_dropped = m.dropped_, .tx_dropped = 0, .rx_aggregated_segments = a.joined + a.aggregates,
+              .rx_aggregates = a.aggregates};
+    }
+  };
+
+  // ---- host: the interface mirrors the LAN NIC ----
+  /// After connecting: InitializeNic with what the interface asks for now: its MTU (--mtu or
+  /// `ip link set mtu`, else the LAN's), promiscuity, and its MAC when a user set one.
+  void initialize_nic() {
+    msg::cfg::nic_init r{.mtu = want_mtu_};
+    if (user_mac_) r.flags |= static_cast<std::uint32_t>(msg::cfg::init_flag::set_mac), r.mac = tap_.mac();
+    if (tap_.flags() & IFF_PROMISC) r.flags |= static_cast<std::uint32_t>(msg::cfg::init_flag::promiscuous);
+    std::array<std::byte, wire::fixed_size<msg::cfg::nic_init>> b{};
+    (void)wire::encode(r, b);
+    (void)ep_->cfg_request(msg::cfg::request_code::initialize_nic, b);
+  }
+  void take_mac(const wire::mac_address& m) {
+    nic_mac_ = m;
+    if (tap_.mac() != m && tap_.set_mac(m) != 0) (void)tap_.set_up(false), (void)tap_.set_mac(m), (void)tap_.set_up(true);
+  }
+  void take_mtu(std::uint32_t mtu) {
+    if (mtu < pp::nic_mtu_min || mtu > pp::nic_mtu_max) return;
+    o_.mtu = mtu;
+    if (tap_.mtu() != mtu) (void)tap_.set_mtu(mtu);
+  }
+  void take_link(bool up, std::uint32_t speed) {
+    (void)tap_.set_carrier(up);
+    if (up && speed) (void)tap_.set_speed(speed);
+  }
+  /// `ip link set` on the interface: a new MAC, MTU or promiscuity goes to the LAN NIC (once the
+  /// NIC's own state is known; until connected it waits for InitializeNic).
+  void interface_changed() {
+    const bool on = ep_->current() == pp::state::connected && nic_mac_.has_value();
+    if (const std::uint32_t mtu = tap_.mtu(); mtu && mtu != o_.mtu) {
+      want_before_ = want_mtu_;
+      o_.mtu = want_mtu_ = mtu;
+      if (on) send_u32(msg::cfg::request_code::set_mtu, mtu), log("interface MTU changed: SetMtu");
+    }
+    if (!nic_mac_) return;
+    if (const wire::mac_address m = tap_.mac(); m != *nic_mac_) {
+      user_mac_ = true;
+      nic_mac_ = m;
+      if (on) {
+        std::array<std::byte, 6> b{};
+        (void)wire::encode(msg::cfg::mac_address{.mac = m}, b);
+        (void)ep_->cfg_request(msg::cfg::request_code::set_mac_address, b);
+        log_mac("interface MAC changed: SetMacAddress", m);
+      }
+    }
+    if (const bool p = (tap_.flags() & IFF_PROMISC) != 0; p != nic_promisc_) {
+      nic_promisc_ = p;
+      if (on) send_u32(msg::cfg::request_code::set_promiscuous, p ? 1 : 0), log(p ? "interface promiscuous: SetPromiscuous 1" : "interface not promiscuous: SetPromiscuous 0");
+    }
+  }
+  void send_u32(msg::cfg::request_code code, std::uint32_t v) {
+    std::array<std::byte, 4> b{};
+    wire::store_be32(b.data(), v);
+    (void)ep_->cfg_request(code, b);
+  }
+  void host_reply(msg::cfg::request_code code, msg::cfg::status st, std::span<const std::byte> d) {
+    using msg::cfg::request_code;
+    const bool ok = st == msg::cfg::status::success;
+    switch (code) {
+      case request_code::initialize_nic:
+        // The NIC's state comes with every status: the interface takes it.
+        if (const auto s = wire::decode<msg::cfg::nic_state>(d)) {
+          take_mac(s->mac);
+          take_mtu(s->mtu);
+          take_link(s->up == 1, s->speed_mbps);
+          nic_promisc_ = s->promiscuous == 1;
+          if (!ok) user_mac_ = false, log("the I/O unit refused InitializeNic: the interface took the NIC's state");
+        }
+        break;
+      case request_code::get_mac_address:
+        if (const auto m = wire::decode<msg::cfg::mac_address>(d); ok && m) take_mac(m->mac);
+        break;
+      case request_code::set_mac_address:
+        if (!ok) user_mac_ = false, log("the I/O unit refused the MAC: the interface takes the NIC's"),
+                 (void)ep_->cfg_request(request_code::get_mac_address);
+        break;
+      case request_code::set_mtu:
+        // The reply carries the MTU in effect, whatever its status: the interface takes it.
+        if (const auto m = wire::decode<msg::cfg::mtu_setting>(d)) take_mtu(m->mtu);
+        if (!ok) want_mtu_ = want_before_;
+        if (!ok) log("the I/O unit refused the MTU asked for");
+        break;
+      case request_code::set_promiscuous:
+        if (!ok) log("the I/O unit refused SetPromiscuous");
+        break;
+      case request_code::get_link_state:
+        if (const auto ls = wire::decode<msg::cfg::link_state>(d); ok && ls) take_link(ls->up == 1, ls->speed_mbps);
+        break;
+      case request_code::get_statistics:
+        if (const auto v = wire::decode<msg::cfg::statistics>(d); ok && v) lan_stats_ = *v;
+        break;
+      default:
+        break;
+    }
+  }
+
   /// A frame the TAP gave (its virtio-net header first) goes to out_, through the aggregator.
   /// A GSO frame is not judged: what the aggregator holds goes before it, to keep the order. A
   /// checksum verified (DATA_VALID) or left to the receiver (NEEDS_CSUM: the TAP's own stack
@@ -567,13 +679,22 @@ class module {
   std::size_t held_ = 0;  ///< bytes of the TAP's frame waiting for credit in `frame` (0: none)
   std::deque<std::vector<std::byte>> out_;  ///< with aggregation: packets for the peer (the first waiting for credit since held_since_)
   std::optional<flow::tcp_aggregator> agg_;  ///< I/O unit with --tcp-aggregation
+  std::optional<pp::nic_agent> nic_;         ///< I/O unit: the LAN NIC
+  std::optional<net::link_watch> watch_;     ///< host: changes to the interface
+  std::optional<wire::mac_address> nic_mac_; ///< host: the LAN NIC's MAC, or the one asked of it (known after InitializeNic)
+  bool nic_promisc_ = false;                 ///< host: the promiscuity asked of the LAN NIC
+  bool user_mac_ = false;                    ///< host: the interface's MAC was set by a user (kept across reconnections)
+  std::uint32_t want_mtu_ = 0;               ///< host: the MTU the interface asks for, 0 for the LAN's
+  std::uint32_t want_before_ = 0;            ///< host: want_mtu_ before the last SetMtu (taken back if refused)
   std::span<const std::byte> in_;            ///< the packet lan_in() is pushing
   std::function<void(const flow::tcp_aggregate&)> emit_ = [this](const flow::tcp_aggregate& a) { lan_out(a); };
   std::uint64_t tap_writes_ = 0;  ///< frames written to the TAP
   std::optional<msg::cfg::statistics> lan_stats_;  ///< host: the I/O unit's last GetStatistics answer
-  rnic::time_ns next_stats_ = 0;
+  rnic::time_ns next_stats_ = 0, next_link_ = 0;
+  static constexpr rnic::time_ns link_every = 250'000'000;
   rnic::time_ns held_since_ = 0;
   static constexpr rnic::time_ns hold_for = 10'000'000;  ///< 10 ms: then the frame is dropped
+  static constexpr std::uint32_t pool_elements = 64;
   static constexpr rnic::time_ns close_for = 1'000'000'000;  ///< the close's Flush may take this long
 };
 

@@ -341,13 +341,11 @@ inline model build() {
     one(std::type_identity<msg::cfg::request_t<C>>{}, false);
     one(std::type_identity<msg::cfg::reply_t<C>>{}, true);
   };
-  using rc = msg::cfg::request_code;
-  add_cfg(std::integral_constant<rc, rc::get_mac_address>{});
-  add_cfg(std::integral_constant<rc, rc::set_mac_address>{});
-  add_cfg(std::integral_constant<rc, rc::get_statistics>{});
-  add_cfg(std::integral_constant<rc, rc::set_mtu>{});
-  add_cfg(std::integral_constant<rc, rc::get_link_state>{});
-  add_cfg(std::integral_constant<rc, rc::set_promiscuous>{});
+  [&]<std::size_t... I>(std::index_sequence<I...>) {  // every standard code
+    (add_cfg(std::integral_constant<msg::cfg::request_code,
+                                    static_cast<msg::cfg::request_code>(msg::cfg::request_code_names[I].value)>{}),
+     ...);
+  }(std::make_index_sequence<msg::cfg::request_code_names.size()>{});
 
   // idata (msg/idata.hpp): pool, element, and bytes placed (1..65536, so 32 bits: the wire's 0
   // is shown as 65536).

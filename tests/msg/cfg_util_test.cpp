@@ -53,13 +53,47 @@ TEST_CASE("cfg: typed data of every request code round-trips", "[msg][cfg]") {
   request_round_trip<request_code::set_mac_address>({.mac = {0x02, 0, 0, 0, 0, 1}});
   reply_round_trip<request_code::set_mac_address>({});
   request_round_trip<request_code::get_statistics>({});
-  reply_round_trip<request_code::get_statistics>({1, 2, 3, 4, 5, 6, 7, 0xFFFFFFFFFFFFFFFF});
+  reply_round_trip<request_code::get_statistics>({1, 2, 3, 4, 5, 6, 7, 8, 9, 0xFFFFFFFFFFFFFFFF});
   request_round_trip<request_code::set_mtu>({.mtu = 9000});
-  reply_round_trip<request_code::set_mtu>({});
+  reply_round_trip<request_code::set_mtu>({.mtu = 1500});
   request_round_trip<request_code::get_link_state>({});
   reply_round_trip<request_code::get_link_state>({.up = 1, .speed_mbps = 400000});
   request_round_trip<request_code::set_promiscuous>({.enable = 1});
   reply_round_trip<request_code::set_promiscuous>({});
+  request_round_trip<request_code::initialize_nic>({.flags = 7, .mtu = 9000, .mac = {0x02, 0xaa, 0, 0, 0, 1}});
+  reply_round_trip<request_code::initialize_nic>({.mac = {0x02, 0xaa, 0, 0, 0, 1}, .mtu = 1500, .up = 1, .speed_mbps = 10, .promiscuous = 1});
+}
+
+// InitializeNic's data, written out: flags, MTU, MAC, reserved (16 bytes); the reply's MAC,
+// reserved, MTU, up, speed, promiscuous (24 bytes).
+constexpr auto init_bytes = test::hex<"00000003 00002328 02aabbccddee 0000">();
+constexpr auto state_bytes = test::hex<"02aabbccddee 0000 000005dc 00000001 000061a8 00000000">();
+static_assert(wire::decode<cfg::nic_init>(init_bytes)->flags == 3);
+static_assert(wire::decode<cfg::nic_init>(init_bytes)->mtu == 9000);
+static_assert(wire::decode<cfg::nic_init>(init_bytes)->mac == std::array<std::uint8_t, 6>{2, 0xaa, 0xbb, 0xcc, 0xdd, 0xee});
+static_assert(wire::decode<cfg::nic_state>(state_bytes)->speed_mbps == 25000);
+static_assert(wire::fixed_size<cfg::statistics> == 80 && cfg::max_data == 80);
+
+TEST_CASE("cfg: InitializeNic data decodes from its written-out bytes, and bad flags and values are refused", "[msg][cfg]") {
+  const auto init = wire::decode<cfg::nic_init>(init_bytes);
+  REQUIRE(init.has_value());
+  CHECK(init->flags == (static_cast<std::uint32_t>(cfg::init_flag::reset_statistics) | static_cast<std::uint32_t>(cfg::init_flag::set_mac)));
+  const auto st = wire::decode<cfg::nic_state>(state_bytes);
+  REQUIRE(st.has_value());
+  CHECK(st->mtu == 1500);
+  CHECK(st->up == 1);
+  CHECK(st->promiscuous == 0);
+  std::array<std::byte, 16> out{};
+  REQUIRE(wire::encode(*init, out).has_value());
+  CHECK(out == init_bytes);
+  // flags bit 3, a nonzero reserved, promiscuous 2
+  const auto bad_flags = wire::decode<cfg::nic_init>(test::hex<"00000008 00000000 000000000000 0000">());
+  CHECK(bad_flags.code() == errc::invalid_field);
+  CHECK(bad_flags.error().field == "flags");
+  CHECK(wire::decode<cfg::nic_init>(test::hex<"00000000 00000000 000000000000 0001">()).code() == errc::reserved_nonzero);
+  CHECK(wire::decode<cfg::nic_state>(test::hex<"02aabbccddee 0000 000005dc 00000001 000061a8 00000002">()).error().field == "promiscuous");
+  const cfg_util_request req{.request_code = request_code::initialize_nic, .data = std::span<const std::byte>(init_bytes).first(15)};
+  CHECK(cfg::request_data<request_code::initialize_nic>(req).code() == errc::invalid_field);
 }
 
 TEST_CASE("cfg: the vectors' data through the typed accessors at run time", "[msg][cfg]") {

@@ -1,6 +1,8 @@
 // net::tap (spec/net.md §4), in a network namespace of its own (a child process unshares one):
 // the MAC and MTU set here are the interface's, and a frame written in is taken by the stack,
 // which answers it: an ARP request for the interface's address gets a reply from the MAC set.
+// Moved to another namespace, a TAP is still set and read (its settings follow it), and
+// link_watch reports its changes and no other interface's.
 // Skips, visibly, where namespaces or /dev/net/tun are not allowed.
 #include <catch2/catch.hpp>
 
@@ -15,7 +17,10 @@
 
 #include <array>
 #include <cerrno>
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include <pushwire/net/tap.hpp>
@@ -91,5 +96,56 @@ TEST_CASE("tap: in its own namespace, the MAC set is the interface's and an ARP 
   const bool offloads = GENERATE(false, true);
   INFO("offloads " << offloads);
   const std::optional<int> failed_step = test::in_new_netns([&] { return in_namespace(offloads); }, "no network namespace or /dev/net/tun here (needs root)");
+  if (failed_step) CHECK(*failed_step == 0);
+}
+
+namespace {
+
+// The child's body for a TAP moved to another namespace: 0, or the step that failed.
+int moved_away() {
+  net::tap t("pwtap1");
+  if (!t.ok()) return t.error() == ENOENT || t.error() == EPERM || t.error() == EACCES ? 101 : 11;
+  net::tap other("pwtap2");
+  if (!other.ok()) return 12;
+  // link_watch: a change to pwtap1 is reported, one to pwtap2 is not.
+  net::link_watch w(t.index());
+  if (!w.ok() || t.index() == 0) return 13;
+  if (other.set_mtu(1280) != 0) return 14;
+  ::usleep(50'000);
+  if (w.changed()) return 21;
+  if (t.set_mtu(1280) != 0) return 15;
+  ::usleep(50'000);
+  if (!w.changed()) return 22;
+  if (w.changed()) return 23;  // taken once
+  // A namespace held by a sleeping process; pwtap1 moves there (ip link set ... netns PID).
+  const pid_t holder = ::fork();
+  if (holder == 0) {
+    if (::unshare(CLONE_NEWNET) != 0) ::_exit(1);
+    ::pause();
+    ::_exit(0);
+  }
+  ::usleep(100'000);
+  const std::string pid = std::to_string(holder);
+  int step = 0;
+  if (std::system(("ip link set pwtap1 netns " + pid).c_str()) != 0) step = 16;
+  // Still controlled from here: MTU, up, speed, MAC, as the other namespace sees them.
+  const wire::mac_address m{0x02, 0, 0, 0, 0x18, 0x09};
+  if (!step && t.set_mtu(1300) != 0) step = 24;
+  if (!step && t.set_up(true) != 0) step = 25;
+  if (!step && t.set_speed(25000) != 0) step = 26;
+  if (!step && t.set_mac(m) != 0) step = 27;
+  if (!step && (t.mtu() != 1300 || t.speed() != 25000 || t.mac() != m || !(t.flags() & IFF_UP))) step = 28;
+  if (!step && std::system(("nsenter -t " + pid + " -n ip -o link show pwtap1 | grep 'mtu 1300' | grep -q '02:00:00:00:18:09'").c_str()) != 0)
+    step = 29;  // as `ip` sees it there
+  if (!step && other.mtu() != 1280) step = 30;  // pwtap2 is still read here
+  ::kill(holder, SIGKILL);
+  ::waitpid(holder, nullptr, 0);
+  return step;
+}
+
+}  // namespace
+
+TEST_CASE("tap: moved to another namespace, it is still set and read there, and link_watch reports only its own changes", "[net]") {
+  const std::optional<int> failed_step = test::in_new_netns(moved_away, "no network namespace or /dev/net/tun here (needs root)");
   if (failed_step) CHECK(*failed_step == 0);
 }

@@ -23,14 +23,16 @@ enum class request_code : std::uint16_t {
   set_mtu = 0x0004,
   get_link_state = 0x0005,
   set_promiscuous = 0x0006,
+  initialize_nic = 0x0007,
 };
-inline constexpr std::array<wire::named_value, 6> request_code_names{{
+inline constexpr std::array<wire::named_value, 7> request_code_names{{
     {request_code::get_mac_address, "GetMacAddress"},
     {request_code::set_mac_address, "SetMacAddress"},
     {request_code::get_statistics, "GetStatistics"},
     {request_code::set_mtu, "SetMtu"},
     {request_code::get_link_state, "GetLinkState"},
     {request_code::set_promiscuous, "SetPromiscuous"},
+    {request_code::initialize_nic, "InitializeNic"},
 }};
 constexpr std::span<const wire::named_value> wire_enum_names(request_code) {
   return request_code_names;
@@ -65,19 +67,27 @@ struct mac_address {
   PUSHWIRE_STRUCT(mac_address, (std::array<std::uint8_t, 6>, mac));
 };
 
-/// GetStatistics reply: NIC counters since reset, in frames, bytes and frames.
+/// GetStatistics reply: the LAN NIC's counters since it started or was last initialized with
+/// reset_statistics. rx: from the LAN towards the host; tx: from the host onto the LAN.
 struct statistics {
   PUSHWIRE_STRUCT(statistics,
+      /// Frames and bytes (Ethernet header on, FCS off) taken from and given to the LAN.
       (std::uint64_t, rx_frames), (std::uint64_t, tx_frames),
       (std::uint64_t, rx_bytes), (std::uint64_t, tx_bytes),
+      /// Frames refused: malformed from the LAN, or refused by the LAN.
       (std::uint64_t, rx_errors), (std::uint64_t, tx_errors),
-      (std::uint64_t, rx_dropped), (std::uint64_t, tx_dropped));
+      /// Frames dropped for want of buffers or carrier (the MAC filter's drops are not counted).
+      (std::uint64_t, rx_dropped), (std::uint64_t, tx_dropped),
+      /// TCP aggregation: segments from the LAN that went to the host inside an aggregate of
+      /// two or more, and those aggregates (each one packet to the host).
+      (std::uint64_t, rx_aggregated_segments), (std::uint64_t, rx_aggregates));
 };
 
-/// SetMtu request data.
+/// SetMtu request and reply data. Request: the MTU wanted, 0 to ask without changing it.
+/// Reply: the MTU in effect, whatever the status.
 struct mtu_setting {
   PUSHWIRE_STRUCT(mtu_setting,
-      /// The LAN MTU in bytes.
+      /// The LAN MTU in bytes (IP packet, Ethernet header excluded).
       (std::uint32_t, mtu));
 };
 
@@ -104,15 +114,61 @@ struct promiscuous {
   }
 };
 
+/// InitializeNic request flags (nic_init::flags); other bits are invalid_field.
+enum class init_flag : std::uint32_t {
+  reset_statistics = 1,  ///< GetStatistics counts from zero again
+  set_mac = 2,           ///< take nic_init::mac; without it, the NIC's own (factory) MAC
+  promiscuous = 4,       ///< deliver every unicast frame, whatever its destination MAC
+};
+inline constexpr std::uint32_t init_flags_all = 7;
+
+/// InitializeNic request: the whole state a host wants the LAN NIC in, applied at once (a
+/// driver's open). The NIC applies all of it or, with invalid_argument, none of it.
+struct nic_init {
+  PUSHWIRE_STRUCT(nic_init,
+      /// init_flag bits.
+      (std::uint32_t, flags),
+      /// The LAN MTU wanted in bytes, 0 for the NIC's current one.
+      (std::uint32_t, mtu),
+      /// With set_mac: a unicast, nonzero MAC. Otherwise ignored (send zeros).
+      (std::array<std::uint8_t, 6>, mac),
+      (wire::reserved<std::uint16_t>, reserved));
+  static constexpr wire::error wire_check(const nic_init& v) {
+    return (v.flags & ~init_flags_all) != 0 ? wire::field_error<nic_init>(errc::invalid_field, "flags") : wire::error{};
+  }
+};
+
+/// InitializeNic reply: the LAN NIC's state after the request (on any status).
+struct nic_state {
+  PUSHWIRE_STRUCT(nic_state,
+      /// The MAC the NIC receives on and sends from.
+      (std::array<std::uint8_t, 6>, mac),
+      (wire::reserved<std::uint16_t>, reserved),
+      /// The LAN MTU in bytes.
+      (std::uint32_t, mtu),
+      /// 1 when the LAN link is up, 0 when down; other values are invalid_field.
+      (std::uint32_t, up),
+      /// Link speed in Mb/s, 0 when unknown or down.
+      (std::uint32_t, speed_mbps),
+      /// 1 when promiscuous, 0 when not; other values are invalid_field.
+      (std::uint32_t, promiscuous));
+  static constexpr wire::error wire_check(const nic_state& v) {
+    if (v.up > 1) return wire::field_error<nic_state>(errc::invalid_field, "up");
+    if (v.promiscuous > 1) return wire::field_error<nic_state>(errc::invalid_field, "promiscuous");
+    return {};
+  }
+};
+
 /// The request and reply data of each standard request code.
 template <request_code C>
 struct data_types;
 template <> struct data_types<request_code::get_mac_address> { using request = none; using reply = mac_address; };
 template <> struct data_types<request_code::set_mac_address> { using request = mac_address; using reply = none; };
 template <> struct data_types<request_code::get_statistics> { using request = none; using reply = statistics; };
-template <> struct data_types<request_code::set_mtu> { using request = mtu_setting; using reply = none; };
+template <> struct data_types<request_code::set_mtu> { using request = mtu_setting; using reply = mtu_setting; };
 template <> struct data_types<request_code::get_link_state> { using request = none; using reply = link_state; };
 template <> struct data_types<request_code::set_promiscuous> { using request = promiscuous; using reply = none; };
+template <> struct data_types<request_code::initialize_nic> { using request = nic_init; using reply = nic_state; };
 
 template <request_code C>
 using request_t = typename data_types<C>::request;
@@ -120,7 +176,7 @@ template <request_code C>
 using reply_t = typename data_types<C>::reply;
 
 /// Largest standard request or reply data (statistics).
-inline constexpr std::size_t max_data = 64;
+inline constexpr std::size_t max_data = 80;
 
 }  // namespace cfg
 

@@ -109,6 +109,8 @@ struct counters {
   std::uint64_t bad_messages = 0;    ///< received messages that did not decode (dropped)
   std::uint64_t pool_faults = 0;     ///< pool machine faults (the peer broke the protocol)
   std::uint64_t gets_declined = 0;
+  std::uint64_t gets_sent = 0;       ///< BufferRecvPoolGet sent (this side's free elements fell below low_water)
+  std::uint64_t pools_granted = 0;   ///< pools this side made for the peer's BufferRecvPoolGet
   std::uint64_t updates_coalesced = 0;  ///< update entries merged into another's range
 };
 
@@ -310,7 +312,11 @@ class endpoint {
   static std::uint64_t addr(const std::byte* p) { return reinterpret_cast<std::uintptr_t>(p); }
 
   // ---- setup ---------------------------------------------------------------------------------
-  std::uint32_t data_recvs() const { return cfg_.send_slots * 2 + cfg_.pools * cfg_.elements; }
+  // A write with immediate consumes a data receive: one per element of every pool the peer may
+  // hold, granted ones included (at most max_elements each), and two per send slot for SendData.
+  std::uint32_t data_recvs() const {
+    return cfg_.send_slots * 2 + cfg_.pools * cfg_.elements + cfg_.grantable_pools * static_cast<std::uint32_t>(max_elements);
+  }
   std::size_t data_recv_size() const { return msg::header_size + 4 + cfg_.send_max; }
   errc setup() {
     if (cfg_.pools < 1 || cfg_.pools > max_pools || cfg_.pools + cfg_.grantable_pools > max_pools || cfg_.elements < 1 ||
@@ -371,6 +377,7 @@ class endpoint {
     while (self.pool_of(ref)) ++ref;
     const pool* p = self.make_pool(ref, count, size);
     if (!p) return std::nullopt;
+    ++self.stats_.pools_granted;
     return p->desc;
   }
   pool* pool_of(std::uint32_t ref) {
@@ -455,6 +462,7 @@ class endpoint {
             if constexpr (std::is_same_v<A, pa::send_recv_pool>) {
               (void)send_message(msg::buffer_recv_pool{.header = {.transaction_context = x.txn}, .pools = std::span(&x.pool, 1)});
             } else if constexpr (std::is_same_v<A, pa::send_get>) {
+              ++stats_.gets_sent;
               (void)send_message(msg::buffer_recv_pool_get{.header = {.transaction_context = x.txn}, .element_size = x.element_size, .element_count = x.element_count});
             } else if constexpr (std::is_same_v<A, pa::send_update>) {
               queue_update(x.txn, x.entry);
