@@ -26,12 +26,14 @@
 #include <vector>
 
 #include <deque>
+#include <list>
 #include <fstream>
 #include <functional>
 #include <sstream>
 
 #include <pushwire/flow/tcp_agg.hpp>
 
+#include <pushwire/net/fault_queue.hpp>
 #include <pushwire/net/loop.hpp>
 #include <pushwire/net/packet.hpp>
 #include <pushwire/net/tap.hpp>
@@ -71,6 +73,13 @@ struct module_options {
   /// I/O unit, --tcp-aggregation: TCP segments from the LAN are joined (flow::tcp_aggregator)
   /// and cross as one GSO packet (spec/split-model.md, TCP aggregation).
   bool tcp_aggregation = false;
+  /// --tcp-aggregation-timeout US: how long an aggregation stays open after its first segment.
+  /// 1 ms: a LAN segment crosses this driver about every 100 us at its rate, and the TCP
+  /// timestamp option, which must not change within an aggregate, ticks every 1 ms on Linux.
+  rnic::time_ns aggregation_timeout = 1'000'000;
+  /// I/O unit, --lan-loss P / --lan-reorder P: faults in what the LAN delivers, before the
+  /// receive filter's verdict is used (a lossy, reordering LAN for the aggregator and TCP).
+  rnic::direction_faults lan_faults{};
   /// --lan-emulation (host only): the other members' fabric addresses, and this member's LID.
   bool lan = false;
   std::vector<std::array<std::uint8_t, 4>> members{};
@@ -185,7 +194,7 @@ inline int module_usage(const char* prog, const char* why) {
                "  --pool-ref N the first reference of this module's pools (default 0x01 host, 0x81 I/O unit; the two\n"
                "               must not overlap); above 255 every write into them is indicated by BufferRDMAIndicate\n"
                "spec/split-model.md\n",
-               prog, std::strstr(prog, "iou") ? " [--mac MAC] [--tcp-aggregation]" : "", pp::cm_port, std::strstr(prog, "iou") ? "lan0" : "pw0");
+               prog, std::strstr(prog, "iou") ? " [--mac MAC] [--tcp-aggregation [--tcp-aggregation-timeout US]] [--lan-loss P] [--lan-reorder P]" : "", pp::cm_port, std::strstr(prog, "iou") ? "lan0" : "pw0");
   return 2;
 }
 
@@ -206,6 +215,16 @@ inline std::optional<module_options> parse_module(int argc, char** argv, pp::rol
       have_peer = true, ++i;
     } else if (a == "--tcp-aggregation" && role == pp::role::iou) {
       o.tcp_aggregation = true;
+    } else if (a == "--tcp-aggregation-timeout" && v && role == pp::role::iou) {
+      const unsigned long long us = std::strtoull(v, nullptr, 10);
+      if (us < 1 || us > 1'000'000) return std::nullopt;
+      o.aggregation_timeout = us * 1000, o.tcp_aggregation = true, ++i;
+    } else if ((a == "--lan-loss" || a == "--lan-reorder") && v && role == pp::role::iou) {
+      const double p = std::strtod(v, nullptr);
+      if (!(p >= 0 && p <= 1)) return std::nullopt;
+      (a == "--lan-loss" ? o.lan_faults.loss : o.lan_faults.reorder) = p;
+      o.lan_faults.max_reorder = 200'000;  // held back up to 200 us: later frames pass it
+      ++i;
     } else if (a == "--mac" && v && role == pp::role::iou) {
       unsigned m[6];
       if (std::sscanf(v, "%x:%x:%x:%x:%x:%x", &m[0], &m[1], &m[2], &m[3], &m[4], &m[5]) != 6) return std::nullopt;
@@ -298,7 +317,7 @@ class module {
     if (o_.role == pp::role::iou) nic_.emplace(o_.mac, o_.mtu);
     else if (const unsigned ix = tap_.index(); ix == 0 || !watch_.emplace(ix).ok()) return fail(who, "rtnetlink", watch_ ? watch_->error() : ENODEV);
     make_endpoint();
-    if (o_.tcp_aggregation && o_.role == pp::role::iou) agg_.emplace();
+    if (o_.tcp_aggregation && o_.role == pp::role::iou) agg_.emplace(flow::tcp_agg_config{.timeout = o_.aggregation_timeout});
     std::printf("%s: fabric %u.%u.%u.%u, peer %u.%u.%u.%u, interface %s\n", who, o_.local[0], o_.local[1], o_.local[2], o_.local[3],
                 o_.peer[0], o_.peer[1], o_.peer[2], o_.peer[3], tap_.name().c_str());
     std::fflush(stdout);
@@ -318,6 +337,7 @@ class module {
     loop.watch(tap_.fd(), [&](rnic::time_ns) { tap_ready = true; }, [&] { return held_ == 0 && out_.empty(); });
     loop.deadline([&] { return cm_.next_deadline(); });
     loop.deadline([&]() -> std::optional<rnic::time_ns> { return agg_ ? agg_->next_deadline() : std::nullopt; });
+    loop.deadline([&] { return net::next_due(lan_held_); });
     loop.deadline([&]() -> std::optional<rnic::time_ns> {
       if (held_ || !out_.empty()) return held_since_ + hold_for;
       if (o_.role == pp::role::host && ep_->current() == pp::state::connected) return std::min(next_stats_, next_link_);
@@ -336,20 +356,23 @@ class module {
       // Frames from the stack (host) or the LAN (I/O unit) go to the peer while it is there.
       // Without credit the frame is held and the TAP not read (its queue backs up into the
       // stack's qdisc) until credit returns, for at most hold_for; then it is dropped. With TCP
-      // aggregation the LAN's frames go through the aggregator first; what it holds goes when
-      // the TAP has no more (as GRO at the end of a poll) or its timeout comes.
+      // aggregation the LAN's frames go through the aggregator first; what it holds goes when a
+      // flush rule ends it (PSH, a gap, ...) or its timeout comes (--tcp-aggregation-timeout).
       if (agg_) agg_->expire(now, emit_);
+      if (lan_faulty()) lan_release(now);
       if (tap_ready || held_ || !out_.empty()) {
         int k = 0;
         for (; k < 64; ++k) {
           if (!held_ && out_.empty()) {
             const std::size_t n = tap_.read(frame);
             if (n == 0) {
-              if (agg_) agg_->flush_all(emit_);
               if (out_.empty()) break;
             } else if (nic_ && !nic_->accepts(n > net::vnet_hdr_size ? std::span<const std::byte>(frame).subspan(net::vnet_hdr_size, n - net::vnet_hdr_size)
                                                                   : std::span<const std::byte>{})) {
               continue;  // the NIC's receive filter: unicast for another MAC
+            } else if (lan_faulty()) {
+              lan_faults_in(std::span<const std::byte>(frame).first(n), now);
+              if (out_.empty()) continue;
             } else if (agg_) {
               lan_in(std::span(frame).first(n), now);
               if (out_.empty()) continue;
@@ -408,7 +431,16 @@ class module {
       std::printf("; TCP aggregation: %lu frames from the LAN, %lu segments joined into %lu aggregates, %lu passed alone, %lu bad checksums",
                   static_cast<unsigned long>(a.frames), static_cast<unsigned long>(a.joined + a.aggregates), static_cast<unsigned long>(a.aggregates),
                   static_cast<unsigned long>(a.passed), static_cast<unsigned long>(a.bad_checksum));
+      std::printf(" (ended by");
+      for (std::size_t k = 0; k < flow::agg_flush_count; ++k)
+        if (a.flushes[k])
+          std::printf(" %.*s %lu", static_cast<int>(flow::agg_flush_names[k].name.size()), flow::agg_flush_names[k].name.data(),
+                      static_cast<unsigned long>(a.flushes[k]));
+      std::printf(")");
     }
+    if (lan_faulty())
+      std::printf("; LAN faults: %lu frames lost, %lu held back", static_cast<unsigned long>(lan_fault_count_.lost),
+                  static_cast<unsigned long>(lan_fault_count_.held));
     if (nic_) {
       const auto m = nic_->mac();
       std::printf("; LAN NIC: MAC %02x:%02x:%02x:%02x:%02x:%02x, MTU %u, %spromiscuous, %lu frames filtered", m[0], m[1], m[2], m[3], m[4], m[5],
@@ -623,6 +655,30 @@ class module {
     }
   }
 
+  // ---- I/O unit: a faulty LAN (--lan-loss, --lan-reorder) ----
+  struct lan_pending {
+    rnic::time_ns at;
+    std::vector<std::byte> bytes;
+  };
+  bool lan_faulty() const { return o_.lan_faults.loss > 0 || o_.lan_faults.reorder > 0; }
+  /// A frame from the LAN is lost, held back or passed (rnic::decide's draws, seeded).
+  void lan_faults_in(std::span<const std::byte> packet, rnic::time_ns now) {
+    net::queue_with_faults(lan_held_, lan_pending{now, {packet.begin(), packet.end()}}, o_.lan_faults, lan_rng_, lan_fault_count_);
+    lan_release(now);
+  }
+  /// The LAN frames due by now, in the order they are held, go on as if just read.
+  void lan_release(rnic::time_ns now) {
+    for (auto it = lan_held_.begin(); it != lan_held_.end();) {
+      if (it->at > now) {
+        ++it;
+        continue;
+      }
+      if (agg_) lan_in(it->bytes, now);
+      else out_.push_back(std::move(it->bytes));
+      it = lan_held_.erase(it);
+    }
+  }
+
   /// A frame the TAP gave (its virtio-net header first) goes to out_, through the aggregator.
   /// A GSO frame is not judged: what the aggregator holds goes before it, to keep the order. A
   /// checksum verified (DATA_VALID) or left to the receiver (NEEDS_CSUM: the TAP's own stack
@@ -680,6 +736,11 @@ class module {
   std::deque<std::vector<std::byte>> out_;  ///< with aggregation: packets for the peer (the first waiting for credit since held_since_)
   std::optional<flow::tcp_aggregator> agg_;  ///< I/O unit with --tcp-aggregation
   std::optional<pp::nic_agent> nic_;         ///< I/O unit: the LAN NIC
+  std::list<lan_pending> lan_held_;          ///< I/O unit with LAN faults: frames held back
+  std::mt19937_64 lan_rng_{o_.seed ^ 0x4C414E};
+  struct {
+    std::uint64_t lost = 0, corrupted = 0, held = 0, duplicated = 0;
+  } lan_fault_count_;
   std::optional<net::link_watch> watch_;     ///< host: changes to the interface
   std::optional<wire::mac_address> nic_mac_; ///< host: the LAN NIC's MAC, or the one asked of it (known after InitializeNic)
   bool nic_promisc_ = false;                 ///< host: the promiscuity asked of the LAN NIC
