@@ -162,11 +162,26 @@ int main(int argc, char** argv) {
   const char check[] = "\x00\x00\x00\x00\x03" "123456789";
   seed("crc_differential", "check_string", std::as_bytes(std::span(check, sizeof check - 1)));
   // the machines: short event streams (each byte picks among the enabled events)
-  for (const char* t : {"flow_pool", "flow_rc", "flow_dc", "flow_session"}) {
+  for (const char* t : {"flow_pool", "flow_rc", "flow_dc", "flow_session", "tcp_agg"}) {
     std::vector<std::byte> zeros(64), ramp(256);
     for (std::size_t i = 0; i < ramp.size(); ++i) ramp[i] = static_cast<std::byte>(i * 37);
     seed(t, "zeros", zeros);
     seed(t, "ramp", ramp);
+  }
+  // TCP aggregation: max_bytes 65535, timeout 100 us, 4 flows; then 48 segments, each the next
+  // of flow 0 or 1 (u32 time step 0, flow, "next", u32 no corruption, u32 checksum to verify)
+  {
+    std::vector<std::byte> in;
+    auto u32 = [&](std::uint32_t v) {
+      for (int k = 3; k >= 0; --k) in.push_back(static_cast<std::byte>(v >> (8 * k)));
+    };
+    u32(65535 - 576), u32(99), u32(3);
+    for (int i = 0; i < 48; ++i) {
+      u32(0);
+      in.insert(in.end(), {std::byte(i / 24), std::byte{2}});
+      u32(1), u32(1);
+    }
+    seed("tcp_agg", "two_flows", in);
   }
   // the hellos: a role byte, then (u16 time step, choice, u16 length, datagram) steps: a CM
   // hello of the other role naming no one, then one naming us; two LAN members' hellos; a tick

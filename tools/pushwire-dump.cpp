@@ -2,6 +2,14 @@
 //
 //   pushwire-dump [--json] [--max-frame N] --hex HEX     one message given as hex ('-': stdin)
 //   pushwire-dump [--json] [options] FILE.pcap           every frame of a capture, in order
+//   pushwire-dump --tcp-aggregate OUT.pcap [--aggregation-timeout US] FILE.pcap
+//                                                        the capture's frames through TCP
+//                                                        aggregation (flow::tcp_aggregator)
+//
+// --tcp-aggregate: every Ethernet frame of the capture is pushed at its timestamp (aggregations
+// open longer than the timeout, default 50 us, are handed out first; all at the end); what comes
+// out is written to OUT.pcap (classic, nanosecond timestamps: the time it came out), and one
+// summary line to stdout: frames in and out, segments joined into aggregates, by flush rule.
 //
 // With --json a capture gives one object per line: "frame" (1-based); for a RoCEv2 frame every
 // field of every header under Wireshark's names (eth.*, vlan.*, ip.*, ipv6.*, udp.*,
@@ -29,6 +37,7 @@
 
 #include <pushwire/cell/print.hpp>
 #include <pushwire/flow/observer.hpp>
+#include <pushwire/flow/tcp_agg.hpp>
 #include <pushwire/ib/print.hpp>
 #include <pushwire/msg/idata.hpp>
 #include <pushwire/msg/msg.hpp>
@@ -47,6 +56,7 @@ int usage(const char* why) {
   if (why) std::cerr << "pushwire-dump: " << why << "\n";
   std::cerr << "usage: pushwire-dump [--json] [--max-frame N] --hex HEX|-\n"
                "       pushwire-dump [--json] [--max-frame N] [--udp-port P] [--ibta-rd] [--no-icrc] FILE.pcap\n"
+               "       pushwire-dump --tcp-aggregate OUT.pcap [--aggregation-timeout US] FILE.pcap\n"
                "  --hex HEX       decode one push-push message given in hex ('-' reads stdin)\n"
                "  FILE.pcap       decode every frame of a pcap or pcapng capture (Ethernet)\n"
                "  --json          JSON: one object (per frame); a RoCEv2 frame's keys rebuild it\n"
@@ -55,6 +65,8 @@ int usage(const char* why) {
                "  --udp-port P    RoCEv2 UDP destination port (default 4791)\n"
                "  --ibta-rd       read opcodes 0x40-0x5F as IBTA RD, not DC\n"
                "  --no-icrc       do not verify ICRCs\n"
+               "  --tcp-aggregate OUT.pcap  run the capture's frames through TCP aggregation, write what comes out\n"
+               "  --aggregation-timeout US  how long an aggregation stays open (default 50)\n"
                "exit status: 0 decoded, 1 usage, 2 malformed input\n";
   return exit_usage;
 }
@@ -187,6 +199,59 @@ std::string dump_frame(std::size_t n, std::span<const std::byte> frame, std::uin
   return out;
 }
 
+std::optional<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// --tcp-aggregate: the capture's Ethernet frames through flow::tcp_aggregator, into `out_path`.
+int aggregate_pcap(const std::string& path, const std::string& out_path, flow::time_ns timeout) {
+  const auto text = read_file(path);
+  if (!text) {
+    std::cerr << "pushwire-dump: error: cannot read " << path << "\n";
+    return exit_malformed;
+  }
+  auto r = wire::pcap::reader::open(std::as_bytes(std::span(text->data(), text->size())));
+  if (!r) {
+    std::cerr << "pushwire-dump: error: " << describe(r.error()) << "\n";
+    return exit_malformed;
+  }
+  std::vector<std::byte> out_bytes;
+  wire::pcap::writer w(out_bytes, wire::pcap::resolution::nano);
+  flow::tcp_aggregator agg({.timeout = timeout});
+  std::uint64_t t = 0, frames_out = 0;
+  const auto emit = [&](const flow::tcp_aggregate& a) { w.add(t, a.frame), ++frames_out; };
+  while (true) {
+    auto rec = r->next();
+    if (!rec) {
+      std::cerr << "pushwire-dump: error: " << describe(rec.error()) << "\n";
+      return exit_malformed;
+    }
+    if (!*rec) break;
+    if ((*rec)->linktype != wire::pcap::linktype_ethernet) continue;
+    t = std::max(t, (*rec)->ts_ns);
+    agg.expire(t, emit);
+    agg.push((*rec)->data, t, emit);
+  }
+  agg.flush_all(emit);
+  std::ofstream o(out_path, std::ios::binary);
+  o.write(reinterpret_cast<const char*>(out_bytes.data()), static_cast<std::streamsize>(out_bytes.size()));
+  if (!o) {
+    std::cerr << "pushwire-dump: error: cannot write " << out_path << "\n";
+    return exit_malformed;
+  }
+  const auto& s = agg.stats();
+  std::cout << "frames in " << s.frames << ", out " << frames_out << "; " << s.joined + s.aggregates << " segments joined into "
+            << s.aggregates << " aggregates, " << s.passed << " passed alone, " << s.bad_checksum << " bad checksums; ended by";
+  for (std::size_t k = 0; k < flow::agg_flush_count; ++k)
+    if (s.flushes[k]) std::cout << " " << flow::agg_flush_names[k].name << " " << s.flushes[k];
+  std::cout << "\n";
+  return 0;
+}
+
 int dump_pcap(const std::string& path, bool json, const wire::codec_options& opt) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
@@ -232,7 +297,8 @@ int dump_pcap(const std::string& path, bool json, const wire::codec_options& opt
 
 int main(int argc, char** argv) {
   bool json = false;
-  std::optional<std::string> hex, file;
+  std::optional<std::string> hex, file, aggregate_to;
+  flow::time_ns aggregation_timeout = 50'000;
   wire::codec_options opt;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
@@ -247,6 +313,13 @@ int main(int argc, char** argv) {
       const unsigned long v = std::strtoul(argv[++i], &end, 10);
       if (!end || *end != '\0' || v == 0 || v > 65535) return usage("--udp-port needs 1..65535");
       opt.udp_port = static_cast<std::uint16_t>(v);
+    } else if (a == "--tcp-aggregate" && i + 1 < argc) {
+      aggregate_to = argv[++i];
+    } else if (a == "--aggregation-timeout" && i + 1 < argc) {
+      char* end = nullptr;
+      const unsigned long long v = std::strtoull(argv[++i], &end, 10);
+      if (!end || *end != '\0' || v == 0 || v > 10'000'000) return usage("--aggregation-timeout needs 1..10000000 (us)");
+      aggregation_timeout = v * 1000;
     } else if (a == "--hex" && i + 1 < argc) {
       hex = argv[++i];
     } else if (a == "--max-frame" && i + 1 < argc) {
@@ -267,6 +340,7 @@ int main(int argc, char** argv) {
     }
   }
   if (file && hex) return usage("give either --hex or a capture file");
+  if (aggregate_to) return file ? aggregate_pcap(*file, *aggregate_to, aggregation_timeout) : usage("--tcp-aggregate needs a capture file");
   if (file) return dump_pcap(*file, json, opt);
   if (!hex) return usage("nothing to decode: give --hex or a capture file");
   if (*hex == "-") hex = std::string(std::istreambuf_iterator<char>(std::cin), {});

@@ -70,6 +70,9 @@ struct module_options {
   /// I/O unit). Above 255 idata cannot name them: every write into them is indicated with
   /// BufferRDMAIndicate (the seed's "buffer pool > 256").
   std::uint32_t pool_ref = 0;
+  /// --uc: both channels are UC queue pairs, the document's unacknowledged connected channels
+  /// (Fig. 6): no ACK and no retransmission (spec/split-model.md, UC channels). Both modules.
+  bool uc = false;
   /// I/O unit, --tcp-aggregation: TCP segments from the LAN are joined (flow::tcp_aggregator)
   /// and cross as one GSO packet (spec/split-model.md, TCP aggregation).
   bool tcp_aggregation = false;
@@ -99,6 +102,7 @@ inline int parse_shared(std::string_view a, const char* v, module_options& o) {
   if (a == "-v") return o.verbose = true, 1;
   if (a == "--gso") return o.gso = true, 1;
   if (a == "--no-gro") return o.gro = false, 1;
+  if (a == "--uc") return o.uc = true, 1;
   if (!v) return 0;
   if (a == "--tap") return std::strlen(v) < 16 ? (o.tap = v, 2) : -1;
   if (a == "--mtu") {
@@ -181,7 +185,7 @@ inline int module_usage(const char* prog, const char* why) {
   std::fprintf(stderr,
                "usage: %s --local IP --peer IP [--tap NAME] [--mtu N] [--fabric-mtu N]%s\n"
                "       [--loss P] [--dup P] [--reorder P] [--corrupt P] [--seed S] [--gso] [--no-gro]\n"
-               "       [--framing roce|cell --interface IF] [--pool-ref N] [-v]\n"
+               "       [--framing roce|cell --interface IF] [--pool-ref N] [--uc] [-v]\n"
                "  --local IP   this module's fabric address (RoCEv2 on UDP 4791, CM on UDP %u)\n"
                "  --peer IP    the other module's fabric address\n"
                "  --tap NAME   the TAP interface to create or attach (default %s)\n"
@@ -193,6 +197,7 @@ inline int module_usage(const char* prog, const char* why) {
                "  --framing cell --interface IF  the fabric is cells on IF over AF_PACKET (the hellos stay on UDP)\n"
                "  --pool-ref N the first reference of this module's pools (default 0x01 host, 0x81 I/O unit; the two\n"
                "               must not overlap); above 255 every write into them is indicated by BufferRDMAIndicate\n"
+               "  --uc         unacknowledged (UC) channels: no ACK, no retransmission; both modules must say it\n"
                "spec/split-model.md\n",
                prog, std::strstr(prog, "iou") ? " [--mac MAC] [--tcp-aggregation [--tcp-aggregation-timeout US]] [--lan-loss P] [--lan-reorder P]" : "", pp::cm_port, std::strstr(prog, "iou") ? "lan0" : "pw0");
   return 2;
@@ -466,6 +471,7 @@ class module {
   void make_endpoint() {
     pp::config c;
     c.first_pool_ref = o_.pool_ref ? o_.pool_ref : o_.role == pp::role::host ? 0x01 : 0x81;
+    c.transport = o_.uc ? rnic::qp_type::uc : rnic::qp_type::rc;
     // IPv4 20 + UDP 8 + BTH 12 + RETH 16 + ImmDt 4 + ICRC 4 = 64 bytes around a packet's payload.
     c.mtu = path_mtu_for(o_.fabric_mtu, 64);
     // A packet is a virtio-net header and a frame of up to 64 KiB (a TSO segment): one element.

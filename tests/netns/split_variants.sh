@@ -8,7 +8,9 @@
 #  2. BufferRDMAIndicate: both modules' pools numbered above 255 (--pool-ref 0x200 / 0x100), so
 #     no write can carry its indication in idata: a file through TCP each way, SHA-256 compared,
 #     no WRITE with immediate on the wire, and BufferRDMAIndicate entries naming those pools for
-#     at least the file's bytes each way.
+#     at least the file's bytes each way;
+#  3. UC channels (--uc on both): a file through TCP each way intact on a clean fabric, every
+#     packet on the wire a UC opcode, and no ACK.
 # usage: split_variants.sh BUILD_DIR      (root; skips, visibly, without namespaces)
 set -euo pipefail
 build=$(cd "$1" && pwd)
@@ -28,7 +30,7 @@ import struct, sys
 from scapy.all import rdpcap, IP, UDP
 names = {0x0101: "BufferRecvPool", 0x0102: "BufferRecvPoolGet", 0x0103: "BufferRecvPoolUpdate", 0x0104: "BufferPoolFlushRequest",
          0x0105: "BufferPoolFlushReply", 0x0201: "SendData", 0x0202: "BufferRDMAIndicate", 0x0301: "CfgUtilRequest", 0x0302: "CfgUtilReply"}
-writes = {}
+writes, ops = {}, {}
 seen = set()   # (source, destination QP, PSN, opcode): a packet the transport sent again counts once
 for p in rdpcap(sys.argv[1]):
     if UDP not in p or p[UDP].dport != 4791: continue
@@ -38,9 +40,10 @@ for p in rdpcap(sys.argv[1]):
     key = (p[IP].src, b[5:8], b[9:12], op)   # (an ACK carries the PSN it acknowledges)
     if key in seen: continue
     seen.add(key)
+    ops[op] = ops.get(op, 0) + 1
     if 6 <= op <= 11:  # RDMA WRITE First, Middle, Last, Last with immediate, Only, Only with immediate
         writes[op] = writes.get(op, 0) + 1
-    if op != 4: continue   # SEND Only: one whole message
+    if op not in (4, 0x24): continue   # RC or UC SEND Only: one whole message
     m = b[12:-4]
     if len(m) < 12: continue
     f = struct.unpack(">H", m[:2])[0]
@@ -58,6 +61,7 @@ for p in rdpcap(sys.argv[1]):
         refs = list(struct.unpack(">II", m[12:20]))
     print(names.get(f, hex(f)), p[IP].src, p[IP].dst, " ".join(hex(r) for r in refs))
 for op, n in sorted(writes.items()): print("WRITE opcode", op, n)
+for op, n in sorted(ops.items()): print("OPCODE 0x%02x %d" % (op, n))
 PY
 # capture FILE [FILTER]: RoCEv2 on the I/O unit's fabric veth (the first 200 bytes of each
 # packet; a 64 MB buffer, so that the kernel drops none at these rates)
@@ -119,4 +123,19 @@ for f in host2 iou2; do
   tail -n1 "$work/$f.log" | grep -q 'WRITE+idata 0, WRITE+BufferRDMAIndicate [1-9]' || fail "$f's exit line: $(tail -n1 "$work/$f.log")"
 done
 echo "pools 0x100 and 0x200: 3 MB through TCP each way intact, no idata: BufferRDMAIndicate on the wire for $up bytes host -> I/O unit, $down back"
-echo "PASS: pool growth on the wire, BufferRDMAIndicate for pools above 255"
+
+# 3. UC channels
+pw_start_iou "$build" $s "$work/iou3.log" --uc; iou=$pw_iou
+pw_start_host "$build" $s "$work/host3.log" --uc; host=$pw_host
+ip netns exec $h ping -c 2 -i 0.2 -w 10 198.18.1.2 >/dev/null || fail "ping over UC channels"
+capture "$work/uc.pcap"
+pw_tcp_file $h $l 198.18.1.2 "$work/up.bin" "$work" || fail "3 MB host -> LAN over UC did not arrive intact"
+pw_tcp_file $l $h 198.18.1.1 "$work/down.bin" "$work" || fail "3 MB LAN -> host over UC did not arrive intact"
+uncapture
+stop_modules
+/usr/bin/python3 "$work/messages.py" "$work/uc.pcap" >"$work/uc.txt"
+all=$(awk '$1 == "OPCODE" { n += $3 } END { print n + 0 }' "$work/uc.txt")
+uc=$(awk '$1 == "OPCODE" && $2 >= "0x20" && $2 <= "0x3f" { n += $3 } END { print n + 0 }' "$work/uc.txt")
+[ "$all" -gt 1000 ] && [ "$uc" = "$all" ] || { grep OPCODE "$work/uc.txt"; fail "UC channels: $uc of $all packets on the wire are UC"; }
+echo "UC channels: 3 MB through TCP each way intact; all $all packets on the wire UC opcodes, no ACK"
+echo "PASS: pool growth on the wire, BufferRDMAIndicate for pools above 255, UC channels"

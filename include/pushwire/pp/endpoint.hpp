@@ -86,6 +86,10 @@ struct config {
   std::uint32_t backlog = 1024;
   /// Path MTU of both queue pairs, bytes (256..4096).
   std::uint32_t mtu = 4096;
+  /// Both channels' transport: rnic::qp_type::rc (acknowledged, the default) or ::uc, the
+  /// document's "unacknowledged connected channels" (Fig. 6): nothing is acknowledged or sent
+  /// again, so a lost packet loses its message (spec/pp.md §1). Both ends must agree.
+  rnic::qp_type transport = rnic::qp_type::rc;
   /// Pool user: below this many free elements of a size it asks for more (BufferRecvPoolGet
   /// for get_count elements); 0 never asks.
   std::uint32_t low_water = 0, get_count = 64;
@@ -170,7 +174,7 @@ class endpoint {
     if (state_ != state::idle) return errc::invalid_argument;
     send_max_ = std::min(cfg_.send_max, peer.send_max);
     for (auto [q, p] : {std::pair{ctrl_qp_, peer.control_qpn}, std::pair{data_qp_, peer.data_qpn}})
-      if (rnic::errc e = rnic::bring_up(dev_, q, {.type = rnic::qp_type::rc, .peer_qpn = p, .av = peer.av, .mtu = cfg_.mtu}); e != rnic::errc{})
+      if (rnic::errc e = rnic::bring_up(dev_, q, {.type = cfg_.transport, .peer_qpn = p, .av = peer.av, .mtu = cfg_.mtu}); e != rnic::errc{})
         return device(e);
     for (std::uint32_t i = 0; i < cfg_.control_slots * 2; ++i)
       if (errc e = post_control_recv(i); e != errc{}) return e;
@@ -321,7 +325,8 @@ class endpoint {
   errc setup() {
     if (cfg_.pools < 1 || cfg_.pools > max_pools || cfg_.pools + cfg_.grantable_pools > max_pools || cfg_.elements < 1 ||
         cfg_.elements > max_elements || cfg_.element_size < 1 || cfg_.element_size > 65536 || cfg_.send_max > max_message - 16 ||
-        cfg_.send_slots < 1 || cfg_.send_slots > 1024 || cfg_.control_slots < 1 || cfg_.control_slots > 1024)
+        cfg_.send_slots < 1 || cfg_.send_slots > 1024 || cfg_.control_slots < 1 || cfg_.control_slots > 1024 ||
+        (cfg_.transport != rnic::qp_type::rc && cfg_.transport != rnic::qp_type::uc))
       return errc::invalid_argument;
     auto pd = dev_.alloc_pd();
     if (!pd) return device(pd.code());
@@ -345,7 +350,7 @@ class endpoint {
     sends_.assign(cfg_.send_slots, {});
     ctrl_busy_.assign(cfg_.control_slots, false);
     for (auto [q, sq, rq] : {std::tuple{&ctrl_qp_, &ctrl_sq_, &ctrl_rq_}, std::tuple{&data_qp_, &data_sq_, &data_rq_}}) {
-      auto n = dev_.create_qp({.type = rnic::qp_type::rc, .pd = *pd_, .send_cq = send_cq_, .recv_cq = recv_cq_, .sq = sq->get(), .rq = rq->get()});
+      auto n = dev_.create_qp({.type = cfg_.transport, .pd = *pd_, .send_cq = send_cq_, .recv_cq = recv_cq_, .sq = sq->get(), .rq = rq->get()});
       if (!n) return device(n.code());
       *q = *n;
     }
