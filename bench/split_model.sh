@@ -12,6 +12,10 @@
 #             the fabric sockets with UDP GRO (the default), then without (pushwire-nogro), then
 #             with GSO and GRO (pushwire-gso: pushwire peers only, spec/net.md)
 #   cells     the driver with cells over AF_PACKET on the veth (--framing cell), no UDP
+# Then LAN -> host (iperf3 -R: B sends), B's stack handing its interface one TCP segment at a
+# time, as a wire carries them (gso_max_segs 1):
+#   vxlan-rx, pushwire-rx   VXLAN, and the driver without TCP aggregation (--no-tcp-aggregation)
+#   pushwire-agg-rx         the driver with it (the default)
 # Prints one JSON object per path on stdout (path, iperf3_gbps, ping_p50_ms, ping_p99_ms,
 # retransmits), progress on stderr when it is a terminal. Leaves nothing behind.
 set -euo pipefail
@@ -38,7 +42,8 @@ ip -n $b addr add 198.18.3.2/24 dev vx0; ip -n $b link set vx0 mtu 8950 up
 start_pushwire() {  # [--cells] ARGS...
   local ci=() ch=()
   if [ "${1:-}" = --cells ]; then shift; ci=(--framing cell --interface $s-i); ch=(--framing cell --interface $s-h); fi
-  ip netns exec $b "$build/tools/pushwire-iou" --local 198.18.0.2 --peer 198.18.0.1 --tap lan0 --fabric-mtu 9000 --mtu 8950 "${ci[@]}" "$@" \
+  # shellcheck disable=SC2086  # IOU_ARGS: the I/O unit's own flags, word-split
+  ip netns exec $b "$build/tools/pushwire-iou" --local 198.18.0.2 --peer 198.18.0.1 --tap lan0 --fabric-mtu 9000 --mtu 8950 "${ci[@]}" ${IOU_ARGS:-} "$@" \
     >"$work/iou.log" 2>&1 &
   iou=$!; pw_pids+=($iou)
   pw_wait_link $b lan0
@@ -49,11 +54,12 @@ stop_pushwire() { kill -TERM $pw_host $iou; wait $pw_host $iou || true; }
 ip netns exec $b iperf3 -s >"$work/iperf3-server.log" 2>&1 & pw_pids+=($!)
 sleep 0.5
 
-measure() {  # PATH DST
+measure() {  # PATH DST [IPERF3 ARGS...]
   local path=$1 dst=$2
+  shift 2
   ip netns exec $a ping -c 3 -i 0.2 -w 10 $dst >/dev/null || { echo "split_model: $path: no ping to $dst" >&2; return 1; }
   say "$path: iperf3 ${secs} s"
-  ip netns exec $a iperf3 -c $dst -t $secs -J >"$work/$path.json"
+  ip netns exec $a iperf3 -c $dst -t $secs -J "$@" >"$work/$path.json"
   say "$path: 200 pings"
   ip netns exec $a ping -c 200 -i 0.01 $dst >"$work/$path.ping"
   python3 - "$path" "$work/$path.json" "$work/$path.ping" <<'PY'
@@ -74,3 +80,6 @@ start_pushwire; measure pushwire 198.18.1.2; stop_pushwire
 start_pushwire --no-gro; measure pushwire-nogro 198.18.1.2; stop_pushwire
 start_pushwire --gso; measure pushwire-gso 198.18.1.2; stop_pushwire
 start_pushwire --cells; measure cells 198.18.1.2; stop_pushwire
+ip -n $b link set vx0 gso_max_segs 1; measure vxlan-rx 198.18.3.2 -R
+IOU_ARGS=--no-tcp-aggregation start_pushwire; ip -n $b link set lan0 gso_max_segs 1; measure pushwire-rx 198.18.1.2 -R; stop_pushwire
+start_pushwire; ip -n $b link set lan0 gso_max_segs 1; measure pushwire-agg-rx 198.18.1.2 -R; stop_pushwire

@@ -73,9 +73,9 @@ struct module_options {
   /// --uc: both channels are UC queue pairs, the document's unacknowledged connected channels
   /// (Fig. 6): no ACK and no retransmission (spec/split-model.md, UC channels). Both modules.
   bool uc = false;
-  /// I/O unit, --tcp-aggregation: TCP segments from the LAN are joined (flow::tcp_aggregator)
-  /// and cross as one GSO packet (spec/split-model.md, TCP aggregation).
-  bool tcp_aggregation = false;
+  /// I/O unit: TCP segments from the LAN are joined (flow::tcp_aggregator) and cross as one GSO
+  /// packet (spec/split-model.md, TCP aggregation); on unless --no-tcp-aggregation.
+  bool tcp_aggregation = true;
   /// --tcp-aggregation-timeout US: how long an aggregation stays open after its first segment.
   /// 1 ms: a LAN segment crosses this driver about every 100 us at its rate, and the TCP
   /// timestamp option, which must not change within an aggregate, ticks every 1 ms on Linux.
@@ -199,7 +199,7 @@ inline int module_usage(const char* prog, const char* why) {
                "               must not overlap); above 255 every write into them is indicated by BufferRDMAIndicate\n"
                "  --uc         unacknowledged (UC) channels: no ACK, no retransmission; both modules must say it\n"
                "spec/split-model.md\n",
-               prog, std::strstr(prog, "iou") ? " [--mac MAC] [--tcp-aggregation [--tcp-aggregation-timeout US]] [--lan-loss P] [--lan-reorder P]" : "", pp::cm_port, std::strstr(prog, "iou") ? "lan0" : "pw0");
+               prog, std::strstr(prog, "iou") ? " [--mac MAC] [--no-tcp-aggregation | --tcp-aggregation-timeout US] [--lan-loss P] [--lan-reorder P]" : "", pp::cm_port, std::strstr(prog, "iou") ? "lan0" : "pw0");
   return 2;
 }
 
@@ -218,8 +218,8 @@ inline std::optional<module_options> parse_module(int argc, char** argv, pp::rol
       have_local = true, ++i;
     } else if (a == "--peer" && v && parse_ip(v, o.peer)) {
       have_peer = true, ++i;
-    } else if (a == "--tcp-aggregation" && role == pp::role::iou) {
-      o.tcp_aggregation = true;
+    } else if ((a == "--tcp-aggregation" || a == "--no-tcp-aggregation") && role == pp::role::iou) {
+      o.tcp_aggregation = a == "--tcp-aggregation";
     } else if (a == "--tcp-aggregation-timeout" && v && role == pp::role::iou) {
       const unsigned long long us = std::strtoull(v, nullptr, 10);
       if (us < 1 || us > 1'000'000) return std::nullopt;

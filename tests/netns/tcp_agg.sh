@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # TCP aggregation in the split-model driver's I/O unit (spec/split-model.md, TCP aggregation):
-# the same topology as split_model.sh, three times: pushwire-iou without --tcp-aggregation, with
-# it, and with it behind a LAN that loses 2% of its frames and holds back 2% (--lan-loss,
+# the same topology as split_model.sh, three times: pushwire-iou with --no-tcp-aggregation, with
+# aggregation (the default), and with it behind a LAN that loses 2% of its frames and holds back 2% (--lan-loss,
 # --lan-reorder: the aggregator sees gaps and late segments, TCP retransmits). A 100 MB file
 # goes from the LAN (its stack sending one segment at a time, as a wire carries them) to the
 # host through TCP, SHA-256 compared, then 3 MB the other way. Checked: the RDMA WRITEs per MB
@@ -40,11 +40,11 @@ run() {  # NAME [pushwire-iou ARGS...]: sets packets (pw0's received packets for
   echo "$name: 100000000 bytes LAN -> host intact in $ms ms, $writes RDMA WRITEs ($(( writes / 100 )) per MB), pw0 took $packets packets; $(grep -o 'TCP aggregation:.*' "$work/$name-iou.log" || echo 'no aggregation')"
   grep -o 'LAN faults:[^;]*' "$work/$name-iou.log" || true
 }
-run plain; plain=$packets plain_writes=$writes
-run lossy --tcp-aggregation --lan-loss 0.02 --lan-reorder 0.02 --seed 7; lossy_writes=$writes
+run plain --no-tcp-aggregation; plain=$packets plain_writes=$writes
+run lossy --lan-loss 0.02 --lan-reorder 0.02 --seed 7; lossy_writes=$writes
 grep -q 'LAN faults: [1-9][0-9]* frames lost, [1-9][0-9]* held back' "$work/lossy-iou.log" || { echo "FAIL: no LAN fault was injected"; exit 1; }
 grep -q 'TCP aggregation:.* 0 bad checksums' "$work/lossy-iou.log" || { echo "FAIL: $(grep -o 'TCP aggregation:.*' "$work/lossy-iou.log")"; exit 1; }
-run agg --tcp-aggregation; agg=$packets agg_writes=$writes
+run agg; agg=$packets agg_writes=$writes
 line=$(grep -o 'TCP aggregation:.*' "$work/agg-iou.log")
 aggregates=$(echo "$line" | sed -n 's/.* into \([0-9]*\) aggregates.*/\1/p')
 joined=$(echo "$line" | sed -n 's/.* \([0-9]*\) segments joined.*/\1/p')
