@@ -2,9 +2,9 @@
 # The split-model driver's other message paths on a real fabric (spec/split-model.md), with the
 # fabric captured and read back by scapy's pcap reader (the BTH and push-push headers parsed
 # here by hand, not by pushwire):
-#  1. pool growth: a burst host -> LAN (four TCP streams) takes the host's free elements below
-#     low water: BufferRecvPoolGet goes host -> I/O unit on the wire and a BufferRecvPool with a
-#     new pool answers it;
+#  1. pool growth: a burst host -> LAN (four TCP streams, the I/O unit paused for 250 ms in it)
+#     takes the host's free elements below low water: BufferRecvPoolGet goes host -> I/O unit on
+#     the wire and a BufferRecvPool with a new pool answers it;
 #  2. BufferRDMAIndicate: both modules' pools numbered above 255 (--pool-ref 0x200 / 0x100), so
 #     no write can carry its indication in idata: a file through TCP each way, SHA-256 compared,
 #     no WRITE with immediate on the wire, and BufferRDMAIndicate entries naming those pools for
@@ -92,6 +92,9 @@ capture "$work/growth.pcap" "and udp[8] == 4"   # SEND Only: the messages, not t
 for k in 1 2 3 4; do
   ip netns exec $h python3 -c 'import socket; c = socket.create_connection(("198.18.1.2", 5003), timeout=30); c.sendall(bytes(16 << 20)); c.close()' &
 done
+# The I/O unit pauses for 250 ms mid-burst (well inside the CM's 600 ms): what the host writes
+# meanwhile stays unacknowledged, so its free elements surely fall below low water.
+sleep 0.5; kill -STOP $iou; sleep 0.25; kill -CONT $iou
 wait $(jobs -p | tail -n 4) 2>/dev/null || true
 uncapture
 stop_modules
@@ -103,39 +106,41 @@ tail -n1 "$work/host1.log" | grep -q 'pools asked for [1-9]' || fail "the host's
 tail -n1 "$work/iou1.log" | grep -q 'granted [1-9]' || fail "the I/O unit's exit line shows no pool granted"
 echo "pool growth: 64 MB in four TCP streams host -> LAN: $get BufferRecvPoolGet on the wire, answered by pool 0x82 ($(grep -c '^BufferRecvPool 198.18.0.2' "$work/growth.txt") BufferRecvPool from the I/O unit)"
 
-# 2. BufferRDMAIndicate: every pool above 255
-pw_start_iou "$build" $s "$work/iou2.log" --pool-ref 0x100; iou=$pw_iou
-pw_start_host "$build" $s "$work/host2.log" --pool-ref 0x200; host=$pw_host
-ip netns exec $h ping -c 2 -i 0.2 -w 10 198.18.1.2 >/dev/null || fail "ping with pools above 255"
+# both_ways N WHAT "IOU ARGS" "HOST ARGS": both modules started with those arguments, ping, 3 MB
+# through TCP each way (SHA-256 compared) with the fabric captured, both stopped; the capture's
+# messages in $work/N.txt, the exit lines in $work/{iou,host}N.log
 head -c 3000000 /dev/urandom >"$work/up.bin"; head -c 3000000 /dev/urandom >"$work/down.bin"
-capture "$work/indicate.pcap"
-pw_tcp_file $h $l 198.18.1.2 "$work/up.bin" "$work" || fail "3 MB host -> LAN did not arrive intact"
-pw_tcp_file $l $h 198.18.1.1 "$work/down.bin" "$work" || fail "3 MB LAN -> host did not arrive intact"
-uncapture
-stop_modules
-/usr/bin/python3 "$work/messages.py" "$work/indicate.pcap" >"$work/indicate.txt"
+both_ways() {
+  local n=$1 what=$2
+  # shellcheck disable=SC2086  # the argument lists, word-split
+  pw_start_iou "$build" $s "$work/iou$n.log" $3; iou=$pw_iou
+  # shellcheck disable=SC2086
+  pw_start_host "$build" $s "$work/host$n.log" $4; host=$pw_host
+  ip netns exec $h ping -c 2 -i 0.2 -w 10 198.18.1.2 >/dev/null || fail "ping $what"
+  capture "$work/$n.pcap"
+  pw_tcp_file $h $l 198.18.1.2 "$work/up.bin" "$work" || fail "3 MB host -> LAN $what did not arrive intact"
+  pw_tcp_file $l $h 198.18.1.1 "$work/down.bin" "$work" || fail "3 MB LAN -> host $what did not arrive intact"
+  uncapture
+  stop_modules
+  /usr/bin/python3 "$work/messages.py" "$work/$n.pcap" >"$work/$n.txt"
+}
+
+# 2. BufferRDMAIndicate: every pool above 255
+both_ways 2 "with pools above 255" "--pool-ref 0x100" "--pool-ref 0x200"
 # bytes indicated each way, into pools 0x100.. (the I/O unit's) and 0x200.. (the host's)
-indicated() { awk -v src=$1 -v pre=$2 '$1 == "BufferRDMAIndicate" && $2 == src && index($4, pre) == 1 { n += $6 } END { print n + 0 }' "$work/indicate.txt"; }
+indicated() { awk -v src=$1 -v pre=$2 '$1 == "BufferRDMAIndicate" && $2 == src && index($4, pre) == 1 { n += $6 } END { print n + 0 }' "$work/2.txt"; }
 up=$(indicated 198.18.0.1 0x10) down=$(indicated 198.18.0.2 0x20)
-[ "$up" -ge 3000000 ] && [ "$down" -ge 3000000 ] || { sort "$work/indicate.txt" | uniq -c | sort -rn | head; fail "BufferRDMAIndicate on the wire: $up bytes host -> I/O unit, $down back (3 MB each way)"; }
-! grep -q '^WRITE opcode \(9\|11\) ' "$work/indicate.txt" || fail "a WRITE with immediate into a pool above 255: $(grep '^WRITE opcode' "$work/indicate.txt")"
+[ "$up" -ge 3000000 ] && [ "$down" -ge 3000000 ] || { sort "$work/2.txt" | uniq -c | sort -rn | head; fail "BufferRDMAIndicate on the wire: $up bytes host -> I/O unit, $down back (3 MB each way)"; }
+! grep -q '^WRITE opcode \(9\|11\) ' "$work/2.txt" || fail "a WRITE with immediate into a pool above 255: $(grep '^WRITE opcode' "$work/2.txt")"
 for f in host2 iou2; do
   tail -n1 "$work/$f.log" | grep -q 'WRITE+idata 0, WRITE+BufferRDMAIndicate [1-9]' || fail "$f's exit line: $(tail -n1 "$work/$f.log")"
 done
 echo "pools 0x100 and 0x200: 3 MB through TCP each way intact, no idata: BufferRDMAIndicate on the wire for $up bytes host -> I/O unit, $down back"
 
 # 3. UC channels
-pw_start_iou "$build" $s "$work/iou3.log" --uc; iou=$pw_iou
-pw_start_host "$build" $s "$work/host3.log" --uc; host=$pw_host
-ip netns exec $h ping -c 2 -i 0.2 -w 10 198.18.1.2 >/dev/null || fail "ping over UC channels"
-capture "$work/uc.pcap"
-pw_tcp_file $h $l 198.18.1.2 "$work/up.bin" "$work" || fail "3 MB host -> LAN over UC did not arrive intact"
-pw_tcp_file $l $h 198.18.1.1 "$work/down.bin" "$work" || fail "3 MB LAN -> host over UC did not arrive intact"
-uncapture
-stop_modules
-/usr/bin/python3 "$work/messages.py" "$work/uc.pcap" >"$work/uc.txt"
-all=$(awk '$1 == "OPCODE" { n += $3 } END { print n + 0 }' "$work/uc.txt")
-uc=$(awk '$1 == "OPCODE" && $2 >= "0x20" && $2 <= "0x3f" { n += $3 } END { print n + 0 }' "$work/uc.txt")
-[ "$all" -gt 1000 ] && [ "$uc" = "$all" ] || { grep OPCODE "$work/uc.txt"; fail "UC channels: $uc of $all packets on the wire are UC"; }
+both_ways 3 "over UC channels" --uc --uc
+all=$(awk '$1 == "OPCODE" { n += $3 } END { print n + 0 }' "$work/3.txt")
+uc=$(awk '$1 == "OPCODE" && $2 >= "0x20" && $2 <= "0x3f" { n += $3 } END { print n + 0 }' "$work/3.txt")
+[ "$all" -gt 1000 ] && [ "$uc" = "$all" ] || { grep OPCODE "$work/3.txt"; fail "UC channels: $uc of $all packets on the wire are UC"; }
 echo "UC channels: 3 MB through TCP each way intact; all $all packets on the wire UC opcodes, no ACK"
 echo "PASS: pool growth on the wire, BufferRDMAIndicate for pools above 255, UC channels"
