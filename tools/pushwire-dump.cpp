@@ -2,7 +2,7 @@
 //
 //   pushwire-dump [--json] [--max-frame N] --hex HEX     one message given as hex ('-': stdin)
 //   pushwire-dump [--json] [options] FILE.pcap           every frame of a capture, in order
-//   pushwire-dump --tcp-aggregate OUT.pcap [--aggregation-timeout US] FILE.pcap
+//   pushwire-dump --tcp-aggregate OUT.pcap [--tcp-aggregation-timeout US] FILE.pcap
 //                                                        the capture's frames through TCP
 //                                                        aggregation (flow::tcp_aggregator)
 //
@@ -56,7 +56,7 @@ int usage(const char* why) {
   if (why) std::cerr << "pushwire-dump: " << why << "\n";
   std::cerr << "usage: pushwire-dump [--json] [--max-frame N] --hex HEX|-\n"
                "       pushwire-dump [--json] [--max-frame N] [--udp-port P] [--ibta-rd] [--no-icrc] FILE.pcap\n"
-               "       pushwire-dump --tcp-aggregate OUT.pcap [--aggregation-timeout US] FILE.pcap\n"
+               "       pushwire-dump --tcp-aggregate OUT.pcap [--tcp-aggregation-timeout US] FILE.pcap\n"
                "  --hex HEX       decode one push-push message given in hex ('-' reads stdin)\n"
                "  FILE.pcap       decode every frame of a pcap or pcapng capture (Ethernet)\n"
                "  --json          JSON: one object (per frame); a RoCEv2 frame's keys rebuild it\n"
@@ -66,7 +66,7 @@ int usage(const char* why) {
                "  --ibta-rd       read opcodes 0x40-0x5F as IBTA RD, not DC\n"
                "  --no-icrc       do not verify ICRCs\n"
                "  --tcp-aggregate OUT.pcap  run the capture's frames through TCP aggregation, write what comes out\n"
-               "  --aggregation-timeout US  how long an aggregation stays open (default 50)\n"
+               "  --tcp-aggregation-timeout US  how long an aggregation stays open (default 50)\n"
                "exit status: 0 decoded, 1 usage, 2 malformed input\n";
   return exit_usage;
 }
@@ -315,10 +315,10 @@ int main(int argc, char** argv) {
       opt.udp_port = static_cast<std::uint16_t>(v);
     } else if (a == "--tcp-aggregate" && i + 1 < argc) {
       aggregate_to = argv[++i];
-    } else if (a == "--aggregation-timeout" && i + 1 < argc) {
+    } else if (a == "--tcp-aggregation-timeout" && i + 1 < argc) {
       char* end = nullptr;
       const unsigned long long v = std::strtoull(argv[++i], &end, 10);
-      if (!end || *end != '\0' || v == 0 || v > 10'000'000) return usage("--aggregation-timeout needs 1..10000000 (us)");
+      if (!end || *end != '\0' || v == 0 || v > 10'000'000) return usage("--tcp-aggregation-timeout needs 1..10000000 (us)");
       aggregation_timeout = v * 1000;
     } else if (a == "--hex" && i + 1 < argc) {
       hex = argv[++i];

@@ -80,8 +80,8 @@ struct module_options {
   /// 1 ms: a LAN segment crosses this driver about every 100 us at its rate, and the TCP
   /// timestamp option, which must not change within an aggregate, ticks every 1 ms on Linux.
   rnic::time_ns aggregation_timeout = 1'000'000;
-  /// I/O unit, --lan-loss P / --lan-reorder P: faults in what the LAN delivers, before the
-  /// receive filter's verdict is used (a lossy, reordering LAN for the aggregator and TCP).
+  /// I/O unit, --lan-loss P / --lan-reorder P: faults in what the LAN delivers, after the
+  /// receive filter and before the aggregator (a lossy, reordering LAN for it and for TCP).
   rnic::direction_faults lan_faults{};
   /// --lan-emulation (host only): the other members' fabric addresses, and this member's LID.
   bool lan = false;
@@ -94,6 +94,22 @@ inline bool parse_ip(const char* s, std::array<std::uint8_t, 4>& out) {
   if (::inet_pton(AF_INET, s, &a) != 1) return false;
   std::memcpy(out.data(), &a, 4);
   return true;
+}
+
+/// A whole decimal or 0x number in [lo, hi], or nullopt (trailing characters included).
+inline std::optional<unsigned long long> parse_number(const char* v, unsigned long long lo, unsigned long long hi) {
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long n = std::strtoull(v, &end, 0);
+  if (!end || end == v || *end || errno || n < lo || n > hi) return std::nullopt;
+  return n;
+}
+/// A whole fraction in [0, 1], or nullopt.
+inline std::optional<double> parse_fraction(const char* v) {
+  char* end = nullptr;
+  const double p = std::strtod(v, &end);
+  if (!end || end == v || *end || !(p >= 0 && p <= 1)) return std::nullopt;
+  return p;
 }
 
 /// The options both kinds of module share (--tap, --mtu, --fabric-mtu, faults, --seed, -v):
@@ -115,17 +131,16 @@ inline int parse_shared(std::string_view a, const char* v, module_options& o) {
     return o.fabric_mtu < 576 || o.fabric_mtu > 65535 ? -1 : 2;
   }
   if (a == "--loss" || a == "--dup" || a == "--reorder" || a == "--corrupt") {
-    const double p = std::strtod(v, nullptr);
-    if (!(p >= 0 && p <= 1)) return -1;
-    (a == "--loss" ? o.faults.loss : a == "--dup" ? o.faults.duplicate : a == "--reorder" ? o.faults.reorder : o.faults.corrupt) = p;
+    const auto p = parse_fraction(v);
+    if (!p) return -1;
+    (a == "--loss" ? o.faults.loss : a == "--dup" ? o.faults.duplicate : a == "--reorder" ? o.faults.reorder : o.faults.corrupt) = *p;
     return 2;
   }
   if (a == "--seed") return o.seed = std::strtoull(v, nullptr, 10), 2;
   if (a == "--pool-ref") {
-    char* end = nullptr;
-    const unsigned long long r = std::strtoull(v, &end, 0);
-    if (!end || *end || r < 1 || r > 0xFFFFFFFFull - pp::max_pools) return -1;
-    return o.pool_ref = static_cast<std::uint32_t>(r), 2;
+    const auto r = parse_number(v, 1, 0xFFFFFFFFull - pp::max_pools);
+    if (!r) return -1;
+    return o.pool_ref = static_cast<std::uint32_t>(*r), 2;
   }
   if (a == "--framing") return std::string_view(v) == "cell" ? (o.cells = true, 2) : std::string_view(v) == "roce" ? (o.cells = false, 2) : -1;
   if (a == "--interface") return std::strlen(v) < 16 ? (o.interface = v, 2) : -1;
@@ -221,19 +236,24 @@ inline std::optional<module_options> parse_module(int argc, char** argv, pp::rol
     } else if ((a == "--tcp-aggregation" || a == "--no-tcp-aggregation") && role == pp::role::iou) {
       o.tcp_aggregation = a == "--tcp-aggregation";
     } else if (a == "--tcp-aggregation-timeout" && v && role == pp::role::iou) {
-      const unsigned long long us = std::strtoull(v, nullptr, 10);
-      if (us < 1 || us > 1'000'000) return std::nullopt;
-      o.aggregation_timeout = us * 1000, o.tcp_aggregation = true, ++i;
+      const auto us = parse_number(v, 1, 1'000'000);
+      if (!us) return std::nullopt;
+      o.aggregation_timeout = *us * 1000, ++i;
     } else if ((a == "--lan-loss" || a == "--lan-reorder") && v && role == pp::role::iou) {
-      const double p = std::strtod(v, nullptr);
-      if (!(p >= 0 && p <= 1)) return std::nullopt;
-      (a == "--lan-loss" ? o.lan_faults.loss : o.lan_faults.reorder) = p;
+      const auto p = parse_fraction(v);
+      if (!p) return std::nullopt;
+      (a == "--lan-loss" ? o.lan_faults.loss : o.lan_faults.reorder) = *p;
       o.lan_faults.max_reorder = 200'000;  // held back up to 200 us: later frames pass it
       ++i;
-    } else if (a == "--mac" && v && role == pp::role::iou) {
+    } else if (a == "--mac" && v && role == pp::role::iou) {  // a unicast, nonzero MAC
       unsigned m[6];
-      if (std::sscanf(v, "%x:%x:%x:%x:%x:%x", &m[0], &m[1], &m[2], &m[3], &m[4], &m[5]) != 6) return std::nullopt;
-      for (int k = 0; k < 6; ++k) o.mac[static_cast<std::size_t>(k)] = static_cast<std::uint8_t>(m[k]);
+      char extra = 0;
+      if (std::sscanf(v, "%x:%x:%x:%x:%x:%x%c", &m[0], &m[1], &m[2], &m[3], &m[4], &m[5], &extra) != 6) return std::nullopt;
+      for (int k = 0; k < 6; ++k) {
+        if (m[k] > 0xFF) return std::nullopt;
+        o.mac[static_cast<std::size_t>(k)] = static_cast<std::uint8_t>(m[k]);
+      }
+      if (!pp::nic_mac_ok(o.mac)) return std::nullopt;
       ++i;
     } else {
       return std::nullopt;
@@ -387,6 +407,7 @@ class module {
             held_since_ = now;
           }
           if (ep_->current() != pp::state::connected) {  // no carrier: dropped, as a NIC would
+            dropped_ += (held_ ? 1 : 0) + out_.size();
             held_ = 0;
             out_.clear();
             continue;
@@ -404,6 +425,7 @@ class module {
       // its carrier down within 250 ms and a round trip), and its statistics every second.
       if (o_.role == pp::role::host && ep_->current() == pp::state::connected) {
         if (now >= next_link_) (void)ep_->cfg_request(msg::cfg::request_code::get_link_state), next_link_ = now + link_every;
+        if (init_sent_ && now - init_sent_ > 1'000'000'000) initialize_nic();  // unanswered (lost over UC): again
         if (now >= next_stats_) (void)ep_->cfg_request(msg::cfg::request_code::get_statistics), next_stats_ = now + 1'000'000'000;
       }
     };
@@ -556,11 +578,16 @@ class module {
       const bool up = (f & IFF_UP) && (f & IFF_RUNNING);
       return {.up = up, .speed_mbps = up ? m.tap_.speed() : 0};
     }
+    std::uint32_t mtu() { return m.tap_.mtu(); }
     int set_mtu(std::uint32_t mtu) { return m.tap_.set_mtu(mtu); }
     msg::cfg::statistics counters() const {
+      // Bytes of the frames themselves: the TAP's counts less each frame's virtio-net header. A
+      // frame is what the TAP passes (a GSO frame counts once), before the receive filter.
       const auto& t = m.tap_.stats();
       const flow::tcp_agg_counters a = m.agg_ ? m.agg_->stats() : flow::tcp_agg_counters{};
-      return {.rx_frames = t.frames_in, .tx_frames = t.frames_out, .rx_bytes = t.bytes_in, .tx_bytes = t.bytes_out, .rx_errors = 0,
+      const std::uint64_t h = m.tap_.offloads() ? net::vnet_hdr_size : 0;
+      return {.rx_frames = t.frames_in, .tx_frames = t.frames_out, .rx_bytes = t.bytes_in - h * t.frames_in,
+              .tx_bytes = t.bytes_out - h * t.frames_out, .rx_errors = 0,
               .tx_errors = t.write_errors, .rx_dropped = m.dropped_, .tx_dropped = 0, .rx_aggregated_segments = a.joined + a.aggregates,
               .rx_aggregates = a.aggregates};
     }
@@ -570,12 +597,11 @@ class module {
   /// After connecting: InitializeNic with what the interface asks for now: its MTU (--mtu or
   /// `ip link set mtu`, else the LAN's), promiscuity, and its MAC when a user set one.
   void initialize_nic() {
+    init_sent_ = net::monotonic_ns();
     msg::cfg::nic_init r{.mtu = want_mtu_};
     if (user_mac_) r.flags |= static_cast<std::uint32_t>(msg::cfg::init_flag::set_mac), r.mac = tap_.mac();
     if (tap_.flags() & IFF_PROMISC) r.flags |= static_cast<std::uint32_t>(msg::cfg::init_flag::promiscuous);
-    std::array<std::byte, wire::fixed_size<msg::cfg::nic_init>> b{};
-    (void)wire::encode(r, b);
-    (void)ep_->cfg_request(msg::cfg::request_code::initialize_nic, b);
+    send(msg::cfg::request_code::initialize_nic, r);
   }
   void take_mac(const wire::mac_address& m) {
     nic_mac_ = m;
@@ -588,7 +614,7 @@ class module {
   }
   void take_link(bool up, std::uint32_t speed) {
     (void)tap_.set_carrier(up);
-    if (up && speed) (void)tap_.set_speed(speed);
+    if (up && speed && speed != speed_) speed_ = speed, (void)tap_.set_speed(speed);
   }
   /// `ip link set` on the interface: a new MAC, MTU or promiscuity goes to the LAN NIC (once the
   /// NIC's own state is known; until connected it waits for InitializeNic).
@@ -597,27 +623,25 @@ class module {
     if (const std::uint32_t mtu = tap_.mtu(); mtu && mtu != o_.mtu) {
       want_before_ = want_mtu_;
       o_.mtu = want_mtu_ = mtu;
-      if (on) send_u32(msg::cfg::request_code::set_mtu, mtu), log("interface MTU changed: SetMtu");
+      if (on) send(msg::cfg::request_code::set_mtu, msg::cfg::mtu_setting{.mtu = mtu}), log("interface MTU changed: SetMtu");
     }
     if (!nic_mac_) return;
     if (const wire::mac_address m = tap_.mac(); m != *nic_mac_) {
       user_mac_ = true;
       nic_mac_ = m;
-      if (on) {
-        std::array<std::byte, 6> b{};
-        (void)wire::encode(msg::cfg::mac_address{.mac = m}, b);
-        (void)ep_->cfg_request(msg::cfg::request_code::set_mac_address, b);
-        log_mac("interface MAC changed: SetMacAddress", m);
-      }
+      if (on) send(msg::cfg::request_code::set_mac_address, msg::cfg::mac_address{.mac = m}), log_mac("interface MAC changed: SetMacAddress", m);
     }
     if (const bool p = (tap_.flags() & IFF_PROMISC) != 0; p != nic_promisc_) {
       nic_promisc_ = p;
-      if (on) send_u32(msg::cfg::request_code::set_promiscuous, p ? 1 : 0), log(p ? "interface promiscuous: SetPromiscuous 1" : "interface not promiscuous: SetPromiscuous 0");
+      if (on)
+        send(msg::cfg::request_code::set_promiscuous, msg::cfg::promiscuous{.enable = p ? 1u : 0u}),
+            log(p ? "interface promiscuous: SetPromiscuous 1" : "interface not promiscuous: SetPromiscuous 0");
     }
   }
-  void send_u32(msg::cfg::request_code code, std::uint32_t v) {
-    std::array<std::byte, 4> b{};
-    wire::store_be32(b.data(), v);
+  template <class D>
+  void send(msg::cfg::request_code code, const D& d) {
+    std::array<std::byte, wire::fixed_size<D>> b{};
+    (void)wire::encode(d, b);
     (void)ep_->cfg_request(code, b);
   }
   void host_reply(msg::cfg::request_code code, msg::cfg::status st, std::span<const std::byte> d) {
@@ -626,12 +650,21 @@ class module {
     switch (code) {
       case request_code::initialize_nic:
         // The NIC's state comes with every status: the interface takes it.
+        init_sent_ = 0;
         if (const auto s = wire::decode<msg::cfg::nic_state>(d)) {
           take_mac(s->mac);
           take_mtu(s->mtu);
           take_link(s->up == 1, s->speed_mbps);
           nic_promisc_ = s->promiscuous == 1;
-          if (!ok) user_mac_ = false, log("the I/O unit refused InitializeNic: the interface took the NIC's state");
+        }
+        // Refused (all or nothing): the interface took the NIC's state; ask again without the
+        // MTU asked for, then without the user's MAC (at most two more requests).
+        if (!ok && (want_mtu_ || user_mac_)) {
+          if (want_mtu_) want_mtu_ = 0, log("the I/O unit refused InitializeNic: asking again without the MTU");
+          else user_mac_ = false, log("the I/O unit refused InitializeNic: asking again with its own MAC");
+          initialize_nic();
+        } else if (!ok) {
+          log("the I/O unit refused InitializeNic: the interface took the NIC's state");
         }
         break;
       case request_code::get_mac_address:
@@ -740,7 +773,7 @@ class module {
   std::uint64_t dropped_ = 0;
   std::size_t held_ = 0;  ///< bytes of the TAP's frame waiting for credit in `frame` (0: none)
   std::deque<std::vector<std::byte>> out_;  ///< with aggregation: packets for the peer (the first waiting for credit since held_since_)
-  std::optional<flow::tcp_aggregator> agg_;  ///< I/O unit with --tcp-aggregation
+  std::optional<flow::tcp_aggregator> agg_;  ///< I/O unit, unless --no-tcp-aggregation
   std::optional<pp::nic_agent> nic_;         ///< I/O unit: the LAN NIC
   std::list<lan_pending> lan_held_;          ///< I/O unit with LAN faults: frames held back
   std::mt19937_64 lan_rng_{o_.seed ^ 0x4C414E};
@@ -753,6 +786,8 @@ class module {
   bool user_mac_ = false;                    ///< host: the interface's MAC was set by a user (kept across reconnections)
   std::uint32_t want_mtu_ = 0;               ///< host: the MTU the interface asks for, 0 for the LAN's
   std::uint32_t want_before_ = 0;            ///< host: want_mtu_ before the last SetMtu (taken back if refused)
+  std::uint32_t speed_ = 0;                  ///< host: the speed the interface was given, Mb/s
+  rnic::time_ns init_sent_ = 0;              ///< host: when an InitializeNic went unanswered so far (0: none)
   std::span<const std::byte> in_;            ///< the packet lan_in() is pushing
   std::function<void(const flow::tcp_aggregate&)> emit_ = [this](const flow::tcp_aggregate& a) { lan_out(a); };
   std::uint64_t tap_writes_ = 0;  ///< frames written to the TAP
@@ -806,7 +841,7 @@ inline std::optional<module_options> parse_lan(int argc, char** argv) {
       return std::nullopt;
     }
   }
-  if (!have_local || o.members.empty() || o.cells) return std::nullopt;  // (LAN emulation is RoCEv2 only)
+  if (!have_local || o.members.empty() || o.cells || o.uc || o.pool_ref) return std::nullopt;  // (RoCEv2 UD only: no pools, no UC)
   if (o.lid == 0) {
     const unsigned l = unsigned{o.local[2]} << 8 | o.local[3];
     if (l < ib::lid_unicast_first || l > ib::lid_unicast_last) return std::nullopt;

@@ -1,12 +1,12 @@
 #!/usr/bin/python3
 """TCP aggregation against scapy (flow/tcp_agg.hpp; spec/split-model.md, TCP aggregation).
 
-scapy builds the segments of six flows, interleaved: IPv4 and IPv6 runs that end with PSH, a run
-with a gap, a run whose timestamp option changes midway, a run with a bad checksum in it, and a
-UDP datagram. `pushwire-dump --tcp-aggregate` runs them through flow::tcp_aggregator. scapy then
-reads what came out, rebuilds every TCP frame with its lengths and checksums recomputed and
-finds them equal, and every flow's payload comes out whole and in place, in as many frames as
-the flush rules say.
+scapy builds the segments of five TCP flows, interleaved with a UDP datagram: IPv4 and IPv6 runs
+that end with PSH, a run with a gap, a run whose timestamp option changes midway, and a run with
+a bad checksum in it. `pushwire-dump --tcp-aggregate` runs them through flow::tcp_aggregator.
+scapy then reads what came out, rebuilds every TCP frame with its lengths and checksums
+recomputed and finds them equal, and every flow's payload comes out whole and in place, in as
+many frames as the flush rules say.
 usage: tcp_agg_scapy.py PUSHWIRE_DUMP WORK_DIR    (exit 77: scapy missing)
 """
 import os
@@ -71,7 +71,7 @@ for k, p in enumerate(order):
 wrpcap(os.path.join(work, "in.pcap"), order)
 
 out_path = os.path.join(work, "out.pcap")
-r = subprocess.run([dump, "--tcp-aggregate", out_path, "--aggregation-timeout", "1000", os.path.join(work, "in.pcap")], capture_output=True, text=True)
+r = subprocess.run([dump, "--tcp-aggregate", out_path, "--tcp-aggregation-timeout", "1000", os.path.join(work, "in.pcap")], capture_output=True, text=True)
 print(r.stdout.strip())
 if r.returncode != 0:
     print(r.stderr)

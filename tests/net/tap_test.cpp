@@ -117,17 +117,27 @@ int moved_away() {
   ::usleep(50'000);
   if (!w.changed()) return 22;
   if (w.changed()) return 23;  // taken once
-  // A namespace held by a sleeping process; pwtap1 moves there (ip link set ... netns PID).
+  // A namespace held by a sleeping process, which says over a pipe when it is in it; pwtap1
+  // moves there (ip link set ... netns PID) and is no longer found here.
+  int ready[2];
+  if (::pipe(ready) != 0) return 17;
   const pid_t holder = ::fork();
+  if (holder < 0) return 18;
   if (holder == 0) {
-    if (::unshare(CLONE_NEWNET) != 0) ::_exit(1);
-    ::pause();
+    const char ok = ::unshare(CLONE_NEWNET) == 0 ? 1 : 0;
+    (void)!::write(ready[1], &ok, 1);
+    if (ok) ::pause();
     ::_exit(0);
   }
-  ::usleep(100'000);
+  ::close(ready[1]);
+  char ok = 0;
+  const bool in_ns = ::read(ready[0], &ok, 1) == 1 && ok == 1;
+  ::close(ready[0]);
   const std::string pid = std::to_string(holder);
   int step = 0;
-  if (std::system(("ip link set pwtap1 netns " + pid).c_str()) != 0) step = 16;
+  if (!in_ns) step = 19;
+  if (!step && std::system(("ip link set pwtap1 netns " + pid).c_str()) != 0) step = 16;
+  if (!step && ::if_nametoindex("pwtap1") != 0) step = 20;  // gone from here: control must follow it
   // Still controlled from here: MTU, up, speed, MAC, as the other namespace sees them.
   const wire::mac_address m{0x02, 0, 0, 0, 0x18, 0x09};
   if (!step && t.set_mtu(1300) != 0) step = 24;

@@ -20,9 +20,12 @@ struct fake_hw {
   int mtu_error = 0;
   std::vector<std::uint32_t> mtus;  ///< set_mtu calls
   msg::cfg::statistics raw{};
+  std::uint32_t now_mtu = 0;  ///< 0: the hardware cannot say
   pp::nic_link link() const { return l; }
+  std::uint32_t mtu() const { return now_mtu; }
   int set_mtu(std::uint32_t m) {
     mtus.push_back(m);
+    if (!mtu_error && now_mtu) now_mtu = m;
     return mtu_error;
   }
   msg::cfg::statistics counters() const { return raw; }
@@ -117,6 +120,22 @@ TEST_CASE("nic: SetMtu asks with 0, sets through the hardware, and always answer
   }
   CHECK(nic.answer(request_code::set_mtu, bytes({0, 0, 0x10}), hw).status == status::invalid_argument);
   CHECK(hw.mtus.size() == 2);
+}
+
+TEST_CASE("nic: the MTU in effect is the hardware's, even when another set it", "[pp][nic]") {
+  fake_hw hw;
+  hw.now_mtu = 1500;
+  pp::nic_agent nic(factory, 1500);
+  hw.now_mtu = 4000;  // `ip link set lan0 mtu 4000` on the LAN's side
+  auto a = nic.answer(request_code::set_mtu, bytes({0, 0, 0, 0}), hw);
+  CHECK(reply_as<msg::cfg::mtu_setting>(a).mtu == 4000);
+  a = nic.answer(request_code::set_mtu, bytes({0, 0, 0x0f, 0xa0}), hw);  // 4000 again: nothing to do
+  CHECK(a.status == status::success);
+  CHECK(hw.mtus.empty());
+  a = nic.answer(request_code::set_mtu, bytes({0, 0, 0x05, 0xdc}), hw);  // back to 1500
+  CHECK(hw.mtus == std::vector<std::uint32_t>{1500});
+  CHECK(reply_as<msg::cfg::mtu_setting>(a).mtu == 1500);
+  CHECK(nic.mtu() == 1500);
 }
 
 TEST_CASE("nic: GetLinkState is the hardware's link, speed 0 while down", "[pp][nic]") {

@@ -26,6 +26,7 @@
 #include <cstring>
 #include <span>
 #include <string>
+#include <system_error>
 #include <thread>
 
 #include <pushwire/wire/endian.hpp>
@@ -165,7 +166,8 @@ class tap {
     ifreq r = req();
     return control(SIOCGIFINDEX, r) == 0 && r.ifr_ifindex > 0 ? static_cast<unsigned>(r.ifr_ifindex) : 0u;
   }
-  /// The link speed in Mb/s as ethtool reports it (a TAP: 10 until set), 0 when unknown.
+  /// The link speed in Mb/s as ethtool reports it (a TAP: what was set, 10000 at first on
+  /// Linux 6.x), 0 when unknown.
   std::uint32_t speed() {
     ethtool_cmd c{};
     if (ethtool(ETHTOOL_GSET, c) != 0) return 0;
@@ -201,22 +203,26 @@ class tap {
   /// left this namespace) moves the socket to the interface's namespace, once per call.
   int control(unsigned long request, ifreq& r) {
     if (::ioctl(ctl_, request, &r) == 0) return 0;
-    if (errno != ENODEV || !follow()) return errno;
+    if (errno != ENODEV) return errno;
+    if (!follow()) return ENODEV;
     std::strncpy(r.ifr_name, name_.c_str(), IFNAMSIZ - 1);
     return ::ioctl(ctl_, request, &r) == 0 ? 0 : errno;
   }
   /// A control socket in the namespace the interface is in now (made on a thread of its own,
-  /// which alone enters that namespace), and the interface's name there. errno on failure.
+  /// which alone enters that namespace), and the interface's name there; false when the kernel
+  /// or the process refuses (no thread, no CAP_SYS_ADMIN, ...).
   bool follow() {
     const int ns = ::ioctl(fd_, TUNGETDEVNETNS);
     if (ns < 0) return false;
-    int s = -1, e = 0;
-    std::thread([&] {
-      if (::setns(ns, CLONE_NEWNET) == 0) s = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-      e = errno;
-    }).join();
+    int s = -1;
+    try {
+      std::thread([&] {
+        if (::setns(ns, CLONE_NEWNET) == 0) s = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+      }).join();
+    } catch (const std::system_error&) {
+    }
     ::close(ns);
-    if (s < 0) return errno = e, false;
+    if (s < 0) return false;
     ifreq r{};
     if (::ioctl(fd_, TUNGETIFF, &r) == 0) name_ = r.ifr_name;
     if (ctl_ >= 0) ::close(ctl_);

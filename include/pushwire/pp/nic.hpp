@@ -5,6 +5,7 @@
 // are dropped unless promiscuous (broadcast and multicast always pass).
 // Sans-IO: the hardware is an argument, any type with
 //   nic_link link()                    the LAN link now
+//   std::uint32_t mtu()                the LAN interface's MTU now, 0 when it cannot be read
 //   int set_mtu(std::uint32_t)         0, or an errno (the MTU is unchanged then)
 //   msg::cfg::statistics counters()    raw counters since the NIC started
 #pragma once
@@ -40,11 +41,13 @@ constexpr bool nic_mac_ok(const wire::mac_address& m) {
 
 class nic_agent {
  public:
-  /// A NIC whose own MAC is `factory` (it starts with it) and whose MTU is `mtu`.
+  /// A NIC whose own MAC is `factory` (it starts with it) and whose MTU is `mtu` (until the
+  /// hardware reports its own).
   nic_agent(const wire::mac_address& factory, std::uint32_t mtu) : factory_(factory), mac_(factory), mtu_(mtu) {}
 
   const wire::mac_address& mac() const { return mac_; }
   const wire::mac_address& factory_mac() const { return factory_; }
+  /// The MTU as the last request found it.
   std::uint32_t mtu() const { return mtu_; }
   bool promiscuous() const { return promiscuous_; }
   /// Unicast frames the receive filter dropped.
@@ -84,6 +87,7 @@ class nic_agent {
   cfg_answer answer(msg::cfg::request_code code, std::span<const std::byte> data, Hw& hw) {
     using msg::cfg::request_code;
     using msg::cfg::status;
+    if (const std::uint32_t now = hw.mtu(); now != 0) mtu_ = now;  // set on the interface by others too
     cfg_answer a;
     switch (code) {
       case request_code::get_mac_address:
