@@ -106,6 +106,9 @@ struct connection {
 };
 /// The most bytes of frames an attachment's backlog holds (a UDP socket's receive buffer).
 constexpr std::size_t backlog_bytes = 4u << 20;
+/// Each port socket's receive and send buffers (spec/rnicd.md §3): the frames of every function
+/// wait there while the device process is not scheduled, and a UD frame lost there is lost.
+constexpr std::size_t socket_buffer_bytes = 32u << 20;
 
 /// An address of the port beside its own, a function's: it moves with the function
 /// (spec/migration.md §4). Its socket binds it.
@@ -195,6 +198,7 @@ class daemon_state {
       uc.address = *spec.address;
       uc.address6 = spec.address6;
       uc.faults = opt_.faults.faults, uc.seed = opt_.faults.seed + sockets_++;
+      uc.socket_buffer = socket_buffer_bytes;
       p->udp = std::make_unique<net::udp_port>(uc);
       if (!p->udp->ok()) {
         log("%s: cannot bind %u.%u.%u.%u:4791: %s", spec.name.c_str(), uc.address[0], uc.address[1], uc.address[2], uc.address[3],
@@ -748,6 +752,7 @@ class daemon_state {
     net::udp_config uc;
     uc.address = v4;
     uc.faults = opt_.faults.faults, uc.seed = opt_.faults.seed + sockets_++;
+    uc.socket_buffer = socket_buffer_bytes;
     auto u = std::make_unique<net::udp_port>(uc);
     if (!u->ok()) return std::string("cannot bind port 4791: ") + std::strerror(u->error());
     if (!p.sw->add_address(g)) return std::string("the port has 64 addresses");

@@ -24,6 +24,8 @@ pw_cleanup() {
   for p in "${pw_pids[@]}"; do kill "$p" 2>/dev/null; done
   sleep 0.3
   for p in "${pw_pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+  # whatever still runs inside them (a test's background programs), then the namespaces
+  for n in "${pw_namespaces[@]}"; do ip netns pids "$n" 2>/dev/null | xargs -r kill -9 2>/dev/null; done
   for n in "${pw_namespaces[@]}"; do ip netns del "$n" 2>/dev/null; done
 }
 pw_netns() { ip netns add "$1"; ip -n "$1" link set lo up; pw_namespaces+=("$1"); }

@@ -2,7 +2,8 @@
 # pushwire-rnicd between two network namespaces (spec/rnicd.md §7, §9). Each namespace has one
 # address and one device process with four VFs; programs attach to its functions through the
 # provider (PUSHWIRE_VERBS=pw0@SOCKET#vfN). The veth carries 9000 bytes: the ports' MTU is 4096.
-# usage: rnicd.sh BUILD share | faults | isolation | limits     (root; skips, visibly, without namespaces)
+# usage: rnicd.sh BUILD share | faults | isolation | limits | classes   (root; skips, visibly, without
+# namespaces; on a failure PW_KEEP=DIR keeps the logs and the capture in DIR)
 #   share      four ib_write_bw pairs, two ibv_rc_pingpong -c pairs and one ib_send_bw -c UD pair at
 #              once, all through the two shared addresses, while dumpcap records the veth: stock
 #              tshark decodes every frame, scapy finds every ICRC good, pushwire-conform no violation
@@ -60,7 +61,13 @@ wait_listen() {  # SIDE PORT
 json() {  # SIDE PYTHON-EXPRESSION on j (ctl show --json)
   ctl "$1" show --json | /usr/bin/python3 -c "import json,sys; j=json.load(sys.stdin); print($2)"
 }
-fail() { echo "FAIL: $*"; for f in "$work"/*.log; do echo "--- $f"; tail -20 "$f"; done; exit 1; }
+fail() {
+  echo "FAIL: $*"; for f in "$work"/*.log; do echo "--- $f"; tail -20 "$f"; done
+  for side in a b; do [ -S "$work/$side.sock" ] && { echo "--- ctl $side show"; ctl $side show 2>&1 | tail -40; }; done
+  for side in a b; do echo "--- $side: $(ip netns exec $s-$side nstat -az 2>/dev/null | grep -E 'Udp(InErrors|RcvbufErrors|SndbufErrors|InDatagrams)' | tr -s ' ' | tr '\n' ' ')"; done
+  [ -n "${PW_KEEP:-}" ] && cp -r "$work" "$PW_KEEP"
+  exit 1
+}
 
 case $what in
 share)

@@ -72,7 +72,20 @@ struct udp_config {
   /// offload on receives, each used when the kernel takes the socket option (udp_port::gso() /
   /// gro() tell).
   bool gso = false, gro = true;
+  /// Bytes asked of the kernel for each socket's receive and send buffers (SO_RCVBUFFORCE
+  /// where the process may, as root: the kernel doubles it for its bookkeeping; otherwise
+  /// SO_RCVBUF, capped by net.core.rmem_max). What arrives while the buffer is full is lost:
+  /// a device process serving many functions wants more than one program does.
+  std::size_t socket_buffer = 4u << 20;
 };
+
+/// Sizes fd's receive and send buffers to `bytes` (the forced options first, then the
+/// capped ones; best effort).
+inline void size_socket_buffers(int fd, std::size_t bytes) {
+  const int b = static_cast<int>(std::min<std::size_t>(bytes, 1u << 30));
+  if (::setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &b, sizeof b) != 0) (void)::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &b, sizeof b);
+  if (::setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &b, sizeof b) != 0) (void)::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &b, sizeof b);
+}
 
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103
@@ -100,10 +113,8 @@ class udp_port {
       return;
     }
     const int pmtu = IP_PMTUDISC_DO;  // DF set, identification 0 (see the top)
-    const int big = 4 << 20;
     (void)::setsockopt(fd_, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof pmtu);
-    (void)::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
-    (void)::setsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
+    size_socket_buffers(fd_, cfg_.socket_buffer);
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(cfg_.port);
@@ -135,8 +146,7 @@ class udp_port {
         return;
       }
       (void)::setsockopt(fd6_, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &pmtu6, sizeof pmtu6);
-      (void)::setsockopt(fd6_, SOL_SOCKET, SO_RCVBUF, &big, sizeof big);
-      (void)::setsockopt(fd6_, SOL_SOCKET, SO_SNDBUF, &big, sizeof big);
+      size_socket_buffers(fd6_, cfg_.socket_buffer);
       if (gso_) (void)::setsockopt(fd6_, SOL_UDP, UDP_SEGMENT, &zero, sizeof zero);
       if (gro_) (void)::setsockopt(fd6_, SOL_UDP, UDP_GRO, &one, sizeof one);
       (void)::setsockopt(fd6_, IPPROTO_IPV6, IPV6_RECVTCLASS, &one, sizeof one);
