@@ -5,7 +5,9 @@
 //   TAP frame -> pp::endpoint::send_packet -> RDMA write / SendData -> peer -> its TAP.
 // The I/O unit's LAN NIC is a pp::nic_agent over its TAP (the receive filter included); the host
 // initializes it over CfgUtil, mirrors its MAC, MTU, carrier and speed on its interface, and
-// passes on what `ip link set` changes there (MAC, MTU, promiscuity).
+// passes on what `ip link set` changes there (MAC, MTU, promiscuity). One I/O unit may serve
+// several hosts: each has its own connection, endpoint and pools, and its own function of the
+// LAN NIC (MAC, filter, statistics); LAN frames are steered to them by destination MAC.
 #pragma once
 
 #include <arpa/inet.h>
@@ -15,6 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -49,9 +52,14 @@ inline volatile sig_atomic_t stop_requested = 0;
 
 struct module_options {
   pp::role role = pp::role::host;
-  std::array<std::uint8_t, 4> local{}, peer{};
+  std::array<std::uint8_t, 4> local{};
+  /// --peer: the other module's fabric address; the I/O unit takes one per host it serves
+  /// (1..max_hosts), the host one.
+  std::vector<std::array<std::uint8_t, 4>> peers{};
   std::string tap = "pw0";
-  wire::mac_address mac{0x02, 0x50, 0x57, 0, 0, 1};  ///< I/O unit: its LAN NIC's MAC (the host's interface gets it)
+  /// I/O unit: its LAN NIC's factory MAC (the host's interface gets it); with several hosts the
+  /// k-th (from 0, in --peer order) gets its last octet plus k.
+  wire::mac_address mac{0x02, 0x50, 0x57, 0, 0, 1};
   std::uint32_t mtu = 1500;
   bool mtu_given = false;  ///< host: ask the I/O unit for this MTU (else take the LAN's)
   /// The fabric link's MTU: the path MTU is the largest IBTA MTU whose packets fit in it.
@@ -88,6 +96,9 @@ struct module_options {
   std::vector<std::array<std::uint8_t, 4>> members{};
   std::uint16_t lid = 0;
 };
+
+/// The most hosts one I/O unit serves (spec/split-model.md, Sharing).
+inline constexpr std::size_t max_hosts = 16;
 
 inline bool parse_ip(const char* s, std::array<std::uint8_t, 4>& out) {
   in_addr a{};
@@ -202,7 +213,8 @@ inline int module_usage(const char* prog, const char* why) {
                "       [--loss P] [--dup P] [--reorder P] [--corrupt P] [--seed S] [--gso] [--no-gro]\n"
                "       [--framing roce|cell --interface IF] [--pool-ref N] [--uc] [-v]\n"
                "  --local IP   this module's fabric address (RoCEv2 on UDP 4791, CM on UDP %u)\n"
-               "  --peer IP    the other module's fabric address\n"
+               "  --peer IP    the other module's fabric address; an I/O unit takes one per host it serves (at most %zu),\n"
+               "               the k-th host's LAN MAC is --mac with k added to its last octet\n"
                "  --tap NAME   the TAP interface to create or attach (default %s)\n"
                "  --mtu N      the interface MTU (default 1500)\n"
                "  --fabric-mtu N  the fabric link's MTU (default 1500): the RoCE path MTU is the largest that fits\n"
@@ -214,7 +226,8 @@ inline int module_usage(const char* prog, const char* why) {
                "               must not overlap); above 255 every write into them is indicated by BufferRDMAIndicate\n"
                "  --uc         unacknowledged (UC) channels: no ACK, no retransmission; both modules must say it\n"
                "spec/split-model.md\n",
-               prog, std::strstr(prog, "iou") ? " [--mac MAC] [--no-tcp-aggregation | --tcp-aggregation-timeout US] [--lan-loss P] [--lan-reorder P]" : "", pp::cm_port, std::strstr(prog, "iou") ? "lan0" : "pw0");
+               prog, std::strstr(prog, "iou") ? " [--mac MAC] [--no-tcp-aggregation | --tcp-aggregation-timeout US] [--lan-loss P] [--lan-reorder P]" : "", pp::cm_port, max_hosts,
+               std::strstr(prog, "iou") ? "lan0" : "pw0");
   return 2;
 }
 
@@ -222,7 +235,7 @@ inline std::optional<module_options> parse_module(int argc, char** argv, pp::rol
   module_options o;
   o.role = role;
   if (role == pp::role::iou) o.tap = "lan0";
-  bool have_local = false, have_peer = false;
+  bool have_local = false;
   for (int i = 1; i < argc; ++i) {
     const std::string_view a = argv[i];
     const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
@@ -231,8 +244,8 @@ inline std::optional<module_options> parse_module(int argc, char** argv, pp::rol
       i += k - 1;
     } else if (a == "--local" && v && parse_ip(v, o.local)) {
       have_local = true, ++i;
-    } else if (a == "--peer" && v && parse_ip(v, o.peer)) {
-      have_peer = true, ++i;
+    } else if (a == "--peer" && v && parse_ip(v, o.peers.emplace_back())) {
+      ++i;
     } else if ((a == "--tcp-aggregation" || a == "--no-tcp-aggregation") && role == pp::role::iou) {
       o.tcp_aggregation = a == "--tcp-aggregation";
     } else if (a == "--tcp-aggregation-timeout" && v && role == pp::role::iou) {
@@ -259,7 +272,12 @@ inline std::optional<module_options> parse_module(int argc, char** argv, pp::rol
       return std::nullopt;
     }
   }
-  if (!have_local || !have_peer || (o.cells && o.interface.empty())) return std::nullopt;
+  if (!have_local || o.peers.empty() || (o.cells && o.interface.empty())) return std::nullopt;
+  if (o.peers.size() > (role == pp::role::iou ? max_hosts : 1)) return std::nullopt;
+  for (std::size_t k = 0; k < o.peers.size(); ++k)
+    if (std::find(o.peers.begin(), o.peers.begin() + static_cast<std::ptrdiff_t>(k), o.peers[k]) != o.peers.begin() + static_cast<std::ptrdiff_t>(k))
+      return std::nullopt;  // a host twice
+  if (o.mac[5] + o.peers.size() - 1 > 0xFF) return std::nullopt;  // the hosts' MACs would wrap
   return o;
 }
 
@@ -322,35 +340,57 @@ class fabric_link {
 };
 
 /// One module's life: returns the exit status (0 after SIGINT / SIGTERM and a clean flush).
+/// The host serves one peer; the I/O unit serves each host of its --peer list through a session
+/// of its own (spec/split-model.md, Sharing): a connector, an endpoint with its pools, a function
+/// of the LAN NIC (MAC, MTU, filter, statistics), an aggregator, and a queue to the host.
 class module {
  public:
   explicit module(const module_options& o)
-      : o_(o), link_(o), dev_(link_.device(o, static_cast<std::uint8_t>(o.role))),
-        tap_(o.tap, /*offloads=*/true),
-        cm_({.role = o.role, .incarnation = std::random_device{}() | (std::uint64_t{std::random_device{}()} << 32) | 1}) {}
+      : o_(o), link_(o), dev_(link_.device(o, static_cast<std::uint8_t>(o.role))), tap_(o.tap, /*offloads=*/true) {
+    const bool iou = o.role == pp::role::iou;
+    for (std::size_t k = 0; k < o.peers.size(); ++k) {
+      auto s = std::make_unique<session>(session{.peer = o.peers[k],
+                                                 .cm = pp::connector({.role = o.role, .incarnation = std::random_device{}() | (std::uint64_t{std::random_device{}()} << 32) | 1})});
+      s->name = iou ? "pushwire-iou" : "pushwire-host";
+      if (o.peers.size() > 1) s->name += " (host " + ip_text(o.peers[k]) + ")";
+      s->mtu = o.mtu;
+      s->lan_rng.seed(o.seed ^ 0x4C414E ^ k);
+      s->emit = [this, p = s.get()](const flow::tcp_aggregate& a) { lan_out(*p, a); };
+      sessions_.push_back(std::move(s));
+    }
+  }
 
   int run() {
     const char* who = o_.role == pp::role::host ? "pushwire-host" : "pushwire-iou";
+    const bool iou = o_.role == pp::role::iou;
     if (!link_.ok()) return fail(who, link_.what(), link_.error());
     if (!tap_.ok()) return fail(who, ("TAP " + o_.tap).c_str(), tap_.error());
     if ((cm_fd_ = open_cm_socket(o_.local)) < 0) return fail(who, "CM socket", errno);
     (void)tap_.set_mtu(o_.mtu);
-    if (o_.role == pp::role::iou) (void)tap_.set_carrier(true);
-    else (void)tap_.set_carrier(false);  // until the I/O unit says the link is up
+    (void)tap_.set_carrier(iou);  // the host's: down until the I/O unit says the link is up
     (void)tap_.set_up(true);
     want_mtu_ = o_.mtu_given ? o_.mtu : 0;
-    if (o_.role == pp::role::iou) nic_.emplace(o_.mac, o_.mtu);
-    else if (const unsigned ix = tap_.index(); ix == 0 || !watch_.emplace(ix).ok()) return fail(who, "rtnetlink", watch_ ? watch_->error() : ENODEV);
-    make_endpoint();
-    if (o_.tcp_aggregation && o_.role == pp::role::iou) agg_.emplace(flow::tcp_agg_config{.timeout = o_.aggregation_timeout});
-    std::printf("%s: fabric %u.%u.%u.%u, peer %u.%u.%u.%u, interface %s\n", who, o_.local[0], o_.local[1], o_.local[2], o_.local[3],
-                o_.peer[0], o_.peer[1], o_.peer[2], o_.peer[3], tap_.name().c_str());
+    if (!iou)
+      if (const unsigned ix = tap_.index(); ix == 0 || !watch_.emplace(ix).ok()) return fail(who, "rtnetlink", watch_ ? watch_->error() : ENODEV);
+    for (std::size_t k = 0; k < sessions_.size(); ++k) {
+      session& s = *sessions_[k];
+      if (iou) {
+        wire::mac_address m = o_.mac;  // host k's factory MAC: --mac's last octet plus k
+        m[5] = static_cast<std::uint8_t>(m[5] + k);
+        s.nic.emplace(m, o_.mtu);
+        if (o_.tcp_aggregation) s.agg.emplace(flow::tcp_agg_config{.timeout = o_.aggregation_timeout});
+      }
+      make_endpoint(s);
+    }
+    std::printf("%s: fabric %u.%u.%u.%u, peer", who, o_.local[0], o_.local[1], o_.local[2], o_.local[3]);
+    for (const auto& s : sessions_) std::printf(" %s", ip_text(s->peer).c_str());
+    std::printf(", interface %s\n", tap_.name().c_str());
     std::fflush(stdout);
     std::vector<std::byte> frame(65536 + 64);
     rnic::time_ns closing_since = 0;
     bool tap_ready = true;
     // One loop over the fabric link, the CM's socket and the TAP (net/loop.hpp): it sleeps until
-    // one of them is readable or a deadline comes (the device's, the CM's hellos, a frame held
+    // one of them is readable or a deadline comes (the device's, the CMs' hellos, a frame held
     // for credit, the host's statistics request, the close).
     net::device_loop loop(dev_);
     loop.linger(linger);
@@ -359,75 +399,67 @@ class module {
     if (watch_) loop.watch(watch_->fd(), [&](rnic::time_ns) {
       if (watch_->changed()) interface_changed();
     });
-    loop.watch(tap_.fd(), [&](rnic::time_ns) { tap_ready = true; }, [&] { return held_ == 0 && out_.empty(); });
-    loop.deadline([&] { return cm_.next_deadline(); });
-    loop.deadline([&]() -> std::optional<rnic::time_ns> { return agg_ ? agg_->next_deadline() : std::nullopt; });
-    loop.deadline([&] { return net::next_due(lan_held_); });
+    loop.watch(tap_.fd(), [&](rnic::time_ns) { tap_ready = true; }, [&] { return !backlogged(); });
+    loop.deadline([&] { return earliest([](const session& s) { return s.cm.next_deadline(); }); });
+    loop.deadline([&] { return earliest([](const session& s) { return s.agg ? s.agg->next_deadline() : std::nullopt; }); });
+    loop.deadline([&] { return earliest([](const session& s) { return net::next_due(s.lan_held); }); });
+    loop.deadline([&] { return earliest([](const session& s) -> std::optional<rnic::time_ns> {
+      if (!s.out.empty()) return s.held_since + hold_for;
+      return std::nullopt;
+    }); });
     loop.deadline([&]() -> std::optional<rnic::time_ns> {
-      if (held_ || !out_.empty()) return held_since_ + hold_for;
-      if (o_.role == pp::role::host && ep_->current() == pp::state::connected) return std::min(next_stats_, next_link_);
+      if (!iou && host().ep->current() == pp::state::connected) return std::min(next_stats_, next_link_);
       return std::nullopt;
     });
     loop.deadline([&]() -> std::optional<rnic::time_ns> {
       return closing_since ? std::optional<rnic::time_ns>{closing_since + close_for} : std::nullopt;
     });
     auto work = [&](rnic::time_ns now) {
-      apply(cm_.tick(now), now);
+      now_ = now;
       const std::uint64_t written = tap_writes_;
-      ep_->poll();
+      for (auto& s : sessions_) {
+        apply(*s, s->cm.tick(now), now);
+        s->ep->poll();
+      }
       // The kernel often answers a frame written to the TAP before write() returns (a ping's
       // reply, a TCP ACK): read the TAP in the same turn, so the answer leaves with the ACK.
       tap_ready = tap_ready || tap_writes_ != written;
-      // Frames from the stack (host) or the LAN (I/O unit) go to the peer while it is there.
-      // Without credit the frame is held and the TAP not read (its queue backs up into the
-      // stack's qdisc) until credit returns, for at most hold_for; then it is dropped. With TCP
-      // aggregation the LAN's frames go through the aggregator first; what it holds goes when a
-      // flush rule ends it (PSH, a gap, ...) or its timeout comes (--tcp-aggregation-timeout).
-      if (agg_) agg_->expire(now, emit_);
-      if (lan_faulty()) lan_release(now);
-      if (tap_ready || held_ || !out_.empty()) {
-        int k = 0;
-        for (; k < 64; ++k) {
-          if (!held_ && out_.empty()) {
-            const std::size_t n = tap_.read(frame);
-            if (n == 0) {
-              if (out_.empty()) break;
-            } else if (nic_ && !nic_->accepts(n > net::vnet_hdr_size ? std::span<const std::byte>(frame).subspan(net::vnet_hdr_size, n - net::vnet_hdr_size)
-                                                                  : std::span<const std::byte>{})) {
-              continue;  // the NIC's receive filter: unicast for another MAC
-            } else if (lan_faulty()) {
-              lan_faults_in(std::span<const std::byte>(frame).first(n), now);
-              if (out_.empty()) continue;
-            } else if (agg_) {
-              lan_in(std::span(frame).first(n), now);
-              if (out_.empty()) continue;
-            } else {
-              held_ = n;  // sent from `frame` itself
-            }
-            held_since_ = now;
-          }
-          if (ep_->current() != pp::state::connected) {  // no carrier: dropped, as a NIC would
-            dropped_ += (held_ ? 1 : 0) + out_.size();
-            held_ = 0;
-            out_.clear();
-            continue;
-          }
-          const pp::errc e = ep_->send_packet(held_ ? std::span<const std::byte>(frame).first(held_) : std::span<const std::byte>(out_.front()));
-          if (e == pp::errc::would_block && now - held_since_ < hold_for) break;
-          if (e != pp::errc{}) ++dropped_;
-          if (held_) held_ = 0;
-          else out_.pop_front();
-          held_since_ = now;
-        }
-        tap_ready = k == 64;  // more may wait: read again next turn
+      // Frames from the stack (host) or the LAN (I/O unit) go to the peer while it is there; on
+      // the I/O unit through each host's receive filter (steered by MAC), LAN faults and
+      // aggregator. Without credit a host's frames wait in its queue and the TAP is not read (its
+      // queue backs up into the stack's qdisc) until credit returns, for at most hold_for; then
+      // they are dropped. What an aggregator holds goes when a flush rule ends it (PSH, a gap,
+      // ...) or its timeout comes (--tcp-aggregation-timeout).
+      for (auto& s : sessions_) {
+        if (s->agg) s->agg->expire(now, s->emit);
+        if (lan_faulty()) lan_release(*s, now);
       }
+      int k = 0;
+      for (; k < 64; ++k) {
+        bool idle = true;
+        if (!backlogged()) {
+          if (!tap_ready) break;
+          const std::size_t n = tap_.read(frame);
+          if (n == 0) break;
+          from_tap(std::span<const std::byte>(frame).first(n), now);
+        }
+        for (auto& s : sessions_) idle = drain(*s, now) && idle;
+        if (!idle) break;
+      }
+      tap_ready = tap_ready && k == 64;  // more may wait: read again next turn
       // The host asks for the LAN NIC's link state four times a second (a LAN going down takes
       // its carrier down within 250 ms and a round trip), and its statistics every second.
-      if (o_.role == pp::role::host && ep_->current() == pp::state::connected) {
-        if (now >= next_link_) (void)ep_->cfg_request(msg::cfg::request_code::get_link_state), next_link_ = now + link_every;
+      if (!iou && host().ep->current() == pp::state::connected) {
+        pp::endpoint& ep = *host().ep;
+        if (now >= next_link_) (void)ep.cfg_request(msg::cfg::request_code::get_link_state), next_link_ = now + link_every;
         if (init_sent_ && now - init_sent_ > 1'000'000'000) initialize_nic();  // unanswered (lost over UC): again
-        if (now >= next_stats_) (void)ep_->cfg_request(msg::cfg::request_code::get_statistics), next_stats_ = now + 1'000'000'000;
+        if (now >= next_stats_) (void)ep.cfg_request(msg::cfg::request_code::get_statistics), next_stats_ = now + 1'000'000'000;
       }
+    };
+    auto all = [&](pp::state st) {
+      for (const auto& s : sessions_)
+        if (s->ep->current() != st) return false;
+      return true;
     };
     while (true) {
       (void)loop.wait(loop.timeout(net::monotonic_ns(), 1'000'000'000));
@@ -435,62 +467,143 @@ class module {
       loop.turn(now, work);
       if (stop_requested && !closing_since) {
         closing_since = now;
-        if (ep_->close() != pp::errc{}) break;
+        for (auto& s : sessions_) (void)s->ep->close();
       }
-      if (closing_since && (ep_->current() == pp::state::closed || now - closing_since > close_for)) break;
+      if (closing_since && (all(pp::state::closed) || now - closing_since > close_for)) break;
     }
     // Let the last control messages leave.
     const rnic::time_ns until = net::monotonic_ns() + 50'000'000;
     for (rnic::time_ns now = net::monotonic_ns(); now < until; now = net::monotonic_ns()) {
       (void)loop.wait(loop.timeout(now, until - now));
-      loop.turn(net::monotonic_ns(), [&](rnic::time_ns) { ep_->poll(); });
+      loop.turn(net::monotonic_ns(), [&](rnic::time_ns) {
+        for (auto& s : sessions_) s->ep->poll();
+      });
     }
-    const pp::counters& es = ep_->stats();
-    std::printf("%s: %s; packets out %lu in %lu, dropped %lu; as SendData %lu, WRITE+idata %lu, WRITE+BufferRDMAIndicate %lu; "
-                "pools asked for %lu, granted %lu; datagrams out %lu in %lu, injected losses %lu",
-                who, std::string(wire::enum_name(ep_->current())).c_str(), static_cast<unsigned long>(es.packets_out),
-                static_cast<unsigned long>(es.packets_in), static_cast<unsigned long>(dropped_), static_cast<unsigned long>(es.as_send),
-                static_cast<unsigned long>(es.as_write_imm), static_cast<unsigned long>(es.as_write_indicate),
-                static_cast<unsigned long>(es.gets_sent), static_cast<unsigned long>(es.pools_granted), static_cast<unsigned long>(link_.sent()),
-                static_cast<unsigned long>(link_.received()), static_cast<unsigned long>(link_.lost()));
-    if (agg_) {
-      const auto& a = agg_->stats();
-      std::printf("; TCP aggregation: %lu frames from the LAN, %lu segments joined into %lu aggregates, %lu passed alone, %lu bad checksums",
-                  static_cast<unsigned long>(a.frames), static_cast<unsigned long>(a.joined + a.aggregates), static_cast<unsigned long>(a.aggregates),
-                  static_cast<unsigned long>(a.passed), static_cast<unsigned long>(a.bad_checksum));
-      std::printf(" (ended by");
-      for (std::size_t k = 0; k < flow::agg_flush_count; ++k)
-        if (a.flushes[k])
-          std::printf(" %.*s %lu", static_cast<int>(flow::agg_flush_names[k].name.size()), flow::agg_flush_names[k].name.data(),
-                      static_cast<unsigned long>(a.flushes[k]));
-      std::printf(")");
-    }
-    if (lan_faulty())
-      std::printf("; LAN faults: %lu frames lost, %lu held back", static_cast<unsigned long>(lan_fault_count_.lost),
-                  static_cast<unsigned long>(lan_fault_count_.held));
-    if (nic_) {
-      const auto m = nic_->mac();
-      std::printf("; LAN NIC: MAC %02x:%02x:%02x:%02x:%02x:%02x, MTU %u, %spromiscuous, %lu frames filtered", m[0], m[1], m[2], m[3], m[4], m[5],
-                  nic_->mtu(), nic_->promiscuous() ? "" : "not ", static_cast<unsigned long>(nic_->filtered()));
-    }
-    if (o_.role == pp::role::host && lan_stats_)
-      std::printf("; MTU %u; LAN NIC (from the I/O unit): rx %lu frames %lu bytes, tx %lu frames %lu bytes, tx_errors %lu, rx_dropped %lu, "
-                  "%lu segments in %lu aggregates",
-                  o_.mtu, static_cast<unsigned long>(lan_stats_->rx_frames), static_cast<unsigned long>(lan_stats_->rx_bytes),
-                  static_cast<unsigned long>(lan_stats_->tx_frames), static_cast<unsigned long>(lan_stats_->tx_bytes),
-                  static_cast<unsigned long>(lan_stats_->tx_errors), static_cast<unsigned long>(lan_stats_->rx_dropped),
-                  static_cast<unsigned long>(lan_stats_->rx_aggregated_segments), static_cast<unsigned long>(lan_stats_->rx_aggregates));
-    std::printf("\n");
+    for (const auto& s : sessions_) exit_line(*s);
     ::close(cm_fd_);
-    return ep_->current() == pp::state::closed ? 0 : 1;
+    return all(pp::state::closed) ? 0 : 1;
   }
 
  private:
+  struct lan_pending {
+    rnic::time_ns at;
+    std::vector<std::byte> bytes;
+  };
+  /// A frame's counts: frames and bytes (without the virtio-net header).
+  struct frame_counts {
+    std::uint64_t frames = 0, bytes = 0;
+    void add(std::size_t packet) { ++frames, bytes += packet > net::vnet_hdr_size ? packet - net::vnet_hdr_size : 0; }
+  };
+  /// One peer: the host's I/O unit, or one of the I/O unit's hosts.
+  struct session {
+    std::array<std::uint8_t, 4> peer{};
+    pp::connector cm;
+    std::string name{};
+    std::unique_ptr<pp::endpoint> ep{};
+    std::optional<pp::nic_agent> nic{};           ///< I/O unit: this host's function of the LAN NIC
+    std::optional<flow::tcp_aggregator> agg{};    ///< I/O unit, unless --no-tcp-aggregation
+    std::uint32_t mtu = 1500;                     ///< I/O unit: the MTU this host's function has
+    std::deque<std::vector<std::byte>> out{};     ///< packets for the peer (the first waiting for credit since held_since)
+    rnic::time_ns held_since = 0;
+    std::uint64_t dropped = 0;                    ///< packets for the peer dropped (no credit, no connection)
+    frame_counts rx{}, tx{};                      ///< I/O unit: frames the LAN gave this host, and it gave the LAN
+    std::uint64_t tx_errors = 0;                  ///< I/O unit: frames of this host the TAP refused
+    std::list<lan_pending> lan_held{};            ///< with LAN faults: frames held back
+    std::mt19937_64 lan_rng{};
+    struct {
+      std::uint64_t lost = 0, corrupted = 0, held = 0, duplicated = 0;
+    } lan_faults{};
+    std::span<const std::byte> in{};              ///< the packet lan_in() is pushing
+    std::function<void(const flow::tcp_aggregate&)> emit{};
+  };
+
   static int fail(const char* who, const char* what, int err) {
     std::fprintf(stderr, "%s: %s: %s\n", who, what, std::strerror(err));
     return 1;
   }
-  void make_endpoint() {
+  static std::string ip_text(const std::array<std::uint8_t, 4>& ip) {
+    char b[16];
+    std::snprintf(b, sizeof b, "%u.%u.%u.%u", ip[0], ip[1], ip[2], ip[3]);
+    return b;
+  }
+  session& host() { return *sessions_.front(); }
+  template <class F>
+  std::optional<rnic::time_ns> earliest(F&& f) const {
+    std::optional<rnic::time_ns> t;
+    for (const auto& s : sessions_)
+      if (const auto d = f(*s); d && (!t || *d < *t)) t = d;
+    return t;
+  }
+  /// A session's queue waits for credit: the TAP is not read.
+  bool backlogged() const {
+    for (const auto& s : sessions_)
+      if (!s->out.empty()) return true;
+    return false;
+  }
+  /// A frame the TAP gave (its virtio-net header first): the host's goes to its peer; on the
+  /// I/O unit, to each host whose function's filter takes it (frames none takes: unclaimed_).
+  void from_tap(std::span<const std::byte> packet, rnic::time_ns now) {
+    if (o_.role == pp::role::host) return enqueue(host(), packet, now);
+    bool claimed = false;
+    for (auto& s : sessions_) claimed = to_host(*s, packet, now) || claimed;
+    if (!claimed) ++unclaimed_;
+  }
+  /// A LAN frame (or another host's) offered to host s: its filter, then LAN faults, then its
+  /// aggregator. False when the filter dropped it.
+  bool to_host(session& s, std::span<const std::byte> packet, rnic::time_ns now) {
+    const auto f = packet.size() > net::vnet_hdr_size ? packet.subspan(net::vnet_hdr_size) : std::span<const std::byte>{};
+    if (!s.nic->accepts(f)) return false;
+    s.rx.add(packet.size());
+    if (lan_faulty()) lan_faults_in(s, packet, now);
+    else enqueue(s, packet, now);
+    return true;
+  }
+  void enqueue(session& s, std::span<const std::byte> packet, rnic::time_ns now) {
+    if (s.out.empty()) s.held_since = now;
+    if (s.agg) lan_in(s, packet, now);
+    else s.out.emplace_back(packet.begin(), packet.end());
+  }
+  /// Sends s's queue while credit lasts; false when a packet still waits for credit.
+  bool drain(session& s, rnic::time_ns now) {
+    while (!s.out.empty()) {
+      if (s.ep->current() != pp::state::connected) {  // no carrier: dropped, as a NIC would
+        s.dropped += s.out.size();
+        s.out.clear();
+        break;
+      }
+      const pp::errc e = s.ep->send_packet(s.out.front());
+      if (e == pp::errc::would_block && now - s.held_since < hold_for) return false;
+      if (e != pp::errc{}) ++s.dropped;
+      s.out.pop_front();
+      s.held_since = now;
+    }
+    return true;
+  }
+  /// A packet host s sent (I/O unit): to the hosts whose filter takes its destination (a frame
+  /// between two hosts stays in the NIC, as between a switch's functions), and to the LAN unless
+  /// it was unicast to one of them.
+  void from_host(session& s, std::span<const std::byte> p) {
+    if (o_.role == pp::role::host) {
+      (void)tap_.write(p), ++tap_writes_;
+      return;
+    }
+    bool local = false;
+    if (sessions_.size() > 1 && p.size() >= net::vnet_hdr_size + 6) {
+      const auto dst = p.subspan(net::vnet_hdr_size, 6);
+      const bool group = (std::to_integer<std::uint8_t>(dst[0]) & 1) != 0;
+      for (auto& t : sessions_)
+        if (t.get() != &s && t->ep->current() == pp::state::connected) {
+          const bool its = std::equal(dst.begin(), dst.end(), reinterpret_cast<const std::byte*>(t->nic->mac().data()));
+          if (group || its || t->nic->promiscuous()) (void)to_host(*t, p, now_);
+          local = local || its;
+        }
+    }
+    if (local) return;
+    if (tap_.write(p) == 0) ++s.tx_errors;
+    else s.tx.add(p.size());
+    ++tap_writes_;
+  }
+  void make_endpoint(session& s) {
     pp::config c;
     c.first_pool_ref = o_.pool_ref ? o_.pool_ref : o_.role == pp::role::host ? 0x01 : 0x81;
     c.transport = o_.uc ? rnic::qp_type::uc : rnic::qp_type::rc;
@@ -508,87 +621,156 @@ class module {
     c.get_count = pool_elements;
     c.send_slots = 256;
     pp::handlers h;
-    h.packet = [this](std::span<const std::byte> p) { (void)tap_.write(p), ++tap_writes_; };
+    h.packet = [this, p = &s](std::span<const std::byte> b) { from_host(*p, b); };
     if (o_.role == pp::role::iou) {
-      h.cfg_request = [this](msg::cfg::request_code code, std::span<const std::byte> req) {
-        lan_hw hw{*this};
-        const wire::mac_address mac = nic_->mac();
-        const bool promisc = nic_->promiscuous();
-        pp::cfg_answer a = nic_->answer(code, req, hw);
-        o_.mtu = nic_->mtu();
-        if (nic_->mac() != mac) log_mac("LAN NIC MAC set to", nic_->mac());
-        if (nic_->promiscuous() != promisc) log(nic_->promiscuous() ? "LAN NIC promiscuous" : "LAN NIC not promiscuous");
+      h.cfg_request = [this, p = &s](msg::cfg::request_code code, std::span<const std::byte> req) {
+        session& x = *p;
+        lan_hw hw{*this, x};
+        const wire::mac_address mac = x.nic->mac();
+        const bool promisc = x.nic->promiscuous();
+        pp::cfg_answer a = x.nic->answer(code, req, hw);
+        if (x.nic->mac() != mac) log_mac(x, "LAN NIC MAC set to", x.nic->mac());
+        if (x.nic->promiscuous() != promisc) log(x, x.nic->promiscuous() ? "LAN NIC promiscuous" : "LAN NIC not promiscuous");
         return a;
       };
     } else {
       h.cfg_reply = [this](std::uint64_t, msg::cfg::request_code code, msg::cfg::status st, std::span<const std::byte> d) { host_reply(code, st, d); };
     }
-    ep_ = std::make_unique<pp::endpoint>(dev_, c, std::move(h));
-    const pp::address l = ep_->local();
-    cm_.set_local(l.control_qpn, l.data_qpn, l.send_max);
+    s.ep = std::make_unique<pp::endpoint>(dev_, c, std::move(h));
+    const pp::address l = s.ep->local();
+    s.cm.set_local(l.control_qpn, l.data_qpn, l.send_max);
   }
-  void apply(const pp::cm_actions& a, rnic::time_ns now) {
-    if (a.reset) make_endpoint();
-    if (a.carrier_down) (void)tap_.set_carrier(false), log("peer lost: carrier down");
+  void apply(session& s, const pp::cm_actions& a, rnic::time_ns now) {
+    if (a.reset) make_endpoint(s);
+    if (a.carrier_down && o_.role == pp::role::host) (void)tap_.set_carrier(false);
+    if (a.carrier_down) log(s, "peer lost: carrier down");
     if (a.connect) {
       rnic::address_vector av{};
-      av.dgid = rnic::gid_v4(o_.peer[0], o_.peer[1], o_.peer[2], o_.peer[3]);
+      av.dgid = rnic::gid_v4(s.peer[0], s.peer[1], s.peer[2], s.peer[3]);
       if (link_.cells()) {  // cells are addressed by MAC: the peer's, as ARP found it for the hellos
-        const auto mac = arp_lookup(o_.peer);
+        const auto mac = arp_lookup(s.peer);
         av.dmac = mac ? *mac : wire::broadcast_mac;
-        if (!mac) log("no ARP entry for the peer: cells go to the broadcast MAC");
+        if (!mac) log(s, "no ARP entry for the peer: cells go to the broadcast MAC");
       }
-      if (ep_->connect({.control_qpn = a.connect->control_qpn, .data_qpn = a.connect->data_qpn, .av = av, .send_max = a.connect->send_max}) ==
+      if (s.ep->connect({.control_qpn = a.connect->control_qpn, .data_qpn = a.connect->data_qpn, .av = av, .send_max = a.connect->send_max}) ==
           pp::errc{}) {
-        log("connected");
+        log(s, "connected");
         if (o_.role == pp::role::host) initialize_nic();
       }
     }
-    if (a.carrier_up && o_.role == pp::role::host && ep_->current() == pp::state::connected && !a.connect)
-      (void)ep_->cfg_request(msg::cfg::request_code::get_link_state), log("peer back");
+    if (a.carrier_up && o_.role == pp::role::host && s.ep->current() == pp::state::connected && !a.connect)
+      (void)s.ep->cfg_request(msg::cfg::request_code::get_link_state), log(s, "peer back");
     if (a.send) {
       std::array<std::byte, pp::hello_size> b;
       (void)wire::encode(*a.send, b);
-      send_cm(cm_fd_, o_.peer, b);
+      send_cm(cm_fd_, s.peer, b);
     }
     (void)now;
   }
-  /// The CM's datagrams waiting on its socket.
+  /// The CMs' datagrams waiting on the socket, each to the session of the address it came from
+  /// (others are counted: stray_hellos_).
   void cm_read(rnic::time_ns now) {
     std::array<std::byte, 256> b;
     for (int k = 0; k < 16; ++k) {
-      const ssize_t n = ::recv(cm_fd_, b.data(), b.size(), MSG_DONTWAIT);
+      sockaddr_in from{};
+      socklen_t len = sizeof from;
+      const ssize_t n = ::recvfrom(cm_fd_, b.data(), b.size(), MSG_DONTWAIT, reinterpret_cast<sockaddr*>(&from), &len);
       if (n < 0) break;
-      apply(cm_.on_datagram(std::span(b).first(static_cast<std::size_t>(n)), now), now);
+      session* s = nullptr;
+      for (auto& x : sessions_)
+        if (len == sizeof from && std::memcmp(&from.sin_addr, x->peer.data(), 4) == 0) s = x.get();
+      if (!s) {
+        ++stray_hellos_;
+        continue;
+      }
+      apply(*s, s->cm.on_datagram(std::span(b).first(static_cast<std::size_t>(n)), now), now);
     }
   }
-  void log(const char* what) {
-    if (o_.verbose) std::printf("%s: %s\n", o_.role == pp::role::host ? "pushwire-host" : "pushwire-iou", what), std::fflush(stdout);
+  void log(const session& s, const char* what) {
+    if (o_.verbose) std::printf("%s: %s\n", s.name.c_str(), what), std::fflush(stdout);
   }
-  void log_mac(const char* what, const wire::mac_address& m) {
+  void log(const char* what) { log(host(), what); }
+  void log_mac(const char* what, const wire::mac_address& m) { log_mac(host(), what, m); }
+  void log_mac(const session& s, const char* what, const wire::mac_address& m) {
     char b[96];
     std::snprintf(b, sizeof b, "%s %02x:%02x:%02x:%02x:%02x:%02x", what, m[0], m[1], m[2], m[3], m[4], m[5]);
-    log(b);
+    log(s, b);
   }
-  /// The I/O unit's LAN NIC as the agent sees its hardware: the TAP and this module's counters.
+  void exit_line(const session& s) {
+    const pp::counters& es = s.ep->stats();
+    std::printf("%s: %s; packets out %lu in %lu, dropped %lu; as SendData %lu, WRITE+idata %lu, WRITE+BufferRDMAIndicate %lu; "
+                "pools asked for %lu, granted %lu; datagrams out %lu in %lu, injected losses %lu",
+                s.name.c_str(), std::string(wire::enum_name(s.ep->current())).c_str(), static_cast<unsigned long>(es.packets_out),
+                static_cast<unsigned long>(es.packets_in), static_cast<unsigned long>(s.dropped), static_cast<unsigned long>(es.as_send),
+                static_cast<unsigned long>(es.as_write_imm), static_cast<unsigned long>(es.as_write_indicate),
+                static_cast<unsigned long>(es.gets_sent), static_cast<unsigned long>(es.pools_granted), static_cast<unsigned long>(link_.sent()),
+                static_cast<unsigned long>(link_.received()), static_cast<unsigned long>(link_.lost()));
+    if (s.agg) {
+      const auto& a = s.agg->stats();
+      std::printf("; TCP aggregation: %lu frames from the LAN, %lu segments joined into %lu aggregates, %lu passed alone, %lu bad checksums",
+                  static_cast<unsigned long>(a.frames), static_cast<unsigned long>(a.joined + a.aggregates), static_cast<unsigned long>(a.aggregates),
+                  static_cast<unsigned long>(a.passed), static_cast<unsigned long>(a.bad_checksum));
+      std::printf(" (ended by");
+      for (std::size_t k = 0; k < flow::agg_flush_count; ++k)
+        if (a.flushes[k])
+          std::printf(" %.*s %lu", static_cast<int>(flow::agg_flush_names[k].name.size()), flow::agg_flush_names[k].name.data(),
+                      static_cast<unsigned long>(a.flushes[k]));
+      std::printf(")");
+    }
+    if (lan_faulty())
+      std::printf("; LAN faults: %lu frames lost, %lu held back", static_cast<unsigned long>(s.lan_faults.lost),
+                  static_cast<unsigned long>(s.lan_faults.held));
+    if (s.nic) {
+      const auto m = s.nic->mac();
+      std::printf("; LAN NIC: MAC %02x:%02x:%02x:%02x:%02x:%02x, MTU %u, %spromiscuous, %lu frames filtered, rx %lu frames, tx %lu frames",
+                  m[0], m[1], m[2], m[3], m[4], m[5], s.nic->mtu(), s.nic->promiscuous() ? "" : "not ", static_cast<unsigned long>(s.nic->filtered()),
+                  static_cast<unsigned long>(s.rx.frames), static_cast<unsigned long>(s.tx.frames));
+      if (sessions_.size() > 1) std::printf("; frames no host took %lu", static_cast<unsigned long>(unclaimed_));
+    }
+    if (o_.role == pp::role::host && lan_stats_)
+      std::printf("; MTU %u; LAN NIC (from the I/O unit): rx %lu frames %lu bytes, tx %lu frames %lu bytes, tx_errors %lu, rx_dropped %lu, "
+                  "%lu segments in %lu aggregates",
+                  o_.mtu, static_cast<unsigned long>(lan_stats_->rx_frames), static_cast<unsigned long>(lan_stats_->rx_bytes),
+                  static_cast<unsigned long>(lan_stats_->tx_frames), static_cast<unsigned long>(lan_stats_->tx_bytes),
+                  static_cast<unsigned long>(lan_stats_->tx_errors), static_cast<unsigned long>(lan_stats_->rx_dropped),
+                  static_cast<unsigned long>(lan_stats_->rx_aggregated_segments), static_cast<unsigned long>(lan_stats_->rx_aggregates));
+    std::printf("\n");
+  }
+  /// Host s's function of the I/O unit's LAN NIC as its agent sees the hardware: the TAP's link,
+  /// this host's MTU (the TAP's is the largest of the hosts'), and this host's counters.
   struct lan_hw {
     module& m;
+    session& s;
     pp::nic_link link() {
       const unsigned f = m.tap_.flags();
       const bool up = (f & IFF_UP) && (f & IFF_RUNNING);
       return {.up = up, .speed_mbps = up ? m.tap_.speed() : 0};
     }
-    std::uint32_t mtu() { return m.tap_.mtu(); }
-    int set_mtu(std::uint32_t mtu) { return m.tap_.set_mtu(mtu); }
+    std::uint32_t mtu() {
+      if (m.sessions_.size() == 1)
+        if (const std::uint32_t t = m.tap_.mtu()) s.mtu = t;  // (`ip link set` on lan0 shows)
+      return s.mtu;
+    }
+    int set_mtu(std::uint32_t mtu) {
+      std::uint32_t top = mtu;
+      for (const auto& x : m.sessions_)
+        if (x.get() != &s) top = std::max(top, x->mtu);
+      if (const int e = m.tap_.mtu() == top ? 0 : m.tap_.set_mtu(top)) return e;
+      s.mtu = mtu;
+      return 0;
+    }
+    /// Another host's MAC, or its factory MAC (which InitializeNic may give back to it).
+    bool mac_taken(const wire::mac_address& mac) const {
+      for (const auto& x : m.sessions_)
+        if (x.get() != &s && (x->nic->mac() == mac || x->nic->factory_mac() == mac)) return true;
+      return false;
+    }
     msg::cfg::statistics counters() const {
-      // Bytes of the frames themselves: the TAP's counts less each frame's virtio-net header. A
-      // frame is what the TAP passes (a GSO frame counts once), before the receive filter.
-      const auto& t = m.tap_.stats();
-      const flow::tcp_agg_counters a = m.agg_ ? m.agg_->stats() : flow::tcp_agg_counters{};
-      const std::uint64_t h = m.tap_.offloads() ? net::vnet_hdr_size : 0;
-      return {.rx_frames = t.frames_in, .tx_frames = t.frames_out, .rx_bytes = t.bytes_in - h * t.frames_in,
-              .tx_bytes = t.bytes_out - h * t.frames_out, .rx_errors = 0,
-              .tx_errors = t.write_errors, .rx_dropped = m.dropped_, .tx_dropped = 0, .rx_aggregated_segments = a.joined + a.aggregates,
+      // Bytes of the frames themselves, without their virtio-net header. A frame is what the
+      // TAP passes (a GSO frame counts once): rx after this host's filter.
+      const flow::tcp_agg_counters a = s.agg ? s.agg->stats() : flow::tcp_agg_counters{};
+      return {.rx_frames = s.rx.frames, .tx_frames = s.tx.frames, .rx_bytes = s.rx.bytes, .tx_bytes = s.tx.bytes, .rx_errors = 0,
+              .tx_errors = s.tx_errors, .rx_dropped = s.dropped, .tx_dropped = 0, .rx_aggregated_segments = a.joined + a.aggregates,
               .rx_aggregates = a.aggregates};
     }
   };
@@ -619,7 +801,7 @@ class module {
   /// `ip link set` on the interface: a new MAC, MTU or promiscuity goes to the LAN NIC (once the
   /// NIC's own state is known; until connected it waits for InitializeNic).
   void interface_changed() {
-    const bool on = ep_->current() == pp::state::connected && nic_mac_.has_value();
+    const bool on = host().ep->current() == pp::state::connected && nic_mac_.has_value();
     if (const std::uint32_t mtu = tap_.mtu(); mtu && mtu != o_.mtu) {
       want_before_ = want_mtu_;
       o_.mtu = want_mtu_ = mtu;
@@ -642,7 +824,7 @@ class module {
   void send(msg::cfg::request_code code, const D& d) {
     std::array<std::byte, wire::fixed_size<D>> b{};
     (void)wire::encode(d, b);
-    (void)ep_->cfg_request(code, b);
+    (void)host().ep->cfg_request(code, b);
   }
   void host_reply(msg::cfg::request_code code, msg::cfg::status st, std::span<const std::byte> d) {
     using msg::cfg::request_code;
@@ -672,7 +854,7 @@ class module {
         break;
       case request_code::set_mac_address:
         if (!ok) user_mac_ = false, log("the I/O unit refused the MAC: the interface takes the NIC's"),
-                 (void)ep_->cfg_request(request_code::get_mac_address);
+                 (void)host().ep->cfg_request(request_code::get_mac_address);
         break;
       case request_code::set_mtu:
         // The reply carries the MTU in effect, whatever its status: the interface takes it.
@@ -694,54 +876,50 @@ class module {
     }
   }
 
+
   // ---- I/O unit: a faulty LAN (--lan-loss, --lan-reorder) ----
-  struct lan_pending {
-    rnic::time_ns at;
-    std::vector<std::byte> bytes;
-  };
   bool lan_faulty() const { return o_.lan_faults.loss > 0 || o_.lan_faults.reorder > 0; }
   /// A frame from the LAN is lost, held back or passed (rnic::decide's draws, seeded).
-  void lan_faults_in(std::span<const std::byte> packet, rnic::time_ns now) {
-    net::queue_with_faults(lan_held_, lan_pending{now, {packet.begin(), packet.end()}}, o_.lan_faults, lan_rng_, lan_fault_count_);
-    lan_release(now);
+  void lan_faults_in(session& s, std::span<const std::byte> packet, rnic::time_ns now) {
+    net::queue_with_faults(s.lan_held, lan_pending{now, {packet.begin(), packet.end()}}, o_.lan_faults, s.lan_rng, s.lan_faults);
+    lan_release(s, now);
   }
   /// The LAN frames due by now, in the order they are held, go on as if just read.
-  void lan_release(rnic::time_ns now) {
-    for (auto it = lan_held_.begin(); it != lan_held_.end();) {
+  void lan_release(session& s, rnic::time_ns now) {
+    for (auto it = s.lan_held.begin(); it != s.lan_held.end();) {
       if (it->at > now) {
         ++it;
         continue;
       }
-      if (agg_) lan_in(it->bytes, now);
-      else out_.push_back(std::move(it->bytes));
-      it = lan_held_.erase(it);
+      enqueue(s, it->bytes, now);
+      it = s.lan_held.erase(it);
     }
   }
 
-  /// A frame the TAP gave (its virtio-net header first) goes to out_, through the aggregator.
+  /// A frame for host s (its virtio-net header first) goes to its queue through its aggregator.
   /// A GSO frame is not judged: what the aggregator holds goes before it, to keep the order. A
   /// checksum verified (DATA_VALID) or left to the receiver (NEEDS_CSUM: the TAP's own stack
   /// sent it) is not verified again.
-  void lan_in(std::span<const std::byte> packet, rnic::time_ns now) {
+  void lan_in(session& s, std::span<const std::byte> packet, rnic::time_ns now) {
     if (packet.size() < net::vnet_hdr_size) {
-      out_.emplace_back(packet.begin(), packet.end());
+      s.out.emplace_back(packet.begin(), packet.end());
       return;
     }
     const net::vnet_header h = net::vnet_header::read(packet.first<net::vnet_hdr_size>());
     if (h.gso_type != net::vnet_header::gso_none) {
-      agg_->flush_all(emit_);
-      out_.emplace_back(packet.begin(), packet.end());
+      s.agg->flush_all(s.emit);
+      s.out.emplace_back(packet.begin(), packet.end());
       return;
     }
-    in_ = packet;
-    agg_->push(packet.subspan(net::vnet_hdr_size), now, emit_, (h.flags & (net::vnet_header::data_valid | net::vnet_header::needs_csum)) != 0);
-    in_ = {};
+    s.in = packet;
+    s.agg->push(packet.subspan(net::vnet_hdr_size), now, s.emit, (h.flags & (net::vnet_header::data_valid | net::vnet_header::needs_csum)) != 0);
+    s.in = {};
   }
   /// What the aggregator hands out, as a packet for the peer: a frame that came in and passed,
   /// with its own header; or a segment it held, alone or joined (then one GSO packet), whose TCP
   /// checksum is left to the receiver (NEEDS_CSUM, as a guest's TSO packet).
-  void lan_out(const flow::tcp_aggregate& a) {
-    std::vector<std::byte>& p = out_.emplace_back(net::vnet_hdr_size + a.frame.size());
+  void lan_out(session& s, const flow::tcp_aggregate& a) {
+    std::vector<std::byte>& p = s.out.emplace_back(net::vnet_hdr_size + a.frame.size());
     std::copy(a.frame.begin(), a.frame.end(), p.begin() + net::vnet_hdr_size);
     net::vnet_header h;
     if (a.header_bytes) {
@@ -756,8 +934,8 @@ class module {
       std::uint32_t sum = ib::pseudo_sum(std::span<const std::byte>(f + ip, a.l4_offset - ip), a.v6, ib::ip_proto_tcp, static_cast<std::uint32_t>(l4_len));
       while (sum >> 16) sum = (sum & 0xFFFF) + (sum >> 16);
       wire::store_be16(f + a.l4_offset + 16, static_cast<std::uint16_t>(sum));  // the pseudo-header's sum, not complemented
-    } else if (in_.size() > net::vnet_hdr_size && a.frame.data() == in_.data() + net::vnet_hdr_size) {
-      std::copy(in_.begin(), in_.begin() + net::vnet_hdr_size, p.begin());
+    } else if (s.in.size() > net::vnet_hdr_size && a.frame.data() == s.in.data() + net::vnet_hdr_size) {
+      std::copy(s.in.begin(), s.in.begin() + net::vnet_hdr_size, p.begin());
       return;
     }
     h.write(std::span(p).first<net::vnet_hdr_size>());
@@ -767,19 +945,11 @@ class module {
   fabric_link link_;
   rnic::device dev_;
   net::tap tap_;
-  pp::connector cm_;
-  std::unique_ptr<pp::endpoint> ep_;
+  std::vector<std::unique_ptr<session>> sessions_;  ///< the host's one; the I/O unit's, one per --peer
   int cm_fd_ = -1;
-  std::uint64_t dropped_ = 0;
-  std::size_t held_ = 0;  ///< bytes of the TAP's frame waiting for credit in `frame` (0: none)
-  std::deque<std::vector<std::byte>> out_;  ///< with aggregation: packets for the peer (the first waiting for credit since held_since_)
-  std::optional<flow::tcp_aggregator> agg_;  ///< I/O unit, unless --no-tcp-aggregation
-  std::optional<pp::nic_agent> nic_;         ///< I/O unit: the LAN NIC
-  std::list<lan_pending> lan_held_;          ///< I/O unit with LAN faults: frames held back
-  std::mt19937_64 lan_rng_{o_.seed ^ 0x4C414E};
-  struct {
-    std::uint64_t lost = 0, corrupted = 0, held = 0, duplicated = 0;
-  } lan_fault_count_;
+  rnic::time_ns now_ = 0;                    ///< the loop's turn
+  std::uint64_t unclaimed_ = 0;              ///< I/O unit: LAN frames no host's filter took
+  std::uint64_t stray_hellos_ = 0;           ///< CM datagrams from an address that is no peer
   std::optional<net::link_watch> watch_;     ///< host: changes to the interface
   std::optional<wire::mac_address> nic_mac_; ///< host: the LAN NIC's MAC, or the one asked of it (known after InitializeNic)
   bool nic_promisc_ = false;                 ///< host: the promiscuity asked of the LAN NIC
@@ -788,13 +958,10 @@ class module {
   std::uint32_t want_before_ = 0;            ///< host: want_mtu_ before the last SetMtu (taken back if refused)
   std::uint32_t speed_ = 0;                  ///< host: the speed the interface was given, Mb/s
   rnic::time_ns init_sent_ = 0;              ///< host: when an InitializeNic went unanswered so far (0: none)
-  std::span<const std::byte> in_;            ///< the packet lan_in() is pushing
-  std::function<void(const flow::tcp_aggregate&)> emit_ = [this](const flow::tcp_aggregate& a) { lan_out(a); };
   std::uint64_t tap_writes_ = 0;  ///< frames written to the TAP
   std::optional<msg::cfg::statistics> lan_stats_;  ///< host: the I/O unit's last GetStatistics answer
   rnic::time_ns next_stats_ = 0, next_link_ = 0;
   static constexpr rnic::time_ns link_every = 250'000'000;
-  rnic::time_ns held_since_ = 0;
   static constexpr rnic::time_ns hold_for = 10'000'000;  ///< 10 ms: then the frame is dropped
   static constexpr std::uint32_t pool_elements = 64;
   static constexpr rnic::time_ns close_for = 1'000'000'000;  ///< the close's Flush may take this long

@@ -210,3 +210,27 @@ TEST_CASE("nic: unknown and vendor codes are unsupported_request", "[pp][nic]") 
   CHECK(nic.answer(static_cast<request_code>(0x8001), bytes({1, 2, 3}), hw).status == status::unsupported_request);
   CHECK(nic.answer(request_code::get_statistics, bytes({0}), hw).status == status::invalid_argument);
 }
+
+TEST_CASE("nic: a function of a shared NIC cannot take a MAC another function holds", "[pp][nic]") {
+  struct shared_hw : fake_hw {
+    wire::mac_address other{0x02, 0x50, 0x57, 0, 0, 2};
+    bool mac_taken(const wire::mac_address& m) const { return m == other; }
+  } hw;
+  pp::nic_agent nic(factory, 1500);
+  const auto other = bytes({0x02, 0x50, 0x57, 0, 0, 2});
+  CHECK(nic.answer(request_code::set_mac_address, other, hw).status == status::invalid_argument);
+  CHECK(nic.mac() == factory);
+  // InitializeNic with set_mac and that MAC: refused whole (the promiscuous flag not applied)
+  auto init = bytes({0, 0, 0, 6, 0, 0, 0, 0, 0x02, 0x50, 0x57, 0, 0, 2, 0, 0});
+  const auto a = nic.answer(request_code::initialize_nic, init, hw);
+  CHECK(a.status == status::invalid_argument);
+  CHECK_FALSE(nic.promiscuous());
+  CHECK(reply_as<msg::cfg::nic_state>(a).mac == factory);
+  // its own MAC again, and a free one: taken
+  CHECK(nic.answer(request_code::set_mac_address, bytes({0x02, 0x50, 0x57, 0, 0, 1}), hw).status == status::success);
+  CHECK(nic.answer(request_code::set_mac_address, bytes({0x02, 0x50, 0x57, 0, 0, 3}), hw).status == status::success);
+  CHECK(nic.mac() == wire::mac_address{0x02, 0x50, 0x57, 0, 0, 3});
+  // once the other function leaves that MAC, it is free
+  hw.other = {0x02, 0x50, 0x57, 0, 0, 9};
+  CHECK(nic.answer(request_code::set_mac_address, other, hw).status == status::success);
+}

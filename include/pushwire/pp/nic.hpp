@@ -8,6 +8,8 @@
 //   std::uint32_t mtu()                the LAN interface's MTU now, 0 when it cannot be read
 //   int set_mtu(std::uint32_t)         0, or an errno (the MTU is unchanged then)
 //   msg::cfg::statistics counters()    raw counters since the NIC started
+// and, where several agents are functions of one NIC (an I/O unit shared by hosts), optionally
+//   bool mac_taken(const wire::mac_address&)  another function holds that MAC (then refused)
 #pragma once
 
 #include <array>
@@ -96,7 +98,7 @@ class nic_agent {
         break;
       case request_code::set_mac_address: {
         const auto m = wire::decode<msg::cfg::mac_address>(data);
-        if (!m || !nic_mac_ok(m->mac)) a.status = status::invalid_argument;
+        if (!m || !mac_usable(m->mac, hw)) a.status = status::invalid_argument;
         else a.status = status::success, mac_ = m->mac;
         break;
       }
@@ -126,7 +128,7 @@ class nic_agent {
       case request_code::initialize_nic: {
         const auto r = wire::decode<msg::cfg::nic_init>(data);
         const bool set_mac = r && (r->flags & static_cast<std::uint32_t>(msg::cfg::init_flag::set_mac));
-        if (!r || (set_mac && !nic_mac_ok(r->mac)) || (r->mtu != 0 && !mtu_ok(r->mtu))) {
+        if (!r || (set_mac && !mac_usable(r->mac, hw)) || (r->mtu != 0 && !mtu_ok(r->mtu))) {
           a.status = status::invalid_argument;
         } else if (a.status = apply_mtu(r->mtu, hw); a.status == status::success) {
           mac_ = set_mac ? r->mac : factory_;
@@ -146,6 +148,14 @@ class nic_agent {
 
  private:
   static constexpr bool mtu_ok(std::uint32_t m) { return m >= nic_mtu_min && m <= nic_mtu_max; }
+  /// Unicast, nonzero, and not another function's (its own is fine).
+  template <class Hw>
+  bool mac_usable(const wire::mac_address& m, Hw& hw) const {
+    if (!nic_mac_ok(m)) return false;
+    if constexpr (requires { hw.mac_taken(m); })
+      if (m != mac_ && hw.mac_taken(m)) return false;
+    return true;
+  }
   template <class D>
   static void put(cfg_answer& a, const D& d) {
     a.data.resize(wire::fixed_size<D>);
