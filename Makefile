@@ -115,6 +115,8 @@ demo: deps
 	SECONDS_EACH=2 examples/split-model/run.sh $(DIR_gcc)
 	@echo; echo "=== LAN emulation among three hosts: MACs embedding LID and UD QPN, ARP, broadcast (examples/split-model/lan.sh)"
 	SECONDS_EACH=2 examples/split-model/lan.sh $(DIR_gcc)
+	@echo; echo "=== One I/O unit shared by two hosts: a MAC each, LAN frames steered by MAC (examples/split-model/shared.sh)"
+	SECONDS_EACH=2 examples/split-model/shared.sh $(DIR_gcc)
 	@echo; echo "=== Unmodified RDMA programs on the software RNIC (spec/verbs.md): ibverbs-utils and perftest through"
 	@echo "    libpushwire-verbs.so, between two namespaces and over loopback (examples/verbs/run.sh)"
 	examples/verbs/run.sh $(DIR_gcc)
