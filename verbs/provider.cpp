@@ -18,7 +18,9 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -276,6 +278,10 @@ struct pw_ah {
 };
 struct pw_mr {
   ibv_mr mr;
+  /// A dma-buf MR (ibv_reg_dmabuf_mr): the provider's mapping of the buffer, unmapped at
+  /// deregistration; nullptr for memory the program registered.
+  void* map = nullptr;
+  std::size_t map_len = 0;
 };
 /// A protection domain, or a parent domain (ibv_alloc_parent_domain): the device PD of its
 /// protection domain, and the allocators the provider takes its queues' memory from.
@@ -1938,7 +1944,47 @@ PW_EXPORT ibv_mr* (ibv_reg_mr_iova)(ibv_pd* pd, void* addr, std::size_t length, 
 PW_EXPORT ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t iova, unsigned access) {
   return reg_mr(pd, addr, length, iova, access);
 }
-PW_EXPORT ibv_mr* ibv_reg_dmabuf_mr(ibv_pd*, std::uint64_t, std::size_t, std::uint64_t, int, int) { return fail<ibv_mr>(EOPNOTSUPP); }
+/// Bytes [offset, offset + length) of a dma-buf (a udmabuf over a memfd, or any exporter that
+/// maps; spec/verbs.md §3), or of a memfd itself, as a card's memory would be registered: the
+/// provider maps the buffer (MAP_SHARED) and the device reaches it at `iova`, which has the
+/// page offset of `offset` (ibv_reg_mr(3)). Errors: EINVAL (access beyond local and remote
+/// write, remote read, atomic and relaxed ordering; remote write or atomic without local write;
+/// a length of 0; iova's page offset not offset's; the range past the buffer's end; fd neither
+/// a dma-buf nor a regular file), EBADF (fd), and mmap's errno when the buffer does not map.
+PW_EXPORT ibv_mr* ibv_reg_dmabuf_mr(ibv_pd* pd, std::uint64_t offset, std::size_t length, std::uint64_t iova, int fd, int access) {
+  constexpr unsigned dmabuf_access =
+      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_RELAXED_ORDERING;
+  const auto acc = static_cast<unsigned>(access);
+  if (acc & ~dmabuf_access) return fail<ibv_mr>(EINVAL);
+  const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  if (length == 0 || iova % page != offset % page) return fail<ibv_mr>(EINVAL);
+  struct stat st{};
+  if (::fstat(fd, &st) != 0) return fail<ibv_mr>(EBADF);
+  std::uint64_t size = 0;
+  if (S_ISREG(st.st_mode)) {
+    size = static_cast<std::uint64_t>(st.st_size);
+  } else {  // a dma-buf tells its size through lseek (its position is not used)
+    const off_t end = ::lseek(fd, 0, SEEK_END);
+    if (end < 0) return fail<ibv_mr>(EINVAL);
+    size = static_cast<std::uint64_t>(end);
+  }
+  if (offset > size || length > size - offset) return fail<ibv_mr>(EINVAL);
+  const std::uint64_t first = offset - offset % page;
+  const std::size_t map_len = static_cast<std::size_t>((offset + length - first + page - 1) / page * page);
+  const int prot = PROT_READ | (acc & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) ? PROT_WRITE : 0);
+  void* map = ::mmap(nullptr, map_len, prot, MAP_SHARED, fd, static_cast<off_t>(first));
+  if (map == MAP_FAILED) return fail<ibv_mr>(errno);
+  ibv_mr* mr = reg_mr(pd, static_cast<std::byte*>(map) + (offset - first), length, iova, acc);
+  if (!mr) {
+    const int e = errno;
+    ::munmap(map, map_len);
+    return fail<ibv_mr>(e);
+  }
+  auto* m = reinterpret_cast<pw_mr*>(mr);
+  m->map = map, m->map_len = map_len;
+  mr->addr = reinterpret_cast<void*>(static_cast<std::uintptr_t>(offset));  // as libibverbs reports a dma-buf MR
+  return mr;
+}
 PW_EXPORT int ibv_dereg_mr(ibv_mr* mr) {
   engine& e = eng_of(mr->context);
   {
@@ -1947,7 +1993,9 @@ PW_EXPORT int ibv_dereg_mr(ibv_mr* mr) {
   }
   (void)e.reserve(res::mr, -1);
   (void)e.reserve(res::bytes, -static_cast<std::int64_t>(mr->length));
-  delete reinterpret_cast<pw_mr*>(mr);
+  auto* m = reinterpret_cast<pw_mr*>(mr);
+  if (m->map) ::munmap(m->map, m->map_len);
+  delete m;
   return 0;
 }
 PW_EXPORT int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, std::size_t length, int access) {
@@ -1955,6 +2003,7 @@ PW_EXPORT int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, std::s
   if (!flags) return IBV_REREG_MR_ERR_INPUT;
   if ((flags & IBV_REREG_MR_CHANGE_ACCESS) && check_access(static_cast<unsigned>(access))) return IBV_REREG_MR_ERR_INPUT;
   if (flags & IBV_REREG_MR_CHANGE_TRANSLATION && length == 0) return IBV_REREG_MR_ERR_INPUT;
+  if (reinterpret_cast<pw_mr*>(mr)->map) return IBV_REREG_MR_ERR_INPUT;  // a dma-buf MR (as libibverbs refuses)
   engine& e = eng_of(mr->context);
   const std::int64_t grow = flags & IBV_REREG_MR_CHANGE_TRANSLATION ? static_cast<std::int64_t>(length) - static_cast<std::int64_t>(mr->length) : 0;
   if (grow > 0 && e.reserve(res::bytes, grow)) return IBV_REREG_MR_ERR_INPUT;
