@@ -45,6 +45,7 @@
 #include <vector>
 
 #include <pushwire/net/loop.hpp>
+#include <pushwire/net/pages.hpp>
 #include <pushwire/net/shm.hpp>
 #include <pushwire/net/udp.hpp>
 #include <pushwire/rnic/attach.hpp>
@@ -278,6 +279,8 @@ struct pw_ah {
 };
 struct pw_mr {
   ibv_mr mr;
+  /// An implicit on-demand MR (NULL, SIZE_MAX): it reserves no bytes against the function's limit.
+  bool implicit = false;
   /// A dma-buf MR (ibv_reg_dmabuf_mr): the provider's mapping of the buffer, unmapped at
   /// deregistration; nullptr for memory the program registered.
   void* map = nullptr;
@@ -424,6 +427,9 @@ struct engine {
   };
   std::vector<port_state> ports;        ///< at least one; a function of a device process has one
   std::unique_ptr<attachment> att;      ///< a function of a device process
+  /// The process's pages as the kernel keeps them: implicit on-demand keys ask them (the device's
+  /// calls hold mu).
+  net::kernel_pages pages;
   std::unique_ptr<rnic::device> dev;
   /// The device's I/O loop over its transport (net/loop.hpp); the progress thread also waits on
   /// wake_fd through it.
@@ -797,6 +803,7 @@ engine* attach_engine(registry& r, std::uint32_t index, std::unique_ptr<engine> 
   dc.max_qps = std::min(dc.max_qps, rep->max_qps);
   dc.max_cqs = std::min(dc.max_cqs, rep->max_cqs);
   e->dev = std::make_unique<rnic::device>(dc);
+  e->dev->memory().set_host_pages(&e->pages);
   e->loop = std::make_unique<net::device_loop>(*e->dev);
   e->loop->attach(0, *a->port);
   engine* self = e.get();
@@ -858,6 +865,7 @@ engine* open_engine(std::uint32_t index) {
   }
   rnic::device_config dc = engine_config(*e);
   e->dev = std::make_unique<rnic::device>(dc);
+  e->dev->memory().set_host_pages(&e->pages);
   e->loop = std::make_unique<net::device_loop>(*e->dev);
   for (std::size_t i = 0; i < e->ports.size(); ++i) e->loop->attach(i, *e->ports[i].udp);
   return start_engine(r, index, std::move(e));
@@ -1184,7 +1192,7 @@ int op_query_device_ex(ibv_context* c, const ibv_query_device_ex_input* in, ibv_
   fill_device_attr(e, a.orig_attr);
   const std::uint32_t odp_ops = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
                                 IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
-  a.odp_caps.general_caps = IBV_ODP_SUPPORT;
+  a.odp_caps.general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
   a.odp_caps.per_transport_caps.rc_odp_caps = odp_ops;
   a.odp_caps.per_transport_caps.uc_odp_caps = odp_ops & ~std::uint32_t(IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC);
   a.odp_caps.per_transport_caps.ud_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV;
@@ -1900,16 +1908,24 @@ rnic::access rights_of(unsigned access) { return static_cast<rnic::access>(acces
 ibv_mr* reg_mr(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t iova, unsigned access) {
   if (int r = check_access(access)) return fail<ibv_mr>(r);
   if (length == 0) return fail<ibv_mr>(EINVAL);
+  // Implicit ODP (as mlx5): NULL and SIZE_MAX with IBV_ACCESS_ON_DEMAND, at iova 0, a key over the
+  // whole address space whose pages are the kernel's (spec/verbs.md §3).
+  const bool implicit = (access & IBV_ACCESS_ON_DEMAND) && addr == nullptr && length == SIZE_MAX;
+  if (implicit && iova != 0) return fail<ibv_mr>(EINVAL);
+  const std::int64_t bytes = implicit ? 0 : static_cast<std::int64_t>(length);
   engine& e = eng_of(pd->context);
   if (const int err = e.reserve(res::mr, 1)) return fail<ibv_mr>(err);
   held hold{e, res::mr, 1};
-  if (const int err = e.reserve(res::bytes, static_cast<std::int64_t>(length))) return fail<ibv_mr>(err);
-  held hold_bytes{e, res::bytes, static_cast<std::int64_t>(length)};
+  if (const int err = bytes ? e.reserve(res::bytes, bytes) : 0) return fail<ibv_mr>(err);
+  held hold_bytes{e, res::bytes, bytes};
   auto* m = new (std::nothrow) pw_mr{};
   if (!m) return fail<ibv_mr>(ENOMEM);
+  m->implicit = implicit;
   std::unique_lock g(e.mu);
   rnic::result<rnic::memory_region> r = rnic::errc::invalid_argument;
-  if (access & IBV_ACCESS_ON_DEMAND) {
+  if (implicit) {
+    r = e.dev->reg_mr_implicit(pd->handle, rights_of(access));
+  } else if (access & IBV_ACCESS_ON_DEMAND) {
     if (iova != reinterpret_cast<std::uintptr_t>(addr)) {  // (an implicit ODP of the whole space too)
       delete m;
       return fail<ibv_mr>(EOPNOTSUPP);
@@ -1991,9 +2007,9 @@ PW_EXPORT int ibv_dereg_mr(ibv_mr* mr) {
     std::lock_guard g(e.mu);
     if (const rnic::errc r = e.dev->dereg_mr(mr->lkey); r != rnic::errc{}) return to_errno(r);
   }
-  (void)e.reserve(res::mr, -1);
-  (void)e.reserve(res::bytes, -static_cast<std::int64_t>(mr->length));
   auto* m = reinterpret_cast<pw_mr*>(mr);
+  (void)e.reserve(res::mr, -1);
+  if (!m->implicit) (void)e.reserve(res::bytes, -static_cast<std::int64_t>(mr->length));
   if (m->map) ::munmap(m->map, m->map_len);
   delete m;
   return 0;
@@ -2003,7 +2019,8 @@ PW_EXPORT int ibv_rereg_mr(ibv_mr* mr, int flags, ibv_pd* pd, void* addr, std::s
   if (!flags) return IBV_REREG_MR_ERR_INPUT;
   if ((flags & IBV_REREG_MR_CHANGE_ACCESS) && check_access(static_cast<unsigned>(access))) return IBV_REREG_MR_ERR_INPUT;
   if (flags & IBV_REREG_MR_CHANGE_TRANSLATION && length == 0) return IBV_REREG_MR_ERR_INPUT;
-  if (reinterpret_cast<pw_mr*>(mr)->map) return IBV_REREG_MR_ERR_INPUT;  // a dma-buf MR (as libibverbs refuses)
+  // a dma-buf MR (as libibverbs refuses), or an implicit one (as mlx5 refuses)
+  if (reinterpret_cast<pw_mr*>(mr)->map || reinterpret_cast<pw_mr*>(mr)->implicit) return IBV_REREG_MR_ERR_INPUT;
   engine& e = eng_of(mr->context);
   const std::int64_t grow = flags & IBV_REREG_MR_CHANGE_TRANSLATION ? static_cast<std::int64_t>(length) - static_cast<std::int64_t>(mr->length) : 0;
   if (grow > 0 && e.reserve(res::bytes, grow)) return IBV_REREG_MR_ERR_INPUT;

@@ -193,7 +193,7 @@ TEST_CASE("udp: GSO out and GRO in carry a 1 MiB WRITE intact, each alone and to
   const bool gso = GENERATE(false, true), gro = GENERATE(false, true);
   const double loss = GENERATE(0.0, 0.02);
   INFO("gso " << gso << " gro " << gro << " loss " << loss);
-  node a(3, {.loss = loss}, 7, gso, gro), b(4, {.loss = loss}, 8, gso, gro);
+  node a(11, {.loss = loss}, 7, gso, gro), b(12, {.loss = loss}, 8, gso, gro);
   REQUIRE(a.udp.ok());
   REQUIRE(b.udp.ok());
   CHECK(a.udp.gso() == gso);  // this kernel has both (Linux >= 5.0)
@@ -233,7 +233,7 @@ TEST_CASE("udp: GSO out and GRO in carry a 1 MiB WRITE intact, each alone and to
 }
 
 TEST_CASE("udp: sessions are distinct source ports: a session QP's messages leave on four ports, each accepted by its tuple", "[net][sessions]") {
-  node a(5), b(6);
+  node a(13), b(14);
   REQUIRE(a.udp.ok());
   REQUIRE(b.udp.ok());
   rnic::cq_memory acq(64), bcq(64);

@@ -94,6 +94,27 @@ std::map<key, probe> cases() {
       return reg(f, f.pd, f.buf.data(), 64, 0);
     });
   }
+  // Implicit keys: a device with host pages (a model that knows no page), and one without.
+  struct no_pages final : host_pages {
+    errc probe(std::uint64_t, std::uint64_t, bool) const override { return errc::out_of_range; }
+    bool fault_in(std::uint64_t, std::uint64_t, bool) override { return false; }
+  };
+  add("reg_mr_implicit", "not_found", [] {
+    fixture f;
+    no_pages pages;
+    f.dev->memory().set_host_pages(&pages);
+    return code_of(f.dev->reg_mr_implicit(99, all_access));
+  });
+  add("reg_mr_implicit", "invalid_argument", [] {
+    fixture f;
+    return code_of(f.dev->reg_mr_implicit(f.pd, all_access));
+  });
+  add("reg_mr_implicit", "no_resources", [] {
+    fixture f({.max_keys = 1});
+    no_pages pages;
+    f.dev->memory().set_host_pages(&pages);
+    return code_of(f.dev->reg_mr_implicit(f.pd, all_access));
+  });
   // Indirect and pattern keys: their own arguments, and the keys of their entries.
   using maker = std::function<errc(fixture&, std::uint32_t pd, std::uint32_t entry_key, std::uint64_t len)>;
   const maker indirect = [](fixture& f, std::uint32_t pd, std::uint32_t k, std::uint64_t len) {

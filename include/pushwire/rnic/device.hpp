@@ -84,6 +84,16 @@ class device : public qp_engine {
     if (!k) return k.code();
     return memory_region{*k, *k, reinterpret_cast<std::uintptr_t>(addr), length};
   }
+  /// Implicit on-demand registration of the whole address space (mlx5's implicit ODP: ibv_reg_mr
+  /// of NULL, SIZE_MAX): the key's addresses are the host's, its pages the host's as `pages`
+  /// reports them (memory_table::set_host_pages). Errors: not_found (no such PD),
+  /// invalid_argument (no host_pages given to the device), no_resources (the key table is full).
+  result<memory_region> reg_mr_implicit(std::uint32_t pd, access rights) {
+    if (!has_pd(pd)) return errc::not_found;
+    const auto k = mem_.reg_implicit(pd, rights);
+    if (!k) return k.code();
+    return memory_region{*k, *k, 0, ~std::uint64_t{0}};
+  }
   /// An indirect key over `entries` (spec/rnic.md §3). Errors: not_found (no such PD),
   /// invalid_argument (no entries, more than max_key_entries, an entry of 0 bytes or more than
   /// max_klm_bytes), no_such_key, deregistered, wrong_variant, wrong_pd, too_deep (an entry's

@@ -46,7 +46,7 @@ class dma {
   void serve_faults() {
     std::erase_if(faults_, [&](const pending_fault& p) {
       if (p.ready_at > now_) return false;
-      mem_.make_resident(p.key, p.va, p.length);
+      (void)mem_.make_resident(p.key, p.va, p.length);  // (refused: the retried access is refused then)
       ++stats_.faults_served;
       return true;
     });
@@ -66,7 +66,10 @@ class dma {
     if (!fault) return {};
     for (const sge& s : ranges) {
       fault_info fi{};
-      while (mem_.check(s.lkey, s.addr, s.length, {pd, need}, &fi) == errc::page_fault) serve_now(fi);
+      if (mem_.check(s.lkey, s.addr, s.length, {pd, need}, &fi) != errc::page_fault) continue;
+      serve_now(fi);
+      // (an implicit key's pages the host could not bring in: why, as the check says now)
+      if (const errc e = mem_.check(s.lkey, s.addr, s.length, {pd, need}); e != errc{}) return e == errc::page_fault ? errc::out_of_range : e;
     }
     return {};
   }
@@ -133,7 +136,7 @@ class dma {
     time_ns ready_at = 0;
   };
   void serve_now(const fault_info& fi) {
-    mem_.make_resident(fi.key, fi.va, fi.length);
+    (void)mem_.make_resident(fi.key, fi.va, fi.length);
     ++stats_.page_faults;
     ++stats_.faults_served;
   }

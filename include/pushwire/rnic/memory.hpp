@@ -6,9 +6,13 @@
 //   pattern    {repeat_count, entries {key, address, byte_count, stride}} (mlx5's interleaved
 //              key): repetition r of entry e is byte_count bytes at address + r * stride of
 //              e's key; the key's bytes are the pieces in (repetition, entry) order; zero-based
-//   on_demand  a direct range registered with no page resident (implicit on-demand
-//              registration): an access to an absent page is errc::page_fault, and the device
-//              serves the fault before the access is retried
+//   on_demand  a direct range registered with no page resident (on-demand registration): an
+//              access to an absent page is errc::page_fault, and the device serves the fault
+//              before the access is retried; residency is the table's own map of the range
+//   implicit   an on-demand key over the whole address space (mlx5's implicit ODP: addresses are
+//              the host's): mapping, protection and residency are the host's, asked of a
+//              host_pages at each access, so an unmapped or read-only page is refused, never
+//              touched
 // Indirect and pattern entries name keys of the same protection domain, nest at most
 // max_key_depth deep and never reach themselves (errc::cycle). check() validates a whole access
 // without touching memory; visit() then walks it as host segments, so nothing is written unless
@@ -68,6 +72,21 @@ struct fault_info {
   std::uint64_t va = 0, length = 0;
 };
 
+/// The host's pages as an implicit key sees them (memory_table::reg_implicit): whether a range
+/// is mapped with an access and resident, and making it resident. net::kernel_pages asks the
+/// kernel (mincore, MADV_POPULATE_*); tests may model it.
+class host_pages {
+ public:
+  virtual ~host_pages() = default;
+  /// [va, va + length), length >= 1: errc{} when every page is mapped for the access and
+  /// resident; page_fault when mapped and some page is absent; out_of_range when a page is not
+  /// mapped; no_access_right when one cannot be accessed so (a write to a read-only page).
+  virtual errc probe(std::uint64_t va, std::uint64_t length, bool write) const = 0;
+  /// Makes [va, va + length) resident (a served fault, a prefetch), writable when `write`; false
+  /// when it cannot (then probe() tells why).
+  virtual bool fault_in(std::uint64_t va, std::uint64_t length, bool write) = 0;
+};
+
 /// What an access asks of a key: the protection domain it runs in and the rights it needs.
 struct access_need {
   std::uint32_t pd = 0;
@@ -118,6 +137,19 @@ class memory_table {
     s.resident.assign((last - first + 64) / 64, 0);
     return add(std::move(s));
   }
+  /// An implicit on-demand key: every address of the host, [0, 2^64 - 1), through `pages`
+  /// (set_host_pages()). Errors: invalid_argument (no host_pages set), no_resources.
+  result<std::uint32_t> reg_implicit(std::uint32_t pd, access rights) {
+    if (!pages_) return errc::invalid_argument;
+    slot s{.kind = key_kind::on_demand, .pd = pd, .rights = rights, .iova = 0, .length = ~std::uint64_t{0}};
+    s.implicit = true;
+    return add(std::move(s));
+  }
+  /// The host's pages implicit keys ask (nullptr: no implicit key can be registered). Kept, not
+  /// owned: it must outlive the table's implicit keys.
+  void set_host_pages(host_pages* p) { pages_ = p; }
+  bool implicit_supported() const { return pages_ != nullptr; }
+
   /// An indirect key over `entries`. Errors: invalid_argument (no entries, more than
   /// max_key_entries, an entry of 0 or more than max_klm_bytes), and an entry key's own
   /// (no_such_key, deregistered, wrong_variant, wrong_pd, too_deep), no_resources.
@@ -158,7 +190,7 @@ class memory_table {
   /// Re-registers a direct or on-demand key's range and rights.
   result<std::uint32_t> rereg(std::uint32_t key, void* addr, std::uint64_t length, access rights, const rereg_options& o = default_rereg) {
     slot* s = live(key);
-    if (!s || (s->kind != key_kind::direct && s->kind != key_kind::on_demand)) return errc::not_found;
+    if (!s || (s->kind != key_kind::direct && s->kind != key_kind::on_demand) || s->implicit) return errc::not_found;
     const bool odp = s->kind == key_kind::on_demand;
     if (odp && o.iova && *o.iova != reinterpret_cast<std::uintptr_t>(addr)) return errc::invalid_argument;
     const std::uint64_t iova = o.iova.value_or(reinterpret_cast<std::uintptr_t>(addr));
@@ -215,9 +247,20 @@ class memory_table {
     return segments == 1 ? at : nullptr;
   }
 
-  /// Makes the pages of [va, va + length) of on-demand key `key` resident (a served fault).
-  void make_resident(std::uint32_t key, std::uint64_t va, std::uint64_t length) { set_pages(key, va, length, true); }
-  /// Makes them absent again (the host paged them out).
+  /// Makes the pages of [va, va + length) of on-demand key `key` resident (a served fault); an
+  /// implicit key's through the host (writable when the key may be written and the page allows,
+  /// else readable). False when the host could not.
+  bool make_resident(std::uint32_t key, std::uint64_t va, std::uint64_t length) {
+    const slot* s = live(key);
+    if (s && s->implicit && length != 0) {
+      const bool w = allows(s->rights, access::local_write) || allows(s->rights, access::remote_write);
+      return (w && pages_->fault_in(va, length, true)) || pages_->fault_in(va, length, false);
+    }
+    set_pages(key, va, length, true);
+    return true;
+  }
+  /// Makes them absent again (the host paged them out; an implicit key's pages are the host's to
+  /// evict).
   void evict(std::uint32_t key, std::uint64_t va, std::uint64_t length) { set_pages(key, va, length, false); }
 
   /// The kind, protection domain, rights, first address and length of a live key.
@@ -226,11 +269,12 @@ class memory_table {
     std::uint32_t pd;
     access rights;
     std::uint64_t iova, length;
+    bool implicit = false;
   };
   result<key_info> info(std::uint32_t key) const {
     const slot* s = live(key);
     if (!s) return errc::not_found;
-    return key_info{s->kind, s->pd, s->rights, s->iova, s->length};
+    return key_info{s->kind, s->pd, s->rights, s->iova, s->length, s->implicit};
   }
   /// Live keys of protection domain pd.
   std::size_t keys_of(std::uint32_t pd) const {
@@ -243,6 +287,7 @@ class memory_table {
  private:
   struct slot {
     bool used = true, ever_used = true;
+    bool implicit = false;  ///< on_demand over the whole address space, through pages_
     std::uint8_t variant = 0;
     key_kind kind = key_kind::direct;
     std::uint32_t pd = 0;
@@ -388,6 +433,13 @@ class memory_table {
     switch (s->kind) {
       case key_kind::direct: return {};
       case key_kind::on_demand: {
+        if (s->implicit) {
+          const bool write = allows(need.rights, access::local_write) || allows(need.rights, access::remote_write) ||
+                             allows(need.rights, access::remote_atomic);
+          const errc e = pages_->probe(va, length, write);
+          if (e == errc::page_fault && fault) *fault = {key, va, length};
+          return e;
+        }
         const std::uint64_t first = va / page_size, last = (va + length - 1) / page_size;
         for (std::uint64_t p = first; p <= last; ++p) {
           const std::uint64_t b = p - s->first_page;
@@ -409,7 +461,7 @@ class memory_table {
   void visit_at(std::uint32_t key, std::uint64_t va, std::uint64_t length, F& f) const {
     const slot& s = slots_[key_index(key)];
     if (s.kind == key_kind::direct || s.kind == key_kind::on_demand) {
-      f(s.host + (va - s.iova), static_cast<std::size_t>(length));
+      f(s.implicit ? reinterpret_cast<std::byte*>(static_cast<std::uintptr_t>(va)) : s.host + (va - s.iova), static_cast<std::size_t>(length));
       return;
     }
     (void)pieces(s, va - s.iova, length, [&](std::uint32_t k, std::uint64_t a, std::uint64_t n) {
@@ -419,7 +471,7 @@ class memory_table {
   }
   void set_pages(std::uint32_t key, std::uint64_t va, std::uint64_t length, bool on) {
     slot* s = live(key);
-    if (!s || s->kind != key_kind::on_demand || length == 0) return;
+    if (!s || s->kind != key_kind::on_demand || s->implicit || length == 0) return;
     const std::uint64_t lo = std::max(va, s->iova), hi = std::min(va + (length - 1), s->iova + (s->length - 1));
     if (lo > hi) return;
     for (std::uint64_t p = lo / page_size; p <= hi / page_size; ++p) {
@@ -430,6 +482,7 @@ class memory_table {
   }
 
   std::uint32_t cap_;
+  host_pages* pages_ = nullptr;
   std::vector<slot> slots_;
   std::vector<std::uint32_t> free_;
   std::size_t live_ = 0;
