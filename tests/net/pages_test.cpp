@@ -34,6 +34,19 @@ struct region {
   std::uint64_t at(std::size_t off) const { return reinterpret_cast<std::uintptr_t>(p + off); }
 };
 
+/// An RDMA WRITE of `s` from a's QP qa to (va, rkey) at b; runs the fabric until it completes
+/// and returns its status.
+wc_status write_to(pair& p, std::uint32_t qa, const sge& s, std::uint64_t va, std::uint32_t rkey) {
+  REQUIRE(p.a.dev->post_send(qa, {.wr_id = 1, .opcode = wr_opcode::rdma_write, .sg_list = std::span(&s, 1), .remote_addr = va, .rkey = rkey}) ==
+          errc{});
+  std::optional<wc_status> st;
+  REQUIRE(p.fab.run([&] {
+    for (const auto& c : p.a.poll_send()) st = c.status;
+    return st.has_value();
+  }, p.fab.now() + 1'000'000'000));
+  return *st;
+}
+
 }  // namespace
 
 TEST_CASE("kernel_pages: residency from mincore, MADV_DONTNEED evicts, unmapped and read-only pages refused", "[net][pages]") {
@@ -91,19 +104,10 @@ TEST_CASE("implicit on-demand keys: WRITEs into absent and evicted pages pause o
   const auto msg = pattern_bytes(16 * 1024, 3);
   std::copy(msg.begin(), msg.end(), p.a.buf.begin());
   const sge s = p.a.at(0, 16 * 1024);
-  auto write_to = [&](std::uint64_t va, std::uint64_t id) {
-    REQUIRE(p.a.dev->post_send(qa, {.wr_id = id, .opcode = wr_opcode::rdma_write, .sg_list = std::span(&s, 1), .remote_addr = va,
-                                    .rkey = imr.rkey}) == errc{});
-    std::optional<wc_status> st;
-    REQUIRE(p.fab.run([&] {
-      for (const auto& c : p.a.poll_send()) st = c.status;
-      return st.has_value();
-    }, p.fab.now() + 1'000'000'000));
-    return *st;
-  };
+  auto write_at = [&](std::uint64_t va) { return write_to(p, qa, s, va, imr.rkey); };
 
   // Into pages never touched: paused, not timed out; every byte there.
-  CHECK(write_to(target.at(4096), 1) == wc_status::success);
+  CHECK(write_at(target.at(4096)) == wc_status::success);
   CHECK(std::equal(msg.begin(), msg.end(), target.p + 4096));
   const std::uint64_t pauses_first = p.a.dev->counters().pauses;
   CHECK(pauses_first >= 1);
@@ -111,14 +115,14 @@ TEST_CASE("implicit on-demand keys: WRITEs into absent and evicted pages pause o
   CHECK(p.a.dev->view(qa)->timeouts == 0);
 
   // Written again while resident: no pause.
-  CHECK(write_to(target.at(4096), 2) == wc_status::success);
+  CHECK(write_at(target.at(4096)) == wc_status::success);
   CHECK(p.a.dev->counters().pauses == pauses_first);
 
   // Evicted between two transfers (MADV_DONTNEED): the next one pauses again, no timeout.
   REQUIRE(::madvise(target.p, target.bytes, MADV_DONTNEED) == 0);
   CHECK(std::all_of(target.p, target.p + target.bytes, [](std::byte b) { return b == std::byte{0}; }));
   REQUIRE(::madvise(target.p, target.bytes, MADV_DONTNEED) == 0);  // (the check above read them in)
-  CHECK(write_to(target.at(4096), 3) == wc_status::success);
+  CHECK(write_at(target.at(4096)) == wc_status::success);
   CHECK(std::equal(msg.begin(), msg.end(), target.p + 4096));
   CHECK(p.a.dev->counters().pauses > pauses_first);
   CHECK(p.a.dev->view(qa)->timeouts == 0);
@@ -128,7 +132,7 @@ TEST_CASE("implicit on-demand keys: WRITEs into absent and evicted pages pause o
   region ro(4);
   ro.p[0] = std::byte{7};
   REQUIRE(::mprotect(ro.p, ro.bytes, PROT_READ) == 0);
-  CHECK(write_to(ro.at(0), 4) == wc_status::remote_access_error);
+  CHECK(write_at(ro.at(0)) == wc_status::remote_access_error);
   CHECK(ro.p[0] == std::byte{7});
 }
 
@@ -143,15 +147,7 @@ TEST_CASE("implicit on-demand keys: a WRITE into an unmapped range is a remote a
   region r(3);
   REQUIRE(::munmap(r.p + 4096, 4096) == 0);
   const std::uint64_t gone = r.at(4096);
-  const sge s = p.a.at(0, 4096);
-  REQUIRE(p.a.dev->post_send(qa, {.wr_id = 1, .opcode = wr_opcode::rdma_write, .sg_list = std::span(&s, 1), .remote_addr = gone,
-                                  .rkey = imr.rkey}) == errc{});
-  std::optional<wc_status> st;
-  REQUIRE(p.fab.run([&] {
-    for (const auto& c : p.a.poll_send()) st = c.status;
-    return st.has_value();
-  }, p.fab.now() + 1'000'000'000));
-  CHECK(*st == wc_status::remote_access_error);
+  CHECK(write_to(p, qa, p.a.at(0, 4096), gone, imr.rkey) == wc_status::remote_access_error);
   // Local accesses too: a prefetch of the unmapped range is refused, of a live one served.
   region live(2);
   const sge bad{gone, 4096, imr.lkey}, good{live.at(0), 8192, imr.lkey};

@@ -67,6 +67,35 @@ std::vector<ibv_wc> poll_n(ibv_cq* cq, int n) {
 
 }  // namespace
 
+/// Two RC QPs of one device connected to each other, on one CQ (torn down in order at the end).
+struct rc_loop {
+  device d;
+  ibv_pd* pd = nullptr;
+  ibv_cq* cq = nullptr;
+  ibv_qp *a = nullptr, *b = nullptr;
+  ibv_qp_init_attr attr{};
+  explicit rc_loop(std::uint32_t max_inline) {
+    pd = ibv_alloc_pd(d.ctx);
+    REQUIRE(pd);
+    cq = ibv_create_cq(d.ctx, 64, nullptr, nullptr, 0);
+    REQUIRE(cq);
+    attr.send_cq = attr.recv_cq = cq;
+    attr.qp_type = IBV_QPT_RC;
+    attr.cap = {16, 16, 1, 1, max_inline};
+    a = ibv_create_qp(pd, &attr);
+    b = ibv_create_qp(pd, &attr);
+    REQUIRE(a);
+    REQUIRE(b);
+    REQUIRE(pushwire::test::connect_rc(a, b, d.ctx));
+  }
+  ~rc_loop() {
+    ibv_destroy_qp(a);
+    ibv_destroy_qp(b);
+    ibv_destroy_cq(cq);
+    ibv_dealloc_pd(pd);
+  }
+};
+
 TEST_CASE("a parent domain's allocators give the queues' memory and get it back") {
   device d;
   ibv_pd* pd = ibv_alloc_pd(d.ctx);
@@ -129,20 +158,11 @@ TEST_CASE("a parent domain's allocators give the queues' memory and get it back"
 }
 
 TEST_CASE("inline sends of 1 to 256 bytes arrive intact; more is EINVAL") {
-  device d;
-  ibv_pd* pd = ibv_alloc_pd(d.ctx);
-  ibv_cq* cq = ibv_create_cq(d.ctx, 64, nullptr, nullptr, 0);
-  REQUIRE(cq);
-  ibv_qp_init_attr qa{};
-  qa.send_cq = qa.recv_cq = cq;
-  qa.qp_type = IBV_QPT_RC;
-  qa.cap = {16, 16, 1, 1, 256};
-  ibv_qp* a = ibv_create_qp(pd, &qa);
-  ibv_qp* b = ibv_create_qp(pd, &qa);
-  REQUIRE(a);
-  REQUIRE(b);
-  CHECK(qa.cap.max_inline_data >= 256);
-  REQUIRE(pushwire::test::connect_rc(a, b, d.ctx));
+  rc_loop q(256);
+  ibv_pd* pd = q.pd;
+  ibv_cq* cq = q.cq;
+  ibv_qp *a = q.a, *b = q.b;
+  CHECK(q.attr.cap.max_inline_data >= 256);
   std::vector<std::uint8_t> dst(512), src(512);
   ibv_mr* mr = ibv_reg_mr(pd, dst.data(), dst.size(), IBV_ACCESS_LOCAL_WRITE);
   REQUIRE(mr);
@@ -185,11 +205,7 @@ TEST_CASE("inline sends of 1 to 256 bytes arrive intact; more is EINVAL") {
   ibv_send_wr* bad = nullptr;
   CHECK(ibv_post_send(a, &sw, &bad) == EINVAL);
   CHECK(bad == &sw);
-  ibv_destroy_qp(a);
-  ibv_destroy_qp(b);
   ibv_dereg_mr(mr);
-  ibv_destroy_cq(cq);
-  ibv_dealloc_pd(pd);
 }
 
 TEST_CASE("ports and GID tables: per port GID 0 IPv4-mapped and GID 1 the configured IPv6 address, RoCE v2, P_Key 0xFFFF") {
@@ -308,19 +324,10 @@ void post_one(ibv_qp* a, ibv_cq* cq, ibv_send_wr& w, int completions, ibv_wc_sta
 /// len)); every byte checked through `file` (the memfd behind it), and the bytes around the
 /// range unchanged.
 void dmabuf_traffic(int fd, int file, std::size_t file_size) {
-  device d;
-  ibv_pd* pd = ibv_alloc_pd(d.ctx);
-  ibv_cq* cq = ibv_create_cq(d.ctx, 64, nullptr, nullptr, 0);
-  REQUIRE(cq);
-  ibv_qp_init_attr qa{};
-  qa.send_cq = qa.recv_cq = cq;
-  qa.qp_type = IBV_QPT_RC;
-  qa.cap = {16, 16, 1, 1, 0};
-  ibv_qp* a = ibv_create_qp(pd, &qa);
-  ibv_qp* b = ibv_create_qp(pd, &qa);
-  REQUIRE(a);
-  REQUIRE(b);
-  REQUIRE(pushwire::test::connect_rc(a, b, d.ctx));
+  rc_loop q(0);
+  ibv_pd* pd = q.pd;
+  ibv_cq* cq = q.cq;
+  ibv_qp *a = q.a, *b = q.b;
   const std::uint64_t offset = 4096 + 100, iova = 0x7000'0000'0000 + 100;
   const std::size_t len = 5000;
   std::vector<std::uint8_t> before(file_size, 0xA5);
@@ -406,10 +413,6 @@ void dmabuf_traffic(int fd, int file, std::size_t file_size) {
   CHECK(ibv_dereg_mr(card) == 0);
   CHECK(ibv_dereg_mr(hm) == 0);
   CHECK(ibv_dereg_mr(sm) == 0);
-  ibv_destroy_qp(a);
-  ibv_destroy_qp(b);
-  ibv_destroy_cq(cq);
-  ibv_dealloc_pd(pd);
 }
 
 }  // namespace
