@@ -434,17 +434,17 @@ class module {
         if (s->agg) s->agg->expire(now, s->emit);
         if (lan_faulty()) lan_release(*s, now);
       }
+      // Each round reads one frame (unless the TAP is empty or a queue holds it back) and sends
+      // what the queues hold (frames between hosts too) while credit lasts.
       int k = 0;
       for (; k < 64; ++k) {
-        bool idle = true;
-        if (!backlogged()) {
-          if (!tap_ready) break;
-          const std::size_t n = tap_.read(frame);
-          if (n == 0) break;
-          from_tap(std::span<const std::byte>(frame).first(n), now);
+        bool read = false;
+        if (tap_ready && !backlogged()) {
+          if (const std::size_t n = tap_.read(frame); n == 0) tap_ready = false;
+          else from_tap(std::span<const std::byte>(frame).first(n), now), read = true;
         }
-        for (auto& s : sessions_) idle = drain(*s, now) && idle;
-        if (!idle) break;
+        for (auto& s : sessions_) (void)drain(*s, now);
+        if (!read && (!tap_ready || backlogged())) break;
       }
       tap_ready = tap_ready && k == 64;  // more may wait: read again next turn
       // The host asks for the LAN NIC's link state four times a second (a LAN going down takes
@@ -456,9 +456,11 @@ class module {
         if (now >= next_stats_) (void)ep.cfg_request(msg::cfg::request_code::get_statistics), next_stats_ = now + 1'000'000'000;
       }
     };
-    auto all = [&](pp::state st) {
+    // Closed: every session that was connected at the signal has flushed both books (one that
+    // was not has nothing to flush).
+    auto all_closed = [&] {
       for (const auto& s : sessions_)
-        if (s->ep->current() != st) return false;
+        if (s->closing && s->ep->current() != pp::state::closed) return false;
       return true;
     };
     while (true) {
@@ -467,9 +469,9 @@ class module {
       loop.turn(now, work);
       if (stop_requested && !closing_since) {
         closing_since = now;
-        for (auto& s : sessions_) (void)s->ep->close();
+        for (auto& s : sessions_) s->closing = s->ep->close() == pp::errc{};
       }
-      if (closing_since && (all(pp::state::closed) || now - closing_since > close_for)) break;
+      if (closing_since && (all_closed() || now - closing_since > close_for)) break;
     }
     // Let the last control messages leave.
     const rnic::time_ns until = net::monotonic_ns() + 50'000'000;
@@ -481,7 +483,7 @@ class module {
     }
     for (const auto& s : sessions_) exit_line(*s);
     ::close(cm_fd_);
-    return all(pp::state::closed) ? 0 : 1;
+    return all_closed() ? 0 : 1;
   }
 
  private:
@@ -505,7 +507,8 @@ class module {
     std::uint32_t mtu = 1500;                     ///< I/O unit: the MTU this host's function has
     std::deque<std::vector<std::byte>> out{};     ///< packets for the peer (the first waiting for credit since held_since)
     rnic::time_ns held_since = 0;
-    std::uint64_t dropped = 0;                    ///< packets for the peer dropped (no credit, no connection)
+    std::uint64_t dropped = 0;                    ///< packets for the peer dropped (no credit for hold_for, no connection, a full queue)
+    bool closing = false;                         ///< connected at SIGTERM: its close (Flush) was started
     frame_counts rx{}, tx{};                      ///< I/O unit: frames the LAN gave this host, and it gave the LAN
     std::uint64_t tx_errors = 0;                  ///< I/O unit: frames of this host the TAP refused
     std::list<lan_pending> lan_held{};            ///< with LAN faults: frames held back
@@ -534,10 +537,12 @@ class module {
       if (const auto d = f(*s); d && (!t || *d < *t)) t = d;
     return t;
   }
-  /// A session's queue waits for credit: the TAP is not read.
+  /// The TAP is not read: the host's one packet waits for credit (its TAP's queue backs up into
+  /// the stack), or on the I/O unit with several hosts, one host's queue is full (queue_cap).
   bool backlogged() const {
+    const std::size_t limit = sessions_.size() == 1 ? 1 : queue_cap;
     for (const auto& s : sessions_)
-      if (!s->out.empty()) return true;
+      if (s->out.size() >= limit) return true;
     return false;
   }
   /// A frame the TAP gave (its virtio-net header first): the host's goes to its peer; on the
@@ -559,6 +564,10 @@ class module {
     return true;
   }
   void enqueue(session& s, std::span<const std::byte> packet, rnic::time_ns now) {
+    if (s.out.size() >= queue_cap) {  // (frames from the other hosts, which the TAP's gate does not hold)
+      ++s.dropped;
+      return;
+    }
     if (s.out.empty()) s.held_since = now;
     if (s.agg) lan_in(s, packet, now);
     else s.out.emplace_back(packet.begin(), packet.end());
@@ -572,7 +581,12 @@ class module {
         break;
       }
       const pp::errc e = s.ep->send_packet(s.out.front());
-      if (e == pp::errc::would_block && now - s.held_since < hold_for) return false;
+      if (e == pp::errc::would_block) {
+        if (now - s.held_since < hold_for) return false;
+        s.dropped += s.out.size();  // no credit for hold_for: the host is not taking them
+        s.out.clear();
+        break;
+      }
       if (e != pp::errc{}) ++s.dropped;
       s.out.pop_front();
       s.held_since = now;
@@ -725,7 +739,9 @@ class module {
       std::printf("; LAN NIC: MAC %02x:%02x:%02x:%02x:%02x:%02x, MTU %u, %spromiscuous, %lu frames filtered, rx %lu frames, tx %lu frames",
                   m[0], m[1], m[2], m[3], m[4], m[5], s.nic->mtu(), s.nic->promiscuous() ? "" : "not ", static_cast<unsigned long>(s.nic->filtered()),
                   static_cast<unsigned long>(s.rx.frames), static_cast<unsigned long>(s.tx.frames));
-      if (sessions_.size() > 1) std::printf("; frames no host took %lu", static_cast<unsigned long>(unclaimed_));
+      if (sessions_.size() > 1)
+        std::printf("; frames no host took %lu, hellos from no peer %lu", static_cast<unsigned long>(unclaimed_),
+                    static_cast<unsigned long>(stray_hellos_));
     }
     if (o_.role == pp::role::host && lan_stats_)
       std::printf("; MTU %u; LAN NIC (from the I/O unit): rx %lu frames %lu bytes, tx %lu frames %lu bytes, tx_errors %lu, rx_dropped %lu, "
@@ -962,7 +978,9 @@ class module {
   std::optional<msg::cfg::statistics> lan_stats_;  ///< host: the I/O unit's last GetStatistics answer
   rnic::time_ns next_stats_ = 0, next_link_ = 0;
   static constexpr rnic::time_ns link_every = 250'000'000;
-  static constexpr rnic::time_ns hold_for = 10'000'000;  ///< 10 ms: then the frame is dropped
+  static constexpr rnic::time_ns hold_for = 10'000'000;  ///< 10 ms without credit: then the queue is dropped
+  /// Packets one host's queue holds on an I/O unit with several hosts (beyond: dropped, counted).
+  static constexpr std::size_t queue_cap = 256;
   static constexpr std::uint32_t pool_elements = 64;
   static constexpr rnic::time_ns close_for = 1'000'000'000;  ///< the close's Flush may take this long
 };

@@ -803,7 +803,7 @@ engine* attach_engine(registry& r, std::uint32_t index, std::unique_ptr<engine> 
   dc.max_qps = std::min(dc.max_qps, rep->max_qps);
   dc.max_cqs = std::min(dc.max_cqs, rep->max_cqs);
   e->dev = std::make_unique<rnic::device>(dc);
-  e->dev->memory().set_host_pages(&e->pages);
+  if (net::kernel_pages::supported()) e->dev->memory().set_host_pages(&e->pages);  // (Linux 5.14)
   e->loop = std::make_unique<net::device_loop>(*e->dev);
   e->loop->attach(0, *a->port);
   engine* self = e.get();
@@ -865,7 +865,7 @@ engine* open_engine(std::uint32_t index) {
   }
   rnic::device_config dc = engine_config(*e);
   e->dev = std::make_unique<rnic::device>(dc);
-  e->dev->memory().set_host_pages(&e->pages);
+  if (net::kernel_pages::supported()) e->dev->memory().set_host_pages(&e->pages);  // (Linux 5.14)
   e->loop = std::make_unique<net::device_loop>(*e->dev);
   for (std::size_t i = 0; i < e->ports.size(); ++i) e->loop->attach(i, *e->ports[i].udp);
   return start_engine(r, index, std::move(e));
@@ -1192,7 +1192,7 @@ int op_query_device_ex(ibv_context* c, const ibv_query_device_ex_input* in, ibv_
   fill_device_attr(e, a.orig_attr);
   const std::uint32_t odp_ops = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ |
                                 IBV_ODP_SUPPORT_ATOMIC | IBV_ODP_SUPPORT_SRQ_RECV;
-  a.odp_caps.general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
+  a.odp_caps.general_caps = IBV_ODP_SUPPORT | (e.dev->memory().implicit_supported() ? IBV_ODP_SUPPORT_IMPLICIT : 0);
   a.odp_caps.per_transport_caps.rc_odp_caps = odp_ops;
   a.odp_caps.per_transport_caps.uc_odp_caps = odp_ops & ~std::uint32_t(IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC);
   a.odp_caps.per_transport_caps.ud_odp_caps = IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV;
@@ -1926,7 +1926,7 @@ ibv_mr* reg_mr(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t iova, u
   if (implicit) {
     r = e.dev->reg_mr_implicit(pd->handle, rights_of(access));
   } else if (access & IBV_ACCESS_ON_DEMAND) {
-    if (iova != reinterpret_cast<std::uintptr_t>(addr)) {  // (an implicit ODP of the whole space too)
+    if (iova != reinterpret_cast<std::uintptr_t>(addr)) {
       delete m;
       return fail<ibv_mr>(EOPNOTSUPP);
     }

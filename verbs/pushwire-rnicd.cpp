@@ -106,7 +106,7 @@ struct connection {
 };
 /// The most bytes of frames an attachment's backlog holds (a UDP socket's receive buffer).
 constexpr std::size_t backlog_bytes = 4u << 20;
-/// Each port socket's receive and send buffers (spec/rnicd.md §3): the frames of every function
+/// Each port socket's receive and send buffers (spec/rnicd.md §5): the frames of every function
 /// wait there while the device process is not scheduled, and a UD frame lost there is lost.
 constexpr std::size_t socket_buffer_bytes = 32u << 20;
 

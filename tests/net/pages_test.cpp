@@ -57,7 +57,7 @@ TEST_CASE("kernel_pages: residency from mincore, MADV_DONTNEED evicts, unmapped 
   r.p[0] = std::byte{1};
   CHECK(k.probe(r.at(0), 4096, true) == rnic::errc{});
   CHECK(k.probe(r.at(100), 5000, false) == rnic::errc::page_fault);  // the second page is absent
-  REQUIRE(k.fault_in(r.at(4096), 1, true));
+  REQUIRE(k.fault_in(r.at(100), 5000, true));                         // both pages, the first resident
   CHECK(k.probe(r.at(100), 5000, true) == rnic::errc{});
   CHECK(r.p[0] == std::byte{1});  // faulting in touched no byte
   REQUIRE(::madvise(r.p, 4096, MADV_DONTNEED) == 0);
@@ -69,10 +69,21 @@ TEST_CASE("kernel_pages: residency from mincore, MADV_DONTNEED evicts, unmapped 
   CHECK(k.fault_in(r.at(2 * 4096), 8, false));
   CHECK(k.probe(r.at(2 * 4096), 8, false) == rnic::errc{});
   CHECK(k.probe(r.at(2 * 4096), 8, true) == rnic::errc::no_access_right);
-  // PROT_NONE, absent: a fault first; once fault_in failed, refused (once), not faulted forever.
+  // Evicted again: a read is a fault (the failed write above refuses writes only, and the page
+  // was resident since), a write a fault too until a write fails to bring it in.
+  REQUIRE(::madvise(r.p + 2 * 4096, 4096, MADV_DONTNEED) == 0);
+  CHECK(k.probe(r.at(2 * 4096), 8, false) == rnic::errc::page_fault);
+  CHECK(k.probe(r.at(2 * 4096), 8, true) == rnic::errc::page_fault);
+  CHECK_FALSE(k.fault_in(r.at(2 * 4096), 8, true));
+  CHECK(k.probe(r.at(2 * 4096), 8, true) == rnic::errc::no_access_right);
+  CHECK(k.probe(r.at(2 * 4096), 8, false) == rnic::errc::page_fault);
+  // PROT_NONE, absent: a fault first; once fault_in failed, refused while absent, for reads and
+  // writes, not faulted forever.
   REQUIRE(::mprotect(r.p + 3 * 4096, 4096, PROT_NONE) == 0);
   CHECK(k.probe(r.at(3 * 4096), 8, false) == rnic::errc::page_fault);
   CHECK_FALSE(k.fault_in(r.at(3 * 4096), 8, false));
+  CHECK(k.probe(r.at(3 * 4096), 8, false) == rnic::errc::no_access_right);
+  CHECK(k.probe(r.at(3 * 4096), 8, true) == rnic::errc::no_access_right);
   CHECK(k.probe(r.at(3 * 4096), 8, false) == rnic::errc::no_access_right);
   // Unmapped.
   REQUIRE(::munmap(r.p + 3 * 4096, 4096) == 0);
@@ -127,8 +138,8 @@ TEST_CASE("implicit on-demand keys: WRITEs into absent and evicted pages pause o
   CHECK(p.a.dev->counters().pauses > pauses_first);
   CHECK(p.a.dev->view(qa)->timeouts == 0);
 
-  // Read-only pages, and an unmapped range: remote access errors (the QPs go to error; the
-  // process lives on, the bytes untouched).
+  // A read-only page: a remote access error (the QPs go to error; the process lives on, the
+  // byte untouched).
   region ro(4);
   ro.p[0] = std::byte{7};
   REQUIRE(::mprotect(ro.p, ro.bytes, PROT_READ) == 0);

@@ -72,9 +72,9 @@ struct udp_config {
   /// offload on receives, each used when the kernel takes the socket option (udp_port::gso() /
   /// gro() tell).
   bool gso = false, gro = true;
-  /// Bytes asked of the kernel for each socket's receive and send buffers (SO_RCVBUFFORCE
-  /// where the process may, as root: the kernel doubles it for its bookkeeping; otherwise
-  /// SO_RCVBUF, capped by net.core.rmem_max). What arrives while the buffer is full is lost:
+  /// Bytes asked of the kernel for each socket's receive and send buffers, at most 1 GiB
+  /// (SO_RCVBUFFORCE where the process may, as root: the kernel doubles it for its bookkeeping;
+  /// otherwise SO_RCVBUF, capped by net.core.rmem_max). What arrives while the buffer is full is lost:
   /// a device process serving many functions wants more than one program does.
   std::size_t socket_buffer = 4u << 20;
 };

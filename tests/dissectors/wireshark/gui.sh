@@ -25,7 +25,8 @@ trap cleanup EXIT
 # A display of our own: the first free number from 90.
 d=90
 while [ -e /tmp/.X11-unix/X$d ] || [ -e /tmp/.X$d-lock ]; do d=$((d + 1)); done
-Xvfb :$d -screen 0 1400x1000x24 -nolisten tcp >"$work/xvfb.log" 2>&1 &
+# -noreset: the server stays up as the first Wireshark leaves (a reset then refuses the second)
+Xvfb :$d -screen 0 1400x1000x24 -nolisten tcp -noreset >"$work/xvfb.log" 2>&1 &
 xpid=$!
 for _ in $(seq 100); do [ -e /tmp/.X11-unix/X$d ] && break; sleep 0.05; done
 [ -e /tmp/.X11-unix/X$d ] || { cat "$work/xvfb.log"; echo "FAIL: Xvfb did not start"; exit 1; }
