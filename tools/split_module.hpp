@@ -443,7 +443,7 @@ class module {
           if (const std::size_t n = tap_.read(frame); n == 0) tap_ready = false;
           else from_tap(std::span<const std::byte>(frame).first(n), now), read = true;
         }
-        for (auto& s : sessions_) (void)drain(*s, now);
+        for (auto& s : sessions_) drain(*s, now);
         if (!read && (!tap_ready || backlogged())) break;
       }
       tap_ready = tap_ready && k == 64;  // more may wait: read again next turn
@@ -572,8 +572,8 @@ class module {
     if (s.agg) lan_in(s, packet, now);
     else s.out.emplace_back(packet.begin(), packet.end());
   }
-  /// Sends s's queue while credit lasts; false when a packet still waits for credit.
-  bool drain(session& s, rnic::time_ns now) {
+  /// Sends s's queue while credit lasts (what waits for credit stays, for at most hold_for).
+  void drain(session& s, rnic::time_ns now) {
     while (!s.out.empty()) {
       if (s.ep->current() != pp::state::connected) {  // no carrier: dropped, as a NIC would
         s.dropped += s.out.size();
@@ -582,7 +582,7 @@ class module {
       }
       const pp::errc e = s.ep->send_packet(s.out.front());
       if (e == pp::errc::would_block) {
-        if (now - s.held_since < hold_for) return false;
+        if (now - s.held_since < hold_for) return;
         s.dropped += s.out.size();  // no credit for hold_for: the host is not taking them
         s.out.clear();
         break;
@@ -591,7 +591,6 @@ class module {
       s.out.pop_front();
       s.held_since = now;
     }
-    return true;
   }
   /// A packet host s sent (I/O unit): to the hosts whose filter takes its destination (a frame
   /// between two hosts stays in the NIC, as between a switch's functions), and to the LAN unless
