@@ -1987,7 +1987,7 @@ PW_EXPORT ibv_mr* ibv_reg_dmabuf_mr(ibv_pd* pd, std::uint64_t offset, std::size_
   if (offset > size || length > size - offset) return fail<ibv_mr>(EINVAL);
   const std::uint64_t first = offset - offset % page;
   const std::size_t map_len = static_cast<std::size_t>((offset + length - first + page - 1) / page * page);
-  const int prot = PROT_READ | (acc & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC) ? PROT_WRITE : 0);
+  const int prot = PROT_READ | (rnic::writes(rights_of(static_cast<unsigned>(acc))) ? PROT_WRITE : 0);
   void* map = ::mmap(nullptr, map_len, prot, MAP_SHARED, fd, static_cast<off_t>(first));
   if (map == MAP_FAILED) return fail<ibv_mr>(errno);
   ibv_mr* mr = reg_mr(pd, static_cast<std::byte*>(map) + (offset - first), length, iova, acc);

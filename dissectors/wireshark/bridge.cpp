@@ -72,6 +72,11 @@ void summarize(const M& m, line& l) {
       const auto& v = wire::member<i.value>(m);
       if constexpr (requires { typename V::field_type; }) {
         return;  // reserved and constant fields say nothing
+      } else if constexpr (requires { requires std::is_same_v<typename V::value_type, bool>; }) {
+        if (v.value) {  // a flag: its name when set, nothing when clear
+          l.add(" ");
+          l.add(wire::member_name<M, i.value>);
+        }
       } else {
         l.add(" ");
         l.add(wire::member_name<M, i.value>);

@@ -319,7 +319,8 @@ inline model build() {
     m.messages.emplace_back(static_cast<std::uint16_t>(msg::code_of<M>), L);
   };
   add_message(std::type_identity<msg::buffer_recv_pool>{}, {});
-  add_message(std::type_identity<msg::buffer_recv_pool_get>{}, {});
+  // (the Get's count is 31 bits beside its implicit flag: a field of its own)
+  add_message(std::type_identity<msg::buffer_recv_pool_get>{}, {{"element_count", "get.elements"}, {"implicit", "get.implicit"}});
   add_message(std::type_identity<msg::buffer_recv_pool_update>{}, {{"entries", "update_entries"}});
   add_message(std::type_identity<msg::buffer_pool_flush_request>{}, {{"pool_refs", "pool_ref"}});
   add_message(std::type_identity<msg::buffer_pool_flush_reply>{}, {});

@@ -245,15 +245,52 @@ TEST_CASE("pool user: element choice, the idata or BufferRDMAIndicate carrier, a
   CHECK(u.free_elements(1) == 0);
 }
 
+TEST_CASE("pool user: an implicit user's Get asks for implicit registration, and the allocator sees it") {
+  user u({.low_water = 8, .get_count = 4, .implicit = true});
+  (void)collect<A>([&](pool_sink& s) { return u.on_pool(pool7, s); });
+  auto a = collect<A>([&](pool_sink& s) { return u.transfer(10, s); });
+  const auto g = only<pool_action::send_get>(a);
+  REQUIRE(g.size() == 1);
+  CHECK(g[0].implicit);
+  std::vector<std::byte> frame(64);
+  const auto n = encode_message(g[0], frame);
+  REQUIRE(n.has_value());
+  CHECK(*n == 20);
+  CHECK(frame[16] == std::byte{0x80});  // bit 31 of the element_count word
+  CHECK(frame[19] == std::byte{4});
+  const auto get = msg::decode<msg::buffer_recv_pool_get>(std::span<const std::byte>(frame.data(), *n));
+  REQUIRE(get.has_value());
+  CHECK(get->implicit);
+  CHECK(get->element_count == 4u);
+  bool asked = false;
+  pool_allocator alloc{&asked, [](void* ctx, const msg::buffer_recv_pool_get& r) -> std::optional<msg::pool_descriptor> {
+                         *static_cast<bool*>(ctx) = r.implicit;
+                         return msg::pool_descriptor{.pool_ref = 3, .element_count = r.element_count.value, .element_size = r.element_size,
+                                                     .memory_handle = 9, .address = 0x5000, .pool_context = 0, .implicit = r.implicit.value};
+                       }};
+  owner o(alloc);
+  a = collect<A>([&](pool_sink& s) { return o.on_get(*get, s); });
+  CHECK(asked);
+  const auto rp = only<pool_action::send_recv_pool>(a);
+  REQUIRE(rp.size() == 1);
+  CHECK(rp[0].pool.implicit);
+  // a user without the option asks for an explicit pool
+  user plain({.low_water = 8, .get_count = 4});
+  (void)collect<A>([&](pool_sink& s) { return plain.on_pool(pool7, s); });
+  a = collect<A>([&](pool_sink& s) { return plain.transfer(10, s); });
+  REQUIRE(only<pool_action::send_get>(a).size() == 1);
+  CHECK_FALSE(only<pool_action::send_get>(a)[0].implicit);
+}
+
 TEST_CASE("pool owner: BufferRecvPoolGet through the allocator callback, granted or declined") {
   struct budget {
     int left = 1;
   } b;
-  pool_allocator alloc{&b, [](void* ctx, std::uint32_t size, std::uint32_t count) -> std::optional<msg::pool_descriptor> {
+  pool_allocator alloc{&b, [](void* ctx, const msg::buffer_recv_pool_get& g) -> std::optional<msg::pool_descriptor> {
                          auto* bb = static_cast<budget*>(ctx);
                          if (bb->left-- <= 0) return std::nullopt;
-                         return msg::pool_descriptor{.pool_ref = 0, .element_count = count, .element_size = size, .memory_handle = 9,
-                                                     .address = 0x5000, .pool_context = 0};
+                         return msg::pool_descriptor{.pool_ref = 0, .element_count = g.element_count.value, .element_size = g.element_size,
+                                                     .memory_handle = 9, .address = 0x5000, .pool_context = 0};
                        }};
   owner o(alloc);
   auto a = collect<A>([&](pool_sink& s) { return o.on_get({.element_size = 128, .element_count = 8}, s); });
@@ -272,9 +309,9 @@ TEST_CASE("pool owner: BufferRecvPoolGet through the allocator callback, granted
 
 TEST_CASE("pool owner: a granted pool keeps the allocator's pool_ref unless one in use has it") {
   std::uint32_t next = 7;
-  pool_allocator alloc{&next, [](void* ctx, std::uint32_t size, std::uint32_t count) -> std::optional<msg::pool_descriptor> {
-                         return msg::pool_descriptor{.pool_ref = *static_cast<std::uint32_t*>(ctx), .element_count = count,
-                                                     .element_size = size, .memory_handle = 9, .address = 0x5000, .pool_context = 0};
+  pool_allocator alloc{&next, [](void* ctx, const msg::buffer_recv_pool_get& g) -> std::optional<msg::pool_descriptor> {
+                         return msg::pool_descriptor{.pool_ref = *static_cast<std::uint32_t*>(ctx), .element_count = g.element_count.value,
+                                                     .element_size = g.element_size, .memory_handle = 9, .address = 0x5000, .pool_context = 0};
                        }};
   pool_owner<3, 8> o(alloc);
   auto a = collect<A>([&](pool_sink& s) { return o.advertise({.pool_ref = 0, .element_count = 2, .element_size = 64, .memory_handle = 1, .address = 0x1000, .pool_context = 0}, s); });

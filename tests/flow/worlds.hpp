@@ -32,8 +32,8 @@ inline std::size_t env(const char* name, std::size_t fallback) {
 struct pool_world {
   using O = pool_owner<2, 3>;
   using U = pool_user<2, 3>;
-  O o{pool_allocator{nullptr, [](void*, std::uint32_t size, std::uint32_t) -> std::optional<msg::pool_descriptor> {
-                       return msg::pool_descriptor{.pool_ref = 0, .element_count = 2, .element_size = size, .memory_handle = 2,
+  O o{pool_allocator{nullptr, [](void*, const msg::buffer_recv_pool_get& g) -> std::optional<msg::pool_descriptor> {
+                       return msg::pool_descriptor{.pool_ref = 0, .element_count = 2, .element_size = g.element_size, .memory_handle = 2,
                                                    .address = 0x8000, .pool_context = 0};
                      }}};
   U u;

@@ -103,6 +103,14 @@ TEST_CASE("every error code is reached, with offset and field", "[msg][errors]")
     CHECK(e.code() == errc::invalid_field);
     CHECK(e.error().field == "element_count");
     CHECK(e.error().offset == 20);
+    // The count is 31 bits: bit 31 of its word is the implicit flag (spec/push-push.md §5.1).
+    const std::array<msg::pool_descriptor, 1> wide{{{.pool_ref = 1, .element_count = 0x80000000u, .element_size = 1}}};
+    e = msg::encode(msg::buffer_recv_pool{.pools = wide}, out);
+    CHECK(e.code() == errc::invalid_field);
+    CHECK(e.error().field == "element_count");
+    CHECK(msg::encode(msg::buffer_recv_pool_get{.element_size = 1, .element_count = 0x80000000u}, out).code() == errc::invalid_field);
+    CHECK(msg::encode(msg::buffer_recv_pool_get{.element_size = 1, .element_count = 0x7FFFFFFFu, .implicit = true}, out).value() == 20);
+    CHECK(out[16] == std::byte{0xFF});
     // A larger max_frame admits larger frames on decode too.
     std::vector<std::byte> frame(4097);
     REQUIRE(msg::encode(msg::send_data{.data = big}, frame, {.max_frame = 4097}).has_value());

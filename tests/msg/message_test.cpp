@@ -105,8 +105,8 @@ TEST_CASE("JSON: pushwire.* header keys, then snake_case body fields", "[msg][js
   CHECK(msg::to_json(vec::recv_pool.value) ==
         R"({"pushwire.function":"BufferRecvPool","pushwire.version":1,"pushwire.txn":72623859790382856,)"
         R"("pool_count":2,"pools":[)"
-        R"({"pool_ref":7,"element_count":64,"element_size":256,"memory_handle":287454020,"address":139637976731648,"pool_context":12302652060662169617},)"
-        R"({"pool_ref":8,"element_count":1,"element_size":4096,"memory_handle":1432778632,"address":4294967296,"pool_context":0}]})");
+        R"({"pool_ref":7,"element_count":64,"element_size":256,"memory_handle":287454020,"address":139637976731648,"pool_context":12302652060662169617,"implicit":0},)"
+        R"({"pool_ref":8,"element_count":1,"element_size":4096,"memory_handle":1432778632,"address":4294967296,"pool_context":0,"implicit":1}]})");
   CHECK(msg::to_json(vec::flush_request.value) ==
         R"({"pushwire.function":"BufferPoolFlushRequest","pushwire.version":1,"pushwire.txn":3735928559,"pool_refs":[7,8,4294967295]})");
   CHECK(msg::to_json(vec::send_data.value) ==

@@ -27,19 +27,23 @@ inline constexpr std::array<msg::pool_descriptor, 2> pools{{
     {.pool_ref = 7, .element_count = 64, .element_size = 256, .memory_handle = 0x11223344,
      .address = 0x00007f0000001000, .pool_context = 0xaabbccddeeff0011},
     {.pool_ref = 8, .element_count = 1, .element_size = 4096, .memory_handle = 0x55667788,
-     .address = 0x0000000100000000, .pool_context = 0},
+     .address = 0x0000000100000000, .pool_context = 0, .implicit = true},
 }};
 inline constexpr vcase recv_pool{
     "BufferRecvPool",
     test::hex<"0101 0001 0102030405060708 00000002"
               "00000007 00000040 00000100 11223344 00007f0000001000 aabbccddeeff0011"
-              "00000008 00000001 00001000 55667788 0000000100000000 0000000000000000">(),
+              "00000008 80000001 00001000 55667788 0000000100000000 0000000000000000">(),
     msg::buffer_recv_pool{.header = {.transaction_context = 0x0102030405060708}, .pools = pools}};
 
 inline constexpr vcase pool_get{
     "BufferRecvPoolGet", test::hex<"0102 0001 0000000000000001 00000800 00000020">(),
     msg::buffer_recv_pool_get{
         .header = {.transaction_context = 1}, .element_size = 2048, .element_count = 32}};
+inline constexpr vcase pool_get_implicit{
+    "BufferRecvPoolGet (implicit)", test::hex<"0102 0001 0000000000000002 00010000 80000100">(),
+    msg::buffer_recv_pool_get{
+        .header = {.transaction_context = 2}, .element_size = 65536, .element_count = 256, .implicit = true}};
 
 inline constexpr std::array<msg::pool_update_entry, 2> updates{{
     {.pool_ref = 7, .first_element = 0, .element_count = 16},
@@ -97,6 +101,7 @@ template <class F>
 void for_each_case(F&& f) {
   f(recv_pool);
   f(pool_get);
+  f(pool_get_implicit);
   f(pool_update);
   f(flush_request);
   f(flush_reply);

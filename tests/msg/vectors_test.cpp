@@ -15,6 +15,7 @@ using vec::encodes_exactly;
 // Compile time: encode == bytes, decode == value, for every message type.
 static_assert(encodes_exactly(vec::recv_pool) && decodes_exactly(vec::recv_pool));
 static_assert(encodes_exactly(vec::pool_get) && decodes_exactly(vec::pool_get));
+static_assert(encodes_exactly(vec::pool_get_implicit) && decodes_exactly(vec::pool_get_implicit));
 static_assert(encodes_exactly(vec::pool_update) && decodes_exactly(vec::pool_update));
 static_assert(encodes_exactly(vec::flush_request) && decodes_exactly(vec::flush_request));
 static_assert(encodes_exactly(vec::flush_reply) && decodes_exactly(vec::flush_reply));
@@ -143,10 +144,10 @@ struct gen {
     if constexpr (std::is_same_v<M, msg::buffer_recv_pool>) {
       pools.resize(count((4096 - 16) / 32));
       for (auto& p : pools)
-        p = {u32(), u32() | 1, u32() | 1, u32(), u64(), u64()};
+        p = {u32(), (u32() & 0x7FFFFFFF) | 1, u32() | 1, u32(), u64(), u64(), (u32() & 1) != 0};
       return {.header = {.transaction_context = txn}, .pools = pools};
     } else if constexpr (std::is_same_v<M, msg::buffer_recv_pool_get>) {
-      return {.header = {.transaction_context = txn}, .element_size = u32(), .element_count = u32()};
+      return {.header = {.transaction_context = txn}, .element_size = u32(), .element_count = u32() & 0x7FFFFFFF, .implicit = (u32() & 1) != 0};
     } else if constexpr (std::is_same_v<M, msg::buffer_recv_pool_update>) {
       updates.resize(count((4096 - 16) / 12));
       for (auto& e : updates) e = {u32(), u32(), u32()};

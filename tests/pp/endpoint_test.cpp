@@ -207,6 +207,69 @@ TEST_CASE("endpoint: below the low-water mark the user asks for a pool, and the 
   CHECK(w.host->user().free_elements(1500) == 4 + 8);
 }
 
+TEST_CASE("endpoint: implicit pools: the first write into a cold element pauses on a page-fault ACK, later writes do not", "[pp]") {
+  const auto size = [](std::uint32_t) { return std::size_t{4096}; };
+  SECTION("the pools advertised at connect") {
+    // 1024-byte MTU: each write is FIRST, MIDDLE, LAST with immediate, and the fault is taken
+    // on FIRST, which needs no receive, so the host reads the RNR-coded ACK as a page fault
+    world w({.mtu = 1024}, {.elements = 4, .element_size = 4096, .mtu = 1024, .implicit_pools = true});
+    REQUIRE(w.run([&] { return w.host->writable(4096); }));
+    const auto p = w.host->user().find(0x81);
+    REQUIRE(p.has_value());
+    CHECK(w.host->user().at(*p).desc.implicit);  // the flag crossed in BufferRecvPool
+    // one packet per element: every element cold, each first write pauses the host
+    w.stream(*w.host, 4, size);
+    w.settle();
+    const auto faults = w.idev.counters().page_faults, pauses = w.hdev.counters().pauses;
+    CHECK(faults == 4);
+    CHECK(pauses == 4);
+    // the elements are warm now: a hundred more writes, no fault, no pause
+    w.stream(*w.host, 100, size, 4);
+    w.settle();
+    check_in_order(w.to_iou, 104, size);
+    CHECK(w.idev.counters().page_faults == faults);
+    CHECK(w.hdev.counters().pauses == pauses);
+  }
+  SECTION("explicit pools never pause") {
+    world w({}, {.elements = 4, .element_size = 4096});
+    REQUIRE(w.run([&] { return w.host->writable(4096); }));
+    CHECK_FALSE(w.host->user().at(*w.host->user().find(0x81)).desc.implicit);
+    w.stream(*w.host, 20, size);
+    w.settle();
+    check_in_order(w.to_iou, 20, size);
+    CHECK(w.idev.counters().page_faults == 0);
+    CHECK(w.hdev.counters().pauses == 0);
+  }
+  SECTION("a Get asking for implicit registration is granted an implicit pool, whose cold elements pause") {
+    world w({.mtu = 1024, .low_water = 2, .get_count = 8, .get_implicit = true},
+            {.elements = 4, .element_size = 4096, .grantable_pools = 1, .mtu = 1024});
+    REQUIRE(w.run([&] { return w.host->writable(4096); }));
+    w.stream(*w.host, 100, size);
+    w.settle();
+    check_in_order(w.to_iou, 100, size);
+    const auto g = w.host->user().find(0x82);
+    REQUIRE(g.has_value());
+    CHECK(w.host->user().at(*g).desc.implicit);
+    CHECK_FALSE(w.host->user().at(*w.host->user().find(0x81)).desc.implicit);
+    CHECK(w.idev.counters().page_faults == 8);  // the granted pool's eight elements, each once
+    CHECK(w.hdev.counters().pauses == 8);
+  }
+  SECTION("one-packet writes: the fault answers a WRITE with immediate ONLY, which reads as a genuine RNR; nothing is lost") {
+    world w({}, {.elements = 4, .element_size = 4096, .implicit_pools = true});
+    REQUIRE(w.run([&] { return w.host->writable(4096); }));
+    w.stream(*w.host, 40, size);
+    w.settle();
+    check_in_order(w.to_iou, 40, size);
+    CHECK(w.idev.counters().page_faults == 4);
+    CHECK(w.hdev.counters().pauses == 0);
+  }
+  SECTION("implicit pools need acknowledged channels") {
+    rnic::device d({.ports = {port_n(1)}});
+    pp::endpoint e(d, {.transport = rnic::qp_type::uc, .implicit_pools = true}, {});
+    CHECK_FALSE(e.ok());
+  }
+}
+
 TEST_CASE("endpoint: close() flushes both ways, every packet whose send was accepted arrives, nothing is sent after", "[pp]") {
   world w;
   REQUIRE(w.run([&] { return w.host->writable(2048); }));

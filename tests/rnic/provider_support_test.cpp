@@ -249,6 +249,23 @@ TEST_CASE("prefetch makes an on-demand key's pages resident, after checking the 
   CHECK(s.dev->prefetch(s.pd + 100, std::span(&other_pd, 1), access::none) == errc::wrong_pd);
 }
 
+TEST_CASE("prefetch through an indirect key serves every on-demand key under it", "[rnic][memory]") {
+  side s(1, framing::roce, 1 << 16);
+  std::vector<std::byte> a(2 * 4096), b(2 * 4096), c(4096);
+  const auto ka = *s.dev->reg_mr_on_demand(s.pd, a.data(), a.size(), access::local_write);
+  const auto kb = *s.dev->reg_mr_on_demand(s.pd, b.data(), b.size(), access::local_write);
+  const auto kc = *s.dev->reg_mr(s.pd, c.data(), c.size(), access::local_write);
+  const auto va = [](auto& v) { return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(v.data())); };
+  const klm_entry e[] = {{ka.lkey, va(a), a.size()}, {kc.lkey, va(c), c.size()}, {kb.lkey, va(b), b.size()}};
+  const auto ind = *s.dev->reg_indirect(s.pd, e, access::local_write);
+  CHECK(s.dev->memory().check(ind.lkey, 0, ind.length, {s.pd, access::local_write}) == errc::page_fault);
+  const sge all{0, static_cast<std::uint32_t>(ind.length), ind.lkey};
+  CHECK(s.dev->prefetch(s.pd, std::span(&all, 1), access::local_write) == errc{});
+  CHECK(s.dev->memory().check(ind.lkey, 0, ind.length, {s.pd, access::local_write}) == errc{});
+  CHECK(s.dev->memory().check(ka.lkey, va(a), a.size(), {s.pd, access::local_write}) == errc{});
+  CHECK(s.dev->memory().check(kb.lkey, va(b), b.size(), {s.pd, access::local_write}) == errc{});
+}
+
 TEST_CASE("address handles are destroyed and their numbers reused", "[rnic][ah]") {
   side s(1, framing::roce, 1 << 16);
   const std::uint32_t a = *s.dev->create_ah(s.pd, av_to(*s.dev));

@@ -62,7 +62,8 @@ json() {  # SIDE PYTHON-EXPRESSION on j (ctl show --json)
   ctl "$1" show --json | /usr/bin/python3 -c "import json,sys; j=json.load(sys.stdin); print($2)"
 }
 fail() {
-  echo "FAIL: $*"; for f in "$work"/*.log; do echo "--- $f"; tail -20 "$f"; done
+  # (40 lines: a program's stderr, unbuffered, lands above its buffered stdout in the log)
+  echo "FAIL: $*"; for f in "$work"/*.log; do echo "--- $f"; tail -40 "$f"; done
   for side in a b; do [ -S "$work/$side.sock" ] && { echo "--- ctl $side show"; ctl $side show 2>&1 | tail -40; }; done
   for side in a b; do echo "--- $side: $(ip netns exec $s-$side nstat -az 2>/dev/null | grep -E 'Udp(InErrors|RcvbufErrors|SndbufErrors|InDatagrams)' | tr -s ' ' | tr '\n' ' ')"; done
   [ -n "${PW_KEEP:-}" ] && cp -r "$work" "$PW_KEEP"

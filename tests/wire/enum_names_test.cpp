@@ -20,6 +20,7 @@
 #include <pushwire/rnic/core.hpp>
 #include <pushwire/rnic/device.hpp>
 #include <pushwire/rnic/memory.hpp>
+#include <pushwire/rnic/platform.hpp>
 #include <pushwire/rnic/migrate.hpp>
 #include <pushwire/rnic/attach.hpp>
 #include <pushwire/rnic/eswitch.hpp>
@@ -107,6 +108,7 @@ static_assert(wire::names_match<flow::rule>());
 // rnic/
 static_assert(wire::names_match<rnic::errc, true>());
 static_assert(wire::names_match<rnic::key_kind, true>());
+static_assert(wire::names_match<rnic::datapath, true>());
 static_assert(wire::names_match<rnic::bus_policy, true>());
 static_assert(wire::names_match<rnic::mig_state, true>());
 static_assert(wire::flag_names_match<rnic::access>());

@@ -73,7 +73,7 @@ namespace pool_action {
 /// Send BufferRecvPool advertising one pool.
 struct send_recv_pool { std::uint64_t txn; msg::pool_descriptor pool; friend constexpr bool operator==(const send_recv_pool&, const send_recv_pool&) = default; };
 /// Send BufferRecvPoolGet.
-struct send_get { std::uint64_t txn; std::uint32_t element_size, element_count; friend constexpr bool operator==(const send_get&, const send_get&) = default; };
+struct send_get { std::uint64_t txn; std::uint32_t element_size, element_count; bool implicit = false; friend constexpr bool operator==(const send_get&, const send_get&) = default; };
 /// Send BufferRecvPoolUpdate with one entry.
 struct send_update { std::uint64_t txn; msg::pool_update_entry entry; friend constexpr bool operator==(const send_update&, const send_update&) = default; };
 /// Send BufferPoolFlushRequest for one pool.
@@ -118,12 +118,14 @@ struct pool_input {
   std::uint64_t txn = 0;        ///< flush_reply, peer_flush
 };
 
-/// Owner: the caller's allocator for BufferRecvPoolGet. Returns the new pool or nullopt to
-/// decline. Its pool_ref is kept unless a pool in use has it (then the owner assigns the lowest
-/// one not in use). Must not call back into the machine.
+/// Owner: the caller's allocator for BufferRecvPoolGet. Given the request (size, count and
+/// whether implicit registration is asked), returns the new pool or nullopt to decline. Its
+/// pool_ref is kept unless a pool in use has it (then the owner assigns the lowest one not in
+/// use); its `implicit` says how the pool was registered, whatever was asked. Must not call
+/// back into the machine.
 struct pool_allocator {
   void* ctx = nullptr;
-  std::optional<msg::pool_descriptor> (*grant)(void* ctx, std::uint32_t element_size, std::uint32_t element_count) = nullptr;
+  std::optional<msg::pool_descriptor> (*grant)(void* ctx, const msg::buffer_recv_pool_get& request) = nullptr;
 };
 
 /// Where each element is, on the owner's books.
@@ -433,7 +435,7 @@ constexpr step_result pool_owner<P, E>::on_get(const msg::buffer_recv_pool_get& 
     if (slots_[i].state == pool_state::unused || slots_[i].state == pool_state::flushed) free = i;
   pool_input in{.desc = {.element_size = g.element_size}, .count = g.element_count};
   if (free && alloc_.grant && g.element_count != 0 && g.element_size != 0 && g.element_count <= E) {
-    if (auto d = alloc_.grant(alloc_.ctx, g.element_size, g.element_count); d && d->element_count && d->element_size &&
+    if (auto d = alloc_.grant(alloc_.ctx, g); d && d->element_count && d->element_size &&
                                                                             d->element_count <= E) {
       // The allocator's pool_ref unless it is in use; then the lowest one not in use.
       const auto in_use = [&](std::uint32_t r) { return find(r) && slots_[*find(r)].state != pool_state::flushed; };
@@ -515,6 +517,8 @@ struct pool_user_config {
   std::uint32_t get_count = 16;
   /// Force BufferRDMAIndicate even when the indication fits idata.
   bool never_idata = false;
+  /// Gets ask for pools registered implicitly (BufferRecvPoolGet's `implicit`).
+  bool implicit = false;
 };
 
 /// Pool user. MaxPools pools of up to MaxElements elements; no allocation.
@@ -791,7 +795,7 @@ constexpr step_result pool_user<P, E>::transfer(std::uint32_t bytes, pool_sink& 
   const std::uint32_t size = slots_[*best].desc.element_size;
   if (r.ok() && !get_outstanding_ && free_elements(size) < cfg_.low_water && cfg_.get_count != 0) {
     get_outstanding_ = true;
-    out.push(pool_action::send_get{txn_++, size, cfg_.get_count});
+    out.push(pool_action::send_get{txn_++, size, cfg_.get_count, cfg_.implicit});
   }
   return r;
 }
@@ -857,7 +861,7 @@ constexpr wire::result<std::size_t> encode_message(const pool_action_t& a, std::
           return msg::encode(msg::buffer_recv_pool{.header = {.transaction_context = x.txn}, .pools = std::span<const msg::pool_descriptor>(one)}, out);
         } else if constexpr (std::is_same_v<T, pool_action::send_get>) {
           return msg::encode(msg::buffer_recv_pool_get{.header = {.transaction_context = x.txn}, .element_size = x.element_size,
-                                                       .element_count = x.element_count},
+                                                       .element_count = x.element_count, .implicit = x.implicit},
                              out);
         } else if constexpr (std::is_same_v<T, pool_action::send_update>) {
           const msg::pool_update_entry one[] = {x.entry};

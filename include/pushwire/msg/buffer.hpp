@@ -13,8 +13,8 @@ struct pool_descriptor {
   PUSHWIRE_STRUCT(pool_descriptor,
       /// Pool index the initiator names in idata, indications, updates and flushes.
       (std::uint32_t, pool_ref),
-      /// Number of buffer elements, >= 1.
-      (std::uint32_t, element_count),
+      /// Number of buffer elements, 1..2^31 - 1 (bits 30..0 of the word).
+      (wire::bits<4, 30, 0, std::uint32_t>, element_count),
       /// Bytes per element, >= 1.
       (std::uint32_t, element_size),
       /// Memory handle (R_Key on RoCE) authorising RDMA writes into the pool.
@@ -22,7 +22,12 @@ struct pool_descriptor {
       /// Registered address of element 0; element i starts at address + i * element_size.
       (std::uint64_t, address),
       /// Implementation-specific context (e.g. ports and IP address).
-      (std::uint64_t, pool_context));
+      (std::uint64_t, pool_context),
+      /// Bit 31 of the element_count word: the owner registered the elements implicitly (on
+      /// demand), so an element's pages may be absent and a write into a cold element may be
+      /// answered with a page-fault ACK and pause the writer (spec/push-push.md §5.1). Last
+      /// member, so that positional initializers keep their meaning.
+      (wire::bits<4, 31, 31, bool>, implicit));
 
   static constexpr wire::error wire_check(const pool_descriptor& d) {
     if (d.element_count == 0) return wire::field_error<pool_descriptor>(errc::invalid_field, "element_count");
@@ -45,8 +50,11 @@ struct buffer_recv_pool_get {
       (msg::header<function::buffer_recv_pool_get>, header),
       /// Bytes per element wanted.
       (std::uint32_t, element_size),
-      /// Number of elements wanted.
-      (std::uint32_t, element_count));
+      /// Number of elements wanted, 0..2^31 - 1 (bits 30..0 of the word).
+      (wire::bits<16, 30, 0, std::uint32_t>, element_count),
+      /// Bit 31 of the word: the initiator asks for a pool registered implicitly (on demand);
+      /// the target may grant one either way and says which in BufferRecvPool's flag.
+      (wire::bits<16, 31, 31, bool>, implicit));
 };
 
 /// One range of elements returned to a pool for reuse.

@@ -93,6 +93,14 @@ struct config {
   /// Pool user: below this many free elements of a size it asks for more (BufferRecvPoolGet
   /// for get_count elements); 0 never asks.
   std::uint32_t low_water = 0, get_count = 64;
+  /// Pool owner: the pools advertised at connect() are registered implicitly (on demand: no
+  /// page resident until written; BufferRecvPool's `implicit`), as are pools granted to a Get
+  /// that asks for it. The first write into a cold element pauses the writer on a page-fault
+  /// ACK (spec/push-push.md §5.1). Needs rc transport: with uc every pool is registered
+  /// explicitly and setup() refuses implicit_pools.
+  bool implicit_pools = false;
+  /// Pool user: BufferRecvPoolGet asks for implicit registration.
+  bool get_implicit = false;
 };
 
 /// What the peer needs to connect to this end.
@@ -143,7 +151,7 @@ class endpoint {
   endpoint(rnic::device& dev, const config& cfg, handlers h = {}, std::size_t port = 0)
       : dev_(dev), cfg_(cfg), h_(std::move(h)), port_(port),
         owner_(flow::pool_allocator{this, &endpoint::grant}, owner_txn),
-        user_(flow::pool_user_config{.low_water = cfg.low_water, .get_count = cfg.get_count}, user_txn) {
+        user_(flow::pool_user_config{.low_water = cfg.low_water, .get_count = cfg.get_count, .implicit = cfg.get_implicit}, user_txn) {
     setup_ = setup();
   }
   endpoint(const endpoint&) = delete;
@@ -326,7 +334,8 @@ class endpoint {
     if (cfg_.pools < 1 || cfg_.pools > max_pools || cfg_.pools + cfg_.grantable_pools > max_pools || cfg_.elements < 1 ||
         cfg_.elements > max_elements || cfg_.element_size < 1 || cfg_.element_size > 65536 || cfg_.send_max > max_message - 16 ||
         cfg_.send_slots < 1 || cfg_.send_slots > 1024 || cfg_.control_slots < 1 || cfg_.control_slots > 1024 ||
-        (cfg_.transport != rnic::qp_type::rc && cfg_.transport != rnic::qp_type::uc))
+        (cfg_.transport != rnic::qp_type::rc && cfg_.transport != rnic::qp_type::uc) ||
+        (cfg_.implicit_pools && cfg_.transport != rnic::qp_type::rc))
       return errc::invalid_argument;
     auto pd = dev_.alloc_pd();
     if (!pd) return device(pd.code());
@@ -355,32 +364,37 @@ class endpoint {
       *q = *n;
     }
     for (std::uint32_t i = 0; i < cfg_.pools; ++i)
-      if (!make_pool(cfg_.first_pool_ref + i, cfg_.elements, cfg_.element_size)) return errc::device_error;
+      if (!make_pool(cfg_.first_pool_ref + i, cfg_.elements, cfg_.element_size, cfg_.implicit_pools)) return errc::device_error;
     return {};
   }
-  // A pool's memory, registered for the peer's writes; nullptr when the device refuses.
-  pool* make_pool(std::uint32_t ref, std::uint32_t count, std::uint32_t size) {
+  // A pool's memory, registered for the peer's writes (on demand when `implicit`); nullptr
+  // when the device refuses.
+  pool* make_pool(std::uint32_t ref, std::uint32_t count, std::uint32_t size, bool implicit) {
     pool& p = pools_[pool_count_];
     p.mem.assign(std::size_t{count} * size, std::byte{0});
-    auto mr = dev_.reg_mr(*pd_, p.mem.data(), p.mem.size(), rnic::access::local_write | rnic::access::remote_write);
+    constexpr rnic::access rights = rnic::access::local_write | rnic::access::remote_write;
+    auto mr = implicit ? dev_.reg_mr_on_demand(*pd_, p.mem.data(), p.mem.size(), rights)
+                       : dev_.reg_mr(*pd_, p.mem.data(), p.mem.size(), rights);
     if (!mr) {
       dev_error_ = mr.code();
       p.mem = {};
       return nullptr;
     }
     p.mr = *mr;
-    p.desc = {.pool_ref = ref, .element_count = count, .element_size = size, .memory_handle = mr->rkey, .address = mr->addr, .pool_context = 0};
+    p.desc = {.pool_ref = ref, .element_count = count, .element_size = size, .memory_handle = mr->rkey, .address = mr->addr,
+              .pool_context = 0, .implicit = implicit};
     ++pool_count_;
     return &p;
   }
   // The owner's allocator (BufferRecvPoolGet): a new pool while grantable ones remain.
-  static std::optional<msg::pool_descriptor> grant(void* ctx, std::uint32_t size, std::uint32_t count) {
+  static std::optional<msg::pool_descriptor> grant(void* ctx, const msg::buffer_recv_pool_get& g) {
     auto& self = *static_cast<endpoint*>(ctx);
+    const std::uint32_t size = g.element_size, count = g.element_count;
     if (self.pool_count_ >= self.cfg_.pools + self.cfg_.grantable_pools || size < 1 || size > 65536 || count < 1 || count > max_elements)
       return std::nullopt;
     std::uint32_t ref = self.cfg_.first_pool_ref;  // the lowest reference not in use
     while (self.pool_of(ref)) ++ref;
-    const pool* p = self.make_pool(ref, count, size);
+    const pool* p = self.make_pool(ref, count, size, g.implicit && self.cfg_.transport == rnic::qp_type::rc);
     if (!p) return std::nullopt;
     ++self.stats_.pools_granted;
     return p->desc;
@@ -468,7 +482,7 @@ class endpoint {
               (void)send_message(msg::buffer_recv_pool{.header = {.transaction_context = x.txn}, .pools = std::span(&x.pool, 1)});
             } else if constexpr (std::is_same_v<A, pa::send_get>) {
               ++stats_.gets_sent;
-              (void)send_message(msg::buffer_recv_pool_get{.header = {.transaction_context = x.txn}, .element_size = x.element_size, .element_count = x.element_count});
+              (void)send_message(msg::buffer_recv_pool_get{.header = {.transaction_context = x.txn}, .element_size = x.element_size, .element_count = x.element_count, .implicit = x.implicit});
             } else if constexpr (std::is_same_v<A, pa::send_update>) {
               queue_update(x.txn, x.entry);
             } else if constexpr (std::is_same_v<A, pa::send_flush_request>) {

@@ -113,6 +113,10 @@ constexpr access operator|(access a, access b) { return access(std::uint32_t(a) 
 constexpr access operator&(access a, access b) { return access(std::uint32_t(a) & std::uint32_t(b)); }
 /// Every right of `want` is in `have`.
 constexpr bool allows(access have, access want) { return (have & want) == want; }
+/// `a` includes a right that stores into memory (local or remote write, or an atomic).
+constexpr bool writes(access a) {
+  return (a & (access::local_write | access::remote_write | access::remote_atomic)) != access::none;
+}
 inline constexpr std::array<wire::named_value, 4> access_names{{
     {access::local_write, "local_write"}, {access::remote_write, "remote_write"},
     {access::remote_read, "remote_read"}, {access::remote_atomic, "remote_atomic"},

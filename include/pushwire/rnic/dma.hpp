@@ -59,17 +59,25 @@ class dma {
     return t;
   }
   /// Checks each range as a local access of `need` in `pd`; then, unless only checking, makes
-  /// the pages of on-demand keys in them resident at once. Errors: the first range's check error.
+  /// the pages of on-demand keys in them resident at once: one fault served at a time until the
+  /// check passes, so a range through an indirect or pattern key over several on-demand keys
+  /// is served whole. Errors: the first range's check error; out_of_range when a fault served
+  /// leaves the same pages absent (the host could not bring them in).
   errc prefetch(std::uint32_t pd, std::span<const sge> ranges, access need, bool fault) {
     for (const sge& s : ranges)
       if (const errc e = mem_.check(s.lkey, s.addr, s.length, {pd, need}); e != errc{} && e != errc::page_fault) return e;
     if (!fault) return {};
     for (const sge& s : ranges) {
-      fault_info fi{};
-      if (mem_.check(s.lkey, s.addr, s.length, {pd, need}, &fi) != errc::page_fault) continue;
-      serve_now(fi);
-      // (an implicit key's pages the host could not bring in: why, as the check says now)
-      if (const errc e = mem_.check(s.lkey, s.addr, s.length, {pd, need}); e != errc{}) return e == errc::page_fault ? errc::out_of_range : e;
+      fault_info last{};
+      for (bool first = true;; first = false) {
+        fault_info fi{};
+        const errc e = mem_.check(s.lkey, s.addr, s.length, {pd, need}, &fi);
+        if (e == errc{}) break;
+        if (e != errc::page_fault) return e;  // (an implicit key's pages the host refused)
+        if (!first && fi.key == last.key && fi.va == last.va && fi.length == last.length) return errc::out_of_range;
+        serve_now(fi);
+        last = fi;
+      }
     }
     return {};
   }

@@ -253,8 +253,7 @@ class memory_table {
   bool make_resident(std::uint32_t key, std::uint64_t va, std::uint64_t length) {
     const slot* s = live(key);
     if (s && s->implicit && length != 0) {
-      const bool w = allows(s->rights, access::local_write) || allows(s->rights, access::remote_write);
-      return (w && pages_->fault_in(va, length, true)) || pages_->fault_in(va, length, false);
+      return (writes(s->rights) && pages_->fault_in(va, length, true)) || pages_->fault_in(va, length, false);
     }
     set_pages(key, va, length, true);
     return true;
@@ -434,9 +433,7 @@ class memory_table {
       case key_kind::direct: return {};
       case key_kind::on_demand: {
         if (s->implicit) {
-          const bool write = allows(need.rights, access::local_write) || allows(need.rights, access::remote_write) ||
-                             allows(need.rights, access::remote_atomic);
-          const errc e = pages_->probe(va, length, write);
+          const errc e = pages_->probe(va, length, writes(need.rights));
           if (e == errc::page_fault && fault) *fault = {key, va, length};
           return e;
         }

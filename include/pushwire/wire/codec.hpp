@@ -386,6 +386,11 @@ constexpr error decode_fixed_members(const std::byte* base, T& v) {
 
 template <described T>
 constexpr error encode_fixed_members(std::byte* base, const T& v) {
+  // A located member merges its bits into its container: the containers start at zero, so the
+  // output never depends on what the buffer held.
+  for (std::size_t i = 0; i < layout<T>::count; ++i)
+    if (layout<T>::places[i].located)
+      for (std::size_t k = 0; k < layout<T>::places[i].size; ++k) base[layout<T>::offsets[i] + k] = std::byte{0};
   return for_fixed_members<T>(v, [&](auto c, std::size_t off, const auto& m) { return c.put(base + off, m); });
 }
 

@@ -104,6 +104,9 @@ TEST_CASE("bridge: message check and summary") {
   CHECK(summary(enc(msg::buffer_recv_pool_get{.header = {.transaction_context = 5}, .element_size = 2048,
                                               .element_count = 16})) ==
         "BufferRecvPoolGet txn=0x5 element_size=2048 element_count=16");
+  CHECK(summary(enc(msg::buffer_recv_pool_get{.header = {.transaction_context = 5}, .element_size = 2048,
+                                              .element_count = 16, .implicit = true})) ==
+        "BufferRecvPoolGet txn=0x5 element_size=2048 element_count=16 implicit");
   std::array<std::byte, 64> buf{};
   const auto n = msg::cfg::encode_request<msg::cfg::request_code::get_statistics>(9, {}, buf);
   const std::vector<std::uint8_t> cfg(reinterpret_cast<const std::uint8_t*>(buf.data()),

@@ -109,10 +109,10 @@ void write_roce(const std::string& path) {
   const std::array<msg::pool_descriptor, 2> pools{{{.pool_ref = 3, .element_count = 8, .element_size = 4096,
                                                     .memory_handle = 0xABCD, .address = 0x10000000, .pool_context = 0x1122334455667788},
                                                    {.pool_ref = 4, .element_count = 2, .element_size = 65536,
-                                                    .memory_handle = 0xABCD, .address = 0x20000000, .pool_context = 9}}};
+                                                    .memory_handle = 0xABCD, .address = 0x20000000, .pool_context = 9, .implicit = true}}};
   const auto m1 = enc(msg::buffer_recv_pool{.header = {.transaction_context = 0x1001}, .pools = pools});
   c.add(send(false, 1, m1));  // 1
-  const auto m2 = enc(msg::buffer_recv_pool_get{.header = {.transaction_context = 0x1002}, .element_size = 2048, .element_count = 32});
+  const auto m2 = enc(msg::buffer_recv_pool_get{.header = {.transaction_context = 0x1002}, .element_size = 2048, .element_count = 32, .implicit = true});
   c.add(send(true, 1, m2));  // 2
   const std::array<msg::pool_update_entry, 2> upd{{{3, 0, 4}, {4, 1, 1}}};
   const auto m3 = enc(msg::buffer_recv_pool_update{.header = {.transaction_context = 0x1003}, .entries = upd});
