@@ -262,6 +262,7 @@ TEST_CASE("endpoint: implicit pools: the first write into a cold element pauses 
     check_in_order(w.to_iou, 40, size);
     CHECK(w.idev.counters().page_faults == 4);
     CHECK(w.hdev.counters().pauses == 0);
+    CHECK(w.hdev.view(w.host->local().data_qpn)->retransmits >= 4);  // each faulted write waited, and went again
   }
   SECTION("implicit pools need acknowledged channels") {
     rnic::device d({.ports = {port_n(1)}});

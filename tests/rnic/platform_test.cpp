@@ -1,4 +1,4 @@
-// rnic::platform_model (spec/rnic.md §17): the P2P / proxied cost model and the selector.
+// rnic::platform_model (spec/rnic.md §15): the P2P / proxied cost model and the selector.
 // The expected costs and the crossover are worked by hand from the default costs below, not
 // computed by the model.
 #include <catch2/catch.hpp>
@@ -97,6 +97,8 @@ TEST_CASE("platform: modelled costs, worked by hand", "[rnic][platform]") {
   auto q = p;
   q.costs.cross_p2p_rate = 1;
   CHECK(q.cost(datapath::p2p, data_direction::inbound, 1, 12000) == Approx(650 + 12000));
+  // a value that is no datapath is never the cheaper one
+  CHECK(p.cost(static_cast<datapath>(7), data_direction::inbound, 0, 1) == std::numeric_limits<double>::infinity());
 }
 
 TEST_CASE("platform: a size sweep finds the selected path fastest, and an inverted threshold slower", "[rnic][platform]") {

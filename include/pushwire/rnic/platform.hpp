@@ -121,7 +121,7 @@ struct platform_model {
         return c.proxy_latency + (in ? 1 : 2) * (c.pcie_latency + hops) + b / rate + b / c.copy_rate;
       }
     }
-    return 0;
+    return std::numeric_limits<double>::infinity();  // (not a datapath: never the cheaper)
   }
 
   /// The smallest size at which a local card's outbound transfer is modelled no slower proxied
@@ -146,7 +146,10 @@ struct platform_model {
 
   /// The selector (seed 000). Host memory: host. Inbound: P2P into a card on the HCA's socket,
   /// proxied into one on another socket. Outbound: from a card on another socket proxied; from
-  /// one on the HCA's socket P2P below threshold(), proxied at or above it.
+  /// one on the HCA's socket P2P below threshold(), proxied at or above it. Only the threshold
+  /// follows the costs; the rest is the seed's policy whatever the costs say. A card index
+  /// past card_count is taken as another socket's (proxied). Each call bisects for the
+  /// crossover when outbound_threshold is 0: a caller on a hot path keeps threshold().
   constexpr datapath select(std::optional<std::uint8_t> card_index, data_direction dir, std::uint64_t bytes) const {
     if (!card_index) return datapath::host;
     if (!local(*card_index)) return datapath::proxied;
