@@ -94,6 +94,28 @@ std::map<key, probe> cases() {
       return reg(f, f.pd, f.buf.data(), 64, 0);
     });
   }
+  // Card memory: a platform with one card (card 0); card 1 is no card of it.
+  auto with_card = [](device_config c = {}) {
+    c.platform.cards[0] = {.socket = 0};
+    c.platform.card_count = 1;
+    return c;
+  };
+  add("reg_mr_card", "not_found", [with_card] {
+    fixture f(with_card());
+    return code_of(f.dev->reg_mr_card(99, 0, f.buf.data(), 64, 0, all_access));
+  });
+  add("reg_mr_card", "invalid_argument", [with_card] {
+    fixture f(with_card());
+    const errc no_card = code_of(f.dev->reg_mr_card(f.pd, 1, f.buf.data(), 64, 0, all_access));
+    const errc null_addr = code_of(f.dev->reg_mr_card(f.pd, 0, nullptr, 64, 0, all_access));
+    fixture g;  // (no platform: no card at all)
+    const errc no_platform = code_of(g.dev->reg_mr_card(g.pd, 0, g.buf.data(), 64, 0, all_access));
+    return no_card == null_addr && null_addr == no_platform ? no_card : errc{};
+  });
+  add("reg_mr_card", "no_resources", [with_card] {
+    fixture f(with_card({.max_keys = 1}));
+    return code_of(f.dev->reg_mr_card(f.pd, 0, f.buf.data(), 64, 0, all_access));
+  });
   // Implicit keys: a device with host pages (a model that knows no page), and one without.
   struct no_pages final : host_pages {
     errc probe(std::uint64_t, std::uint64_t, bool) const override { return errc::out_of_range; }

@@ -51,6 +51,9 @@ struct packet {
   std::uint32_t offset = 0, length = 0;
   std::uint64_t va = 0;  ///< RETH / AtomicETH virtual address
   std::uint32_t rkey = 0, dmalen = 0;
+  /// A READ response the responder builds: the READ's whole length, for the device's choice of
+  /// datapath (rnic/platform.hpp). Not on the wire, not compared.
+  std::uint32_t read_length = 0;
   std::uint32_t imm = 0;   ///< ImmDt: the immediate data
   std::uint32_t ieth = 0;  ///< IETH: the R_Key a SEND with invalidate names
   std::uint64_t swap = 0, compare = 0;  ///< AtomicETH (FETCH_ADD adds `swap`)

@@ -1478,6 +1478,7 @@ constexpr packet responder<RD>::response(const pending& t, std::uint32_t i) cons
   a.rkey = r.req.rkey;
   a.offset = i * cfg_.mtu;
   a.length = r.req.dmalen - a.offset < cfg_.mtu ? r.req.dmalen - a.offset : cfg_.mtu;
+  a.read_length = r.req.dmalen;
   return a;
 }
 

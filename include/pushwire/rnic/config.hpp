@@ -16,6 +16,7 @@
 #include <pushwire/ib/gid.hpp>
 #include <pushwire/rnic/bus.hpp>
 #include <pushwire/rnic/core.hpp>
+#include <pushwire/rnic/platform.hpp>
 #include <pushwire/wire/ethernet.hpp>
 
 namespace pushwire::rnic {
@@ -107,6 +108,10 @@ struct device_config {
   time_ns page_fault_latency = 100'000;
   /// What a responder does on an absent page: page-fault ACK (the default) or silent drop.
   flow::fault_policy on_fault = flow::fault_policy::page_fault_ack;
+  /// The platform around the device (spec/rnic.md §15): its cards, whose device memory
+  /// reg_mr_card registers, and the costs by which DMA to that memory goes P2P or proxied. No
+  /// cards: every key is host memory.
+  platform_model platform{};
   /// Frames a port holds for the fabric; beyond it the device sends no new requests or
   /// responses, and beyond twice it drops what it would still send (ACKs answering packets),
   /// counted: a NIC's transmit buffer is finite.
@@ -177,6 +182,12 @@ struct async_event {
   std::uint32_t object;  ///< the CQ, QP or SRQ number
 };
 
+/// DMA between card memory and the device by one path, one way (device_counters::paths).
+struct path_counters {
+  std::uint64_t transfers = 0, bytes = 0;
+  double modelled_ns = 0;  ///< platform_model::cost of each transfer, summed
+};
+
 /// Per-device counters (spec/rnic.md §7, §9).
 struct device_counters {
   std::uint64_t frames_out = 0, frames_in = 0, bytes_out = 0, bytes_in = 0;
@@ -199,6 +210,10 @@ struct device_counters {
   std::uint64_t retransmits_avoided = 0;
   std::uint64_t cq_overflows = 0;
   std::uint64_t completions = 0;
+  /// DMA to and from card memory (spec/rnic.md §15), by datapath (platform.hpp's datapath:
+  /// p2p, proxied) and direction (inbound, outbound). A transfer is one message's part of one
+  /// registered buffer; its modelled time is the platform's cost of that many bytes.
+  std::array<std::array<path_counters, 2>, 3> paths{};
   /// Session QPs (spec/rnic.md §12): messages dropped by the receiver's session rules.
   std::uint64_t session_unknown_tuple = 0;  ///< from a 5-tuple the session table does not hold
   std::uint64_t session_foreign = 0;        ///< from a session of another group or QP

@@ -75,6 +75,19 @@ class device : public qp_engine {
     if (!k) return k.code();
     return memory_region{*k, *k, iova, length};
   }
+  /// Registers bytes [addr, addr + length) of card `card`'s device memory (device_config::
+  /// platform), addressed from iova: a key like reg_mr_iova's whose DMA goes P2P or proxied
+  /// as the platform selects (spec/rnic.md §15). Errors: not_found (no such PD),
+  /// invalid_argument (no such card, an invalid platform, a null addr with a length, iova +
+  /// length past 2^64), no_resources (the key table is full).
+  result<memory_region> reg_mr_card(std::uint32_t pd, std::uint8_t card, void* addr, std::uint64_t length, std::uint64_t iova,
+                                    access rights) {
+    if (!has_pd(pd)) return errc::not_found;
+    if (!cfg_.platform.valid() || card >= cfg_.platform.card_count) return errc::invalid_argument;
+    auto r = reg_mr_iova(pd, addr, length, iova, rights);
+    if (r) (void)mem_.set_card(r->lkey, card);
+    return r;
+  }
   /// Implicit on-demand registration of [addr, addr + length): no page resident until touched.
   /// Errors: not_found (no such PD), invalid_argument (a null addr, length 0, a range past
   /// 2^64), no_resources (the key table is full).

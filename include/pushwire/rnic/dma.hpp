@@ -2,7 +2,8 @@
 // memory goes through here and the key table (memory.hpp). It answers the responders' memory
 // ports (may this remote access happen, perform an atomic, does a SEND fit its receive), walks
 // scatter/gather lists to gather a request's payload and to scatter a received one, and schedules
-// page faults of on-demand keys, served after the device's page-fault latency.
+// page faults of on-demand keys, served after the device's page-fault latency. Card memory's
+// bytes move by the platform's datapath, P2P or proxied through a bounce buffer (spec/rnic.md §15).
 #pragma once
 
 #include <algorithm>
@@ -23,8 +24,8 @@ class dma {
  public:
   /// Over the device's key table and counters; `now` is the device's clock (the time of the last
   /// progress() or receive()).
-  dma(memory_table& mem, device_counters& stats, const time_ns& now, time_ns page_fault_latency)
-      : mem_(mem), stats_(stats), now_(now), latency_(page_fault_latency) {}
+  dma(memory_table& mem, device_counters& stats, const time_ns& now, time_ns page_fault_latency, const platform_model& platform)
+      : mem_(mem), stats_(stats), now_(now), latency_(page_fault_latency), platform_(resolved(platform)) {}
   dma(const dma&) = delete;
   dma& operator=(const dma&) = delete;
 
@@ -82,6 +83,56 @@ class dma {
     return {};
   }
 
+  // ---- card memory ---------------------------------------------------------------------------
+  /// Bytes of the bounce buffer a proxied transfer goes through, a piece at a time.
+  static constexpr std::size_t bounce_size = 64 * 1024;
+  /// One access's place in a transfer between memory and the wire.
+  struct transfer {
+    data_direction dir = data_direction::inbound;  ///< inbound: the device writes memory
+    std::uint64_t bytes = 0;                       ///< the whole transfer's bytes (the selector's size)
+    bool start = false;                            ///< this access begins the transfer
+  };
+  /// Visits [va, va + length) of `key` (checked) as memory_table::visit does; card memory's
+  /// segments go by the platform's datapath (platform_model::select): P2P as host memory does,
+  /// proxied through the bounce buffer, which f then sees (filled from the card before f
+  /// outbound, copied to the card after f inbound). Counted in device_counters::paths.
+  template <class F>
+  void move(std::uint32_t key, std::uint64_t va, std::uint64_t length, const transfer& t, F&& f) {
+    if (platform_.card_count == 0) {
+      mem_.visit(key, va, length, f);
+      return;
+    }
+    bool counted = !t.start;
+    mem_.visit_placed(key, va, length, [&](std::byte* p, std::size_t n, std::uint8_t card) {
+      if (card == no_card) {
+        f(p, n);
+        return;
+      }
+      const datapath path = platform_.select(card, t.dir, t.bytes);
+      path_counters& c = stats_.paths[static_cast<std::size_t>(path)][static_cast<std::size_t>(t.dir)];
+      const double fixed = platform_.cost(path, t.dir, card, 0);
+      if (!counted) {
+        ++c.transfers;
+        c.modelled_ns += fixed;
+        counted = true;
+      }
+      c.bytes += n;
+      c.modelled_ns += platform_.cost(path, t.dir, card, n) - fixed;
+      if (path != datapath::proxied) {
+        f(p, n);
+        return;
+      }
+      if (bounce_.empty()) bounce_.resize(bounce_size);
+      for (std::size_t done = 0; done < n;) {
+        const std::size_t k = std::min(n - done, bounce_.size());
+        if (t.dir == data_direction::outbound) std::memcpy(bounce_.data(), p + done, k);
+        f(bounce_.data(), k);
+        if (t.dir == data_direction::inbound) std::memcpy(p + done, bounce_.data(), k);
+        done += k;
+      }
+    });
+  }
+
   // ---- the device's own accesses --------------------------------------------------------------
   /// Visits bytes [offset, offset + length) of a descriptor's scatter/gather list (or its inline
   /// data) as host segments f(byte*, n), for a QP of `pd`. False when a key no longer allows it
@@ -97,6 +148,8 @@ class dma {
   /// The same over a list of entries.
   template <class F>
   bool walk(std::uint32_t pd, std::span<const sge> list, std::uint32_t offset, std::uint32_t length, access need, F& f) {
+    std::uint64_t total = 0;  // (the message: the selector's size for card memory)
+    for (const sge& s : list) total += s.length;
     for (const sge& s : list) {
       if (length == 0) break;
       if (offset >= s.length) {
@@ -104,7 +157,8 @@ class dma {
         continue;
       }
       const std::uint32_t n = std::min(length, s.length - offset);
-      if (!local_visit(pd, s, offset, n, need, f)) return false;
+      const transfer t{writes(need) ? data_direction::inbound : data_direction::outbound, total, offset == 0};
+      if (!local_visit(pd, s, offset, n, need, t, f)) return false;
       offset = 0;
       length -= n;
     }
@@ -149,7 +203,7 @@ class dma {
     ++stats_.faults_served;
   }
   template <class F>
-  bool local_visit(std::uint32_t pd, const sge& s, std::uint64_t offset, std::uint32_t n, access need, F&& f) {
+  bool local_visit(std::uint32_t pd, const sge& s, std::uint64_t offset, std::uint32_t n, access need, const transfer& t, F&& f) {
     fault_info fi{};
     errc e = mem_.check(s.lkey, s.addr + offset, n, {pd, need}, &fi);
     if (e == errc::page_fault) {
@@ -157,7 +211,7 @@ class dma {
       e = mem_.check(s.lkey, s.addr + offset, n, {pd, need});
     }
     if (e != errc{}) return false;
-    mem_.visit(s.lkey, s.addr + offset, n, f);
+    move(s.lkey, s.addr + offset, n, t, f);
     return true;
   }
 
@@ -199,6 +253,13 @@ class dma {
   device_counters& stats_;
   const time_ns& now_;
   time_ns latency_;
+  /// The device's platform with its threshold resolved once (crossover() bisects).
+  platform_model platform_;
+  static constexpr platform_model resolved(platform_model p) {
+    if (p.card_count != 0 && p.valid()) p.outbound_threshold = p.threshold();
+    return p;
+  }
+  std::vector<std::byte> bounce_;  ///< the host bounce buffer of proxied transfers
   std::vector<pending_fault> faults_;
 };
 

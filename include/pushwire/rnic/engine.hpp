@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
 #include <deque>
 #include <list>
 #include <map>
@@ -36,7 +37,7 @@ namespace pushwire::rnic {
 class qp_engine {
  public:
   explicit qp_engine(device_config cfg)
-      : cfg_(std::move(cfg)), mem_(cfg_.max_keys), dma_(mem_, stats_, now_, cfg_.page_fault_latency), cq_(cfg_.max_cqs, stats_) {
+      : cfg_(std::move(cfg)), mem_(cfg_.max_keys), dma_(mem_, stats_, now_, cfg_.page_fault_latency, cfg_.platform), cq_(cfg_.max_cqs, stats_) {
     ports_.reserve(cfg_.ports.size());
     for (std::size_t i = 0; i < cfg_.ports.size(); ++i) {
       ports_.emplace_back(cfg_.ports[i], cfg_, static_cast<std::uint8_t>(i));
@@ -1037,7 +1038,11 @@ class qp_engine {
     const auto data = payload.first(p.length);
     if (!p.to_receive) {
       if (rx && rx->preplaced == p) return;  // placed while its ICRC was computed
-      mem_.write(p.rkey, p.va, data);
+      std::size_t done = 0;
+      dma_.move(p.rkey, p.va, data.size(), {data_direction::inbound, 0, p.offset == 0}, [&](std::byte* h, std::size_t k) {
+        std::memcpy(h, data.data() + done, k);
+        done += k;
+      });
       return;
     }
     recv_record* r = completion_unit::bind(q, p.msn, mem_);
@@ -1152,7 +1157,7 @@ class qp_engine {
     }
     (void)ps.send(p, q.qpn, *av, len, sport, now_, stats_, [&](auto&& f) {
       if (!from_memory) return dma_.gather(q.init.pd, rec->wqe, p.offset, len, access::none, f);
-      mem_.visit(p.rkey, p.va, len, f);
+      dma_.move(p.rkey, p.va, len, {data_direction::outbound, p.read_length, p.offset == 0}, f);
       return true;
     });
     if (ps.has_staged()) stage(av->port);
@@ -1209,7 +1214,7 @@ class qp_engine {
     if (!q || !q->resp || q->sessions || q->state == qp_state::err || !from_peer(*q, p, rx)) return std::nullopt;
     const auto pl = q->resp->placement(p);  // (the memory port is only asked: no fault is raised)
     if (!pl || pl->to_receive || pl->length != p.payload.size()) return std::nullopt;
-    mem_.visit(pl->rkey, pl->va, pl->length, copy);
+    dma_.move(pl->rkey, pl->va, pl->length, {data_direction::inbound, 0, pl->offset == 0}, copy);
     return pl;
   }
   /// A packet a port accepted: a session QP's requests are resequenced first (RoCE); the rest

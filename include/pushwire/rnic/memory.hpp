@@ -33,6 +33,8 @@ namespace pushwire::rnic {
 
 /// Bytes per page of an on-demand key's residency map.
 inline constexpr std::uint64_t page_size = 4096;
+/// A key's memory is the host's, not a card's (memory_table::set_card).
+inline constexpr std::uint8_t no_card = 0xFF;
 /// Most levels of keys an access may pass through below the key it names (an indirect key of
 /// direct keys is one level).
 inline constexpr std::size_t max_key_depth = 4;
@@ -221,6 +223,21 @@ class memory_table {
   void visit(std::uint32_t key, std::uint64_t va, std::uint64_t length, F&& f) const {
     if (length != 0) visit_at(key, va, length, f);
   }
+  /// visit() that also says whose memory each segment is: f(byte*, n, card), card no_card for
+  /// host memory.
+  template <class F>
+  void visit_placed(std::uint32_t key, std::uint64_t va, std::uint64_t length, F&& f) const {
+    if (length != 0) visit_at<true>(key, va, length, f);
+  }
+  /// Marks direct key `key`'s bytes as card `card`'s device memory (rnic/platform.hpp).
+  /// Errors: not_found (no such key), invalid_argument (not a direct key).
+  errc set_card(std::uint32_t key, std::uint8_t card) {
+    slot* s = live(key);
+    if (!s) return errc::not_found;
+    if (s->kind != key_kind::direct) return errc::invalid_argument;
+    s->card = card;
+    return {};
+  }
   /// Copies src to the access [va, va + src.size()) of key (check() must have allowed it).
   void write(std::uint32_t key, std::uint64_t va, std::span<const std::byte> src) const {
     std::size_t done = 0;
@@ -269,11 +286,12 @@ class memory_table {
     access rights;
     std::uint64_t iova, length;
     bool implicit = false;
+    std::uint8_t card = no_card;  ///< the card whose device memory the key covers (direct keys)
   };
   result<key_info> info(std::uint32_t key) const {
     const slot* s = live(key);
     if (!s) return errc::not_found;
-    return key_info{s->kind, s->pd, s->rights, s->iova, s->length, s->implicit};
+    return key_info{s->kind, s->pd, s->rights, s->iova, s->length, s->implicit, s->card};
   }
   /// Live keys of protection domain pd.
   std::size_t keys_of(std::uint32_t pd) const {
@@ -287,6 +305,7 @@ class memory_table {
   struct slot {
     bool used = true, ever_used = true;
     bool implicit = false;  ///< on_demand over the whole address space, through pages_
+    std::uint8_t card = no_card;  ///< direct: the platform's card whose memory this is
     std::uint8_t variant = 0;
     key_kind kind = key_kind::direct;
     std::uint32_t pd = 0;
@@ -454,15 +473,17 @@ class memory_table {
         });
     }
   }
-  template <class F>
+  template <bool Placed = false, class F>
   void visit_at(std::uint32_t key, std::uint64_t va, std::uint64_t length, F& f) const {
     const slot& s = slots_[key_index(key)];
     if (s.kind == key_kind::direct || s.kind == key_kind::on_demand) {
-      f(s.implicit ? reinterpret_cast<std::byte*>(static_cast<std::uintptr_t>(va)) : s.host + (va - s.iova), static_cast<std::size_t>(length));
+      std::byte* at = s.implicit ? reinterpret_cast<std::byte*>(static_cast<std::uintptr_t>(va)) : s.host + (va - s.iova);
+      if constexpr (Placed) f(at, static_cast<std::size_t>(length), s.card);
+      else f(at, static_cast<std::size_t>(length));
       return;
     }
     (void)pieces(s, va - s.iova, length, [&](std::uint32_t k, std::uint64_t a, std::uint64_t n) {
-      visit_at(k, a, n, f);
+      visit_at<Placed>(k, a, n, f);
       return errc{};
     });
   }
