@@ -7,6 +7,9 @@
 //   PUSHWIRE_VERBS_FAULTS="loss=0.05,reorder=0.05,seed=7"   faults on what every device sends
 //   PUSHWIRE_VERBS_QOS="ecn ect0 dcqcn on tsa ets,... tcbw 0,75,25,0,0,0,0,0"   every device's port
 //                                                       (spec/qos.md §5)
+//   PUSHWIRE_VERBS_PLATFORM="sockets=2 hca=0 card=0 card=1 threshold=65536"   the platform of every
+//                                                       device: its cards, whose memory
+//                                                       ibv_reg_dmabuf_mr registers (spec/verbs.md §3)
 //
 // An entry is NAME:ADDRESS[:MTU][@IPV6][+ADDRESS[@IPV6]]... (a device of the process's own, each
 // `+` adding a port), or NAME@PATH[#FUNCTION]
@@ -41,6 +44,7 @@
 
 #include <pushwire/rnic/classes.hpp>
 #include <pushwire/rnic/faults.hpp>
+#include <pushwire/rnic/platform.hpp>
 
 namespace pushwire::verbs {
 
@@ -325,6 +329,25 @@ inline parsed<qos_spec> parse_qos(std::string_view text) {
     if (!r) return r;
   }
   r.error = rnic::check_egress(r.value.egress);
+  return r;
+}
+
+/// Parses PUSHWIRE_VERBS_PLATFORM: KEY=VALUE settings separated by spaces or commas, applied in
+/// order (rnic::apply_platform); the result must be a valid platform (rnic::platform_model::
+/// valid: every card on one of its sockets).
+inline parsed<rnic::platform_model> parse_platform(std::string_view text) {
+  parsed<rnic::platform_model> r;
+  for (const auto w : detail::split(text, " ,\t\n")) {
+    if (w.empty()) continue;
+    const std::size_t eq = w.find('=');
+    if (eq == std::string_view::npos) {
+      r.error = detail::why(w, "KEY=VALUE");
+      return r;
+    }
+    r.error = rnic::apply_platform(r.value, w.substr(0, eq), w.substr(eq + 1));
+    if (!r) return r;
+  }
+  if (!r.value.valid()) r.error = "a card on no socket of the platform, or the HCA on none, or a rate of 0";
   return r;
 }
 

@@ -44,6 +44,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <pushwire/net/cardmem.hpp>
 #include <pushwire/net/loop.hpp>
 #include <pushwire/net/pages.hpp>
 #include <pushwire/net/shm.hpp>
@@ -53,6 +54,7 @@
 #include <pushwire/version.hpp>
 
 #include "config.hpp"
+#include "pushwire-dv.h"
 
 #define PW_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -178,6 +180,7 @@ struct registry {
   std::unique_ptr<pw_device[]> devices;
   cfg::fault_spec faults;
   cfg::qos_spec qos;
+  rnic::platform_model platform;  ///< every device's (PUSHWIRE_VERBS_PLATFORM; no cards by default)
   std::mutex mu;
   std::vector<engine*> engines;  // by device index, while open
 };
@@ -219,6 +222,11 @@ registry& reg() {
       auto p = cfg::parse_qos(q);
       if (!p) warn("PUSHWIRE_VERBS_QOS: %s: the defaults instead", p.error.c_str());
       else x->qos = p.value;
+    }
+    if (const char* q = std::getenv("PUSHWIRE_VERBS_PLATFORM"); q && *q) {
+      auto p = cfg::parse_platform(q);
+      if (!p) warn("PUSHWIRE_VERBS_PLATFORM: %s: no cards", p.error.c_str());
+      else x->platform = p.value;
     }
     x->devices = std::make_unique<pw_device[]>(x->specs.size());
     x->engines.assign(x->specs.size(), nullptr);
@@ -722,6 +730,7 @@ rnic::device_config engine_config(const engine& e) {
   dc.congestion.notify = dc.congestion.react = q.dcqcn;
   dc.linger = linger_max;
   dc.ack_delay = ack_delay;
+  dc.platform = reg().platform;
   return dc;
 }
 /// Starts an engine whose device and loop are made: its wake-up eventfd and progress thread.
@@ -1905,7 +1914,8 @@ int check_access(unsigned access) {
 }
 rnic::access rights_of(unsigned access) { return static_cast<rnic::access>(access & 0xF); }
 
-ibv_mr* reg_mr(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t iova, unsigned access) {
+/// card: a card's memory (ibv_reg_dmabuf_mr), or -1 for host memory.
+ibv_mr* reg_mr(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t iova, unsigned access, int card = -1) {
   if (int r = check_access(access)) return fail<ibv_mr>(r);
   if (length == 0) return fail<ibv_mr>(EINVAL);
   // Implicit ODP (as mlx5): NULL and SIZE_MAX with IBV_ACCESS_ON_DEMAND, at iova 0, a key over the
@@ -1931,6 +1941,8 @@ ibv_mr* reg_mr(ibv_pd* pd, void* addr, std::size_t length, std::uint64_t iova, u
       return fail<ibv_mr>(EOPNOTSUPP);
     }
     r = e.dev->reg_mr_on_demand(pd->handle, addr, length, rights_of(access));
+  } else if (card >= 0) {
+    r = e.dev->reg_mr_card(pd->handle, static_cast<std::uint8_t>(card), addr, length, iova, rights_of(access));
   } else {
     r = e.dev->reg_mr_iova(pd->handle, addr, length, iova, rights_of(access));
   }
@@ -1963,10 +1975,12 @@ PW_EXPORT ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, std::size_t length, s
 /// Bytes [offset, offset + length) of a dma-buf (a udmabuf over a memfd, or any exporter that
 /// maps; spec/verbs.md §3), or of a memfd itself, as a card's memory would be registered: the
 /// provider maps the buffer (MAP_SHARED) and the device reaches it at `iova`, which has the
-/// page offset of `offset` (ibv_reg_mr(3)). Errors: EINVAL (access beyond local and remote
-/// write, remote read, atomic and relaxed ordering; remote write or atomic without local write;
-/// a length of 0; iova's page offset not offset's; the range past the buffer's end; fd neither
-/// a dma-buf nor a regular file), EBADF (fd), and mmap's errno when the buffer does not map.
+/// page offset of `offset` (ibv_reg_mr(3)). A buffer named `pushwire-cardN` is card N's memory
+/// (net::card_of_fd), moved P2P or proxied as the platform selects. Errors: EINVAL (access
+/// beyond local and remote write, remote read, atomic and relaxed ordering; remote write or
+/// atomic without local write; a length of 0; iova's page offset not offset's; the range past
+/// the buffer's end; fd neither a dma-buf nor a regular file; a card the platform does not
+/// have), EBADF (fd), and mmap's errno when the buffer does not map.
 PW_EXPORT ibv_mr* ibv_reg_dmabuf_mr(ibv_pd* pd, std::uint64_t offset, std::size_t length, std::uint64_t iova, int fd, int access) {
   constexpr unsigned dmabuf_access =
       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_RELAXED_ORDERING;
@@ -1985,12 +1999,13 @@ PW_EXPORT ibv_mr* ibv_reg_dmabuf_mr(ibv_pd* pd, std::uint64_t offset, std::size_
     size = static_cast<std::uint64_t>(end);
   }
   if (offset > size || length > size - offset) return fail<ibv_mr>(EINVAL);
+  const int card = net::card_of_fd(fd);
   const std::uint64_t first = offset - offset % page;
   const std::size_t map_len = static_cast<std::size_t>((offset + length - first + page - 1) / page * page);
   const int prot = PROT_READ | (rnic::writes(rights_of(static_cast<unsigned>(acc))) ? PROT_WRITE : 0);
   void* map = ::mmap(nullptr, map_len, prot, MAP_SHARED, fd, static_cast<off_t>(first));
   if (map == MAP_FAILED) return fail<ibv_mr>(errno);
-  ibv_mr* mr = reg_mr(pd, static_cast<std::byte*>(map) + (offset - first), length, iova, acc);
+  ibv_mr* mr = reg_mr(pd, static_cast<std::byte*>(map) + (offset - first), length, iova, acc, card);
   if (!mr) {
     const int e = errno;
     ::munmap(map, map_len);
@@ -2000,6 +2015,16 @@ PW_EXPORT ibv_mr* ibv_reg_dmabuf_mr(ibv_pd* pd, std::uint64_t offset, std::size_
   m->map = map, m->map_len = map_len;
   mr->addr = reinterpret_cast<void*>(static_cast<std::uintptr_t>(offset));  // as libibverbs reports a dma-buf MR
   return mr;
+}
+PW_EXPORT int pwdv_card_buffer(unsigned card, std::size_t bytes) { return net::card_buffer(card, bytes); }
+PW_EXPORT int pwdv_query_datapaths(ibv_context* ctx, pwdv_path_counters counters[3][2]) {
+  if (!ctx || !counters) return EINVAL;
+  engine& e = eng_of(ctx);
+  std::lock_guard g(e.mu);
+  const auto& paths = e.dev->counters().paths;
+  for (std::size_t p = 0; p < 3; ++p)
+    for (std::size_t d = 0; d < 2; ++d) counters[p][d] = {paths[p][d].transfers, paths[p][d].bytes, paths[p][d].modelled_ns};
+  return 0;
 }
 PW_EXPORT int ibv_dereg_mr(ibv_mr* mr) {
   engine& e = eng_of(mr->context);

@@ -271,6 +271,19 @@ TEST_CASE("endpoint: implicit pools: the first write into a cold element pauses 
   }
 }
 
+TEST_CASE("endpoint: setup refuses a Get for no element or for more than an owner grants", "[pp]") {
+  rnic::device d({.ports = {port_n(1)}});
+  for (std::uint32_t n : {0u, std::uint32_t{pp::max_elements} + 1, 0x8000'0000u}) {
+    INFO(n);
+    pp::endpoint e(d, {.low_water = 4, .get_count = n}, {});
+    CHECK(e.setup_error() == pp::errc::invalid_argument);
+  }
+  pp::endpoint fine(d, {.low_water = 4, .get_count = pp::max_elements}, {});
+  CHECK(fine.ok());
+  pp::endpoint never(d, {.low_water = 0, .get_count = 0}, {});  // (never asks: the count is not used)
+  CHECK(never.ok());
+}
+
 TEST_CASE("endpoint: close() flushes both ways, every packet whose send was accepted arrives, nothing is sent after", "[pp]") {
   world w;
   REQUIRE(w.run([&] { return w.host->writable(2048); }));

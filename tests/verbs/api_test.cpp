@@ -4,6 +4,7 @@
 // (a memfd, and a udmabuf where /dev/udmabuf exists), checked through the file. Linked with
 // libibverbs and run under the provider (LD_PRELOAD), as any verbs program.
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <infiniband/verbs.h>
 #include <linux/udmabuf.h>
@@ -14,6 +15,7 @@
 #include <catch2/catch.hpp>
 
 #include "rc_connect.hpp"
+#include "../../verbs/pushwire-dv.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -21,6 +23,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace {
@@ -441,4 +445,158 @@ TEST_CASE("dma-buf MRs: a memfd, and a udmabuf where /dev/udmabuf exists, writte
     }
   }
   close(memfd);
+}
+
+namespace {
+
+/// Where a transfer's bytes are: host memory, or card 0 or 1.
+enum class place { host = -1, card0 = 0, card1 = 1 };
+
+}  // namespace
+
+// Run with PUSHWIRE_VERBS_PLATFORM="sockets=2 hca=0 card=0 card=1 threshold=65536" (tests/CMakeLists.txt):
+// card 0 is on the HCA's socket, card 1 on the other.
+TEST_CASE("card memory: every combination of host, local card and remote card moves byte-exact by WRITE, SEND and READ, by the datapath the policy gives", "[.cards]") {
+  const auto query = reinterpret_cast<pwdv_query_datapaths_fn>(dlsym(RTLD_DEFAULT, "pwdv_query_datapaths"));
+  const auto card_buffer = reinterpret_cast<pwdv_card_buffer_fn>(dlsym(RTLD_DEFAULT, "pwdv_card_buffer"));
+  REQUIRE(query);
+  REQUIRE(card_buffer);
+  constexpr std::size_t size = 1 << 20;
+  constexpr std::uint64_t threshold = 65536;
+  rc_loop q(0);
+  for (ibv_qp* qp : {q.a, q.b}) {  // READ needs remote read
+    ibv_qp_attr at{};
+    at.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+    REQUIRE(ibv_modify_qp(qp, &at, IBV_QP_ACCESS_FLAGS) == 0);
+  }
+  constexpr int all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+  // The cards' memory (udmabufs, or memfds where /dev/udmabuf is absent), read and written by
+  // the test through mappings of its own.
+  int fds[2];
+  std::uint8_t* view[2];
+  for (unsigned c = 0; c < 2; ++c) {
+    fds[c] = card_buffer(c, size);
+    REQUIRE(fds[c] >= 0);
+    void* m = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[c], 0);
+    REQUIRE(m != MAP_FAILED);
+    view[c] = static_cast<std::uint8_t*>(m);
+  }
+  {
+    char link[64] = {};
+    REQUIRE(readlink(("/proc/self/fd/" + std::to_string(fds[0])).c_str(), link, sizeof link - 1) > 0);
+    if (std::string_view(link).starts_with("/memfd:")) WARN("no /dev/udmabuf here (CONFIG_UDMABUF): cards are memfds");
+    CHECK((std::string_view(link) == "/memfd:pushwire-card0 (deleted)" || std::string_view(link) == "/dmabuf:pushwire-card0"));
+  }
+  errno = 0;
+  CHECK(card_buffer(256, 4096) == -1);
+  CHECK(errno == EINVAL);
+  CHECK(card_buffer(0, 0) == -1);
+  const std::uint64_t iova[2] = {0x5000'0000'0000, 0x5100'0000'0000};
+  ibv_mr* cmr[2];
+  for (int c = 0; c < 2; ++c) {
+    cmr[c] = ibv_reg_dmabuf_mr(q.pd, 0, size, iova[c], fds[c], all);
+    REQUIRE(cmr[c]);
+  }
+  std::vector<std::uint8_t> host(size);
+  ibv_mr* hmr = ibv_reg_mr(q.pd, host.data(), host.size(), all);
+  REQUIRE(hmr);
+  {  // a card the platform does not have
+    const int five = card_buffer(5, 4096);
+    REQUIRE(five >= 0);
+    errno = 0;
+    CHECK(ibv_reg_dmabuf_mr(q.pd, 0, 4096, 0, five, all) == nullptr);
+    CHECK(errno == EINVAL);
+    close(five);
+  }
+
+  // The seed's policy, by hand: into a local card P2P, into a remote one proxied; out of a
+  // remote card proxied, out of a local one P2P below the threshold and proxied at or above it.
+  const auto expected = [&](place p, int dir, std::uint64_t len) {
+    if (p == place::card1) return PWDV_PATH_PROXIED;
+    if (dir == PWDV_INBOUND) return PWDV_PATH_P2P;
+    return len < threshold ? PWDV_PATH_P2P : PWDV_PATH_PROXIED;
+  };
+  const auto addr = [&](place p, std::size_t off) -> std::uint64_t {
+    return p == place::host ? reinterpret_cast<std::uintptr_t>(host.data() + off) : iova[static_cast<int>(p)] + off;
+  };
+  const auto key = [&](place p) { return p == place::host ? hmr->lkey : cmr[static_cast<int>(p)]->lkey; };
+  const auto put = [&](place p, std::size_t off, const std::vector<std::uint8_t>& v) {
+    if (p == place::host) std::copy(v.begin(), v.end(), host.begin() + static_cast<std::ptrdiff_t>(off));
+    else std::copy(v.begin(), v.end(), view[static_cast<int>(p)] + off);
+  };
+  const auto get = [&](place p, std::size_t off, std::size_t n) {
+    std::vector<std::uint8_t> v(n);
+    if (p == place::host) std::copy_n(host.begin() + static_cast<std::ptrdiff_t>(off), n, v.begin());
+    else std::copy_n(view[static_cast<int>(p)] + off, n, v.begin());
+    return v;
+  };
+
+  const place places[] = {place::host, place::card0, place::card1};
+  const char* names[] = {"host", "local card", "remote card"};
+  int checked = 0;
+  for (place src : places)
+    for (place dst : places) {
+      if (src == place::host && dst == place::host) continue;
+      for (ibv_wr_opcode op : {IBV_WR_RDMA_WRITE, IBV_WR_SEND, IBV_WR_RDMA_READ})
+        for (std::size_t len : {std::size_t{4096}, std::size_t{256} << 10}) {
+          INFO(names[static_cast<int>(src) + 1] << " -> " << names[static_cast<int>(dst) + 1] << ", opcode " << op << ", " << len << " bytes");
+          // Source and destination halves of the 1 MiB, off page boundaries; 64 guard bytes either side.
+          const std::size_t so = 1000, dof = (size / 2) + 3000;
+          std::vector<std::uint8_t> data(len), fill(len + 128, 0xEE);
+          for (std::size_t i = 0; i < len; ++i) data[i] = static_cast<std::uint8_t>((i * 31 + static_cast<std::size_t>(op) * 7 + len) >> 3);
+          put(src, so, data);
+          put(dst, dof - 64, fill);
+          pwdv_path_counters before[3][2], after[3][2];
+          REQUIRE(query(q.d.ctx, before) == 0);
+
+          ibv_sge s{addr(src, so), static_cast<std::uint32_t>(len), key(src)};
+          ibv_sge d{addr(dst, dof), static_cast<std::uint32_t>(len), key(dst)};
+          ibv_send_wr w{};
+          w.opcode = op;
+          w.send_flags = IBV_SEND_SIGNALED;
+          w.num_sge = 1;
+          int completions = 1;
+          if (op == IBV_WR_RDMA_READ) {  // a reads the source (b's memory, say) into the destination
+            w.sg_list = &d;
+            w.wr.rdma.remote_addr = s.addr;
+            w.wr.rdma.rkey = s.lkey;  // (lkey = rkey here)
+          } else if (op == IBV_WR_RDMA_WRITE) {
+            w.sg_list = &s;
+            w.wr.rdma.remote_addr = d.addr;
+            w.wr.rdma.rkey = d.lkey;
+          } else {
+            w.sg_list = &s;
+            ibv_recv_wr rw{};
+            rw.sg_list = &d;
+            rw.num_sge = 1;
+            ibv_recv_wr* bad_r = nullptr;
+            REQUIRE(ibv_post_recv(q.b, &rw, &bad_r) == 0);
+            completions = 2;
+          }
+          post_one(q.a, q.cq, w, completions, IBV_WC_SUCCESS);
+          const auto now = get(dst, dof - 64, len + 128);
+          CHECK(std::equal(data.begin(), data.end(), now.begin() + 64));
+          CHECK(std::all_of(now.begin(), now.begin() + 64, [](std::uint8_t x) { return x == 0xEE; }));
+          CHECK(std::all_of(now.end() - 64, now.end(), [](std::uint8_t x) { return x == 0xEE; }));
+
+          REQUIRE(query(q.d.ctx, after) == 0);
+          std::uint64_t want_transfers[3][2] = {}, want_bytes[3][2] = {};
+          if (src != place::host) ++want_transfers[expected(src, PWDV_OUTBOUND, len)][PWDV_OUTBOUND], want_bytes[expected(src, PWDV_OUTBOUND, len)][PWDV_OUTBOUND] += len;
+          if (dst != place::host) ++want_transfers[expected(dst, PWDV_INBOUND, len)][PWDV_INBOUND], want_bytes[expected(dst, PWDV_INBOUND, len)][PWDV_INBOUND] += len;
+          for (int p = 0; p < 3; ++p)
+            for (int dir = 0; dir < 2; ++dir) {
+              INFO("path " << p << ", direction " << dir);
+              CHECK(after[p][dir].transfers - before[p][dir].transfers == want_transfers[p][dir]);
+              CHECK(after[p][dir].bytes - before[p][dir].bytes == want_bytes[p][dir]);
+              CHECK((after[p][dir].modelled_ns > before[p][dir].modelled_ns) == (want_transfers[p][dir] != 0));
+            }
+          ++checked;
+        }
+    }
+  CHECK(checked == 8 * 3 * 2);
+  for (ibv_mr* m : {cmr[0], cmr[1], hmr}) CHECK(ibv_dereg_mr(m) == 0);
+  for (int c = 0; c < 2; ++c) {
+    munmap(view[c], size);
+    close(fds[c]);
+  }
 }

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "config.hpp"
+#include <pushwire/net/cardmem.hpp>
 
 using namespace pushwire::verbs;
 
@@ -153,4 +154,43 @@ TEST_CASE("qos settings: PUSHWIRE_VERBS_QOS takes the port set settings but a de
   CHECK(!parse_qos("tcbw 50,50,50,0,0,0,0,0"));
   CHECK(parse_qos("tcbw 50,50,50,0,0,0,0,0").error.find("sum to 100") != std::string::npos);
   CHECK(!parse_qos("trust vlan"));
+}
+
+TEST_CASE("platform settings: PUSHWIRE_VERBS_PLATFORM builds the platform a setting at a time, and refuses a card on no socket") {
+  auto p = parse_platform("sockets=2 hca=1,card=1 card=0  threshold=65536 copy_rate=2.5 cross_p2p_rate=4");
+  REQUIRE(p);
+  CHECK(p.value.sockets == 2);
+  CHECK(p.value.hca_socket == 1);
+  REQUIRE(p.value.card_count == 2);
+  CHECK(p.value.cards[0].socket == 1);
+  CHECK(p.value.cards[1].socket == 0);
+  CHECK(p.value.local(0));
+  CHECK_FALSE(p.value.local(1));
+  CHECK(p.value.outbound_threshold == 65536);
+  CHECK(p.value.costs.copy_rate == 2.5);
+  CHECK(p.value.costs.cross_p2p_rate == 4);
+  CHECK(p.value.costs.pcie_rate == 12);  // the default stays
+  CHECK(parse_platform("").value.card_count == 0);
+  std::string seventeen;
+  for (int i = 0; i < 17; ++i) seventeen += "card=0 ";
+  CHECK(parse_platform(seventeen).error.find("16 cards") != std::string::npos);
+  for (const char* bad : {"card", "card=", "card=x", "card=8", "card=-1", "sockets=0", "sockets=9", "hca=2", "card=2",
+                          "sockets=1 card=1", "gpu=0", "threshold=-1", "threshold=1k", "copy_rate=0", "copy_rate=inf",
+                          "pcie_latency=-5", "socket_rate=nan", "pcie_rate=1e400"}) {
+    INFO(bad);
+    CHECK_FALSE(parse_platform(bad));
+  }
+}
+
+TEST_CASE("card buffers: a memfd or dma-buf named pushwire-cardN is card N's memory, any other name host memory") {
+  CHECK(pushwire::net::card_of_link("/memfd:pushwire-card0 (deleted)") == 0);
+  CHECK(pushwire::net::card_of_link("/memfd:pushwire-card15 (deleted)") == 15);
+  CHECK(pushwire::net::card_of_link("/memfd:pushwire-card255") == 255);
+  CHECK(pushwire::net::card_of_link("/dmabuf:pushwire-card3") == 3);
+  for (const char* host : {"/memfd:pushwire-card (deleted)", "/memfd:pushwire-card256 (deleted)", "/memfd:pushwire-card01 (deleted)",
+                           "/memfd:pushwire-card1x (deleted)", "/memfd:pushwire-card-1 (deleted)", "/memfd:card1 (deleted)",
+                           "/dmabuf:", "/dmabuf:pushwire-card", "/tmp/pushwire-card1", "anon_inode:[eventfd]", ""}) {
+    INFO(host);
+    CHECK(pushwire::net::card_of_link(host) == -1);
+  }
 }

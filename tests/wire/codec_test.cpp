@@ -82,6 +82,17 @@ static_assert(*wire::decode<with_array>(wa_bytes) == wa);
 static_assert(wire::layout<with_array>::offsets[1] == 16 && wire::fixed_size<with_array> == 18);
 static_assert(wire::wire_size(wa) == 28);
 
+// encode() never reads its output: bit fields merge into containers it zeroed first. In a
+// constant expression, reading a byte of an uninitialised array is an error, so this compiles
+// only if no byte is read before it is written.
+constexpr bool encodes_into_uninitialised() {
+  std::array<std::byte, 16> b;  // (uninitialised on purpose)
+  const head h{.opcode = 4, .se = true, .padcnt = 2, .tver = kind::beta, .destqp = 0x123456, .ack = true, .psn = 0xABCDEF, .twelve = 0xFED, .four = 3};
+  if (wire::encode(h, b).value() != 16) return false;
+  return b[1] == std::byte{0x80 | 0x20 | 0x02} && b[8] == std::byte{0x80} && b[12] == std::byte{0xFE} && b[13] == std::byte{0xD3};
+}
+static_assert(encodes_into_uninitialised());
+
 TEST_CASE("codec: exact bytes at run time", "[wire][codec]") {
   const auto hb = test::copy(h0_bytes);
   auto d = wire::decode<head>(hb);

@@ -91,7 +91,7 @@ struct config {
   /// again, so a lost packet loses its message (spec/pp.md §1). Both ends must agree.
   rnic::qp_type transport = rnic::qp_type::rc;
   /// Pool user: below this many free elements of a size it asks for more (BufferRecvPoolGet
-  /// for get_count elements); 0 never asks.
+  /// for get_count elements, 1..max_elements: what an owner grants at most); 0 never asks.
   std::uint32_t low_water = 0, get_count = 64;
   /// Pool owner: the pools advertised at connect() are registered implicitly (on demand: no
   /// page resident until written; BufferRecvPool's `implicit`), as are pools granted to a Get
@@ -335,7 +335,8 @@ class endpoint {
         cfg_.elements > max_elements || cfg_.element_size < 1 || cfg_.element_size > 65536 || cfg_.send_max > max_message - 16 ||
         cfg_.send_slots < 1 || cfg_.send_slots > 1024 || cfg_.control_slots < 1 || cfg_.control_slots > 1024 ||
         (cfg_.transport != rnic::qp_type::rc && cfg_.transport != rnic::qp_type::uc) ||
-        (cfg_.implicit_pools && cfg_.transport != rnic::qp_type::rc))
+        (cfg_.implicit_pools && cfg_.transport != rnic::qp_type::rc) ||
+        (cfg_.low_water != 0 && (cfg_.get_count < 1 || cfg_.get_count > max_elements)))
       return errc::invalid_argument;
     auto pd = dev_.alloc_pd();
     if (!pd) return device(pd.code());
@@ -450,8 +451,17 @@ class endpoint {
   template <class M>
   errc send_message(const M& m) {
     std::array<std::byte, max_message> b;
-    const auto n = msg::encode(m, b);
-    if (!n) return errc::too_large;
+    return queue_frame(b, msg::encode(m, b));
+  }
+  /// A pool machine's message action, encoded as flow::encode_message says.
+  errc send_action(const flow::pool_action_t& a) {
+    std::array<std::byte, max_message> b;
+    return queue_frame(b, flow::encode_message(a, b));
+  }
+  /// Queues b's first *n bytes. A message that does not fit max_message is too_large; one that
+  /// does not encode for another reason (a field out of range) invalid_argument.
+  errc queue_frame(std::span<const std::byte> b, const wire::result<std::size_t>& n) {
+    if (!n) return n.code() == wire::errc::no_space || n.code() == wire::errc::too_large ? errc::too_large : errc::invalid_argument;
     if (backlog_.size() >= cfg_.backlog) return block();
     backlog_.emplace_back(b.begin(), b.begin() + static_cast<std::ptrdiff_t>(*n));
     pump_backlog();
@@ -478,19 +488,13 @@ class endpoint {
           [&](const auto& x) {
             using A = std::decay_t<decltype(x)>;
             namespace pa = flow::pool_action;
-            if constexpr (std::is_same_v<A, pa::send_recv_pool>) {
-              (void)send_message(msg::buffer_recv_pool{.header = {.transaction_context = x.txn}, .pools = std::span(&x.pool, 1)});
-            } else if constexpr (std::is_same_v<A, pa::send_get>) {
-              ++stats_.gets_sent;
-              (void)send_message(msg::buffer_recv_pool_get{.header = {.transaction_context = x.txn}, .element_size = x.element_size, .element_count = x.element_count, .implicit = x.implicit});
-            } else if constexpr (std::is_same_v<A, pa::send_update>) {
-              queue_update(x.txn, x.entry);
-            } else if constexpr (std::is_same_v<A, pa::send_flush_request>) {
-              (void)send_message(msg::buffer_pool_flush_request{.header = {.transaction_context = x.txn}, .pool_refs = std::span(&x.pool_ref, 1)});
-            } else if constexpr (std::is_same_v<A, pa::send_flush_reply>) {
-              (void)send_message(msg::buffer_pool_flush_reply{.header = {.transaction_context = x.txn}});
-            } else if constexpr (std::is_same_v<A, pa::send_indicate>) {
-              (void)send_message(msg::buffer_rdma_indicate{.header = {.transaction_context = x.txn}, .entries = std::span(&x.entry, 1)});
+            if constexpr (std::is_same_v<A, pa::send_update>) {
+              queue_update(x.txn, x.entry);  // (batched into one BufferRecvPoolUpdate)
+            } else if constexpr (std::is_same_v<A, pa::send_recv_pool> || std::is_same_v<A, pa::send_get> ||
+                                 std::is_same_v<A, pa::send_flush_request> || std::is_same_v<A, pa::send_flush_reply> ||
+                                 std::is_same_v<A, pa::send_indicate>) {
+              if constexpr (std::is_same_v<A, pa::send_get>) ++stats_.gets_sent;
+              (void)send_action(a);
             } else if constexpr (std::is_same_v<A, pa::rdma_write>) {
               if (!skip_writes) ++stats_.pool_faults;  // only transfer() asks for writes
             } else if constexpr (std::is_same_v<A, pa::deliver>) {

@@ -24,12 +24,6 @@
 
 namespace pushwire::rnic {
 
-/// A decimal number that is all of s.
-template <class T>
-bool parse_number(std::string_view s, T& v) {
-  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  return !s.empty() && ec == std::errc{} && p == s.data() + s.size();
-}
 /// A rate: bits per second, with an optional K, M or G (powers of 1000).
 inline bool parse_rate(std::string_view s, std::uint64_t& v) {
   std::uint64_t mul = 1;

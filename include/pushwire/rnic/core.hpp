@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <charconv>
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -19,6 +20,14 @@
 #include <pushwire/wire/names.hpp>
 
 namespace pushwire::rnic {
+
+/// A number (decimal; a floating-point one for a floating T) that is all of s: the text forms
+/// of settings (classes.hpp, platform.hpp).
+template <class T>
+bool parse_number(std::string_view s, T& v) {
+  const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  return !s.empty() && ec == std::errc{} && p == s.data() + s.size();
+}
 
 /// Why a verb or a memory access was refused. 0 is never an error.
 enum class errc : std::uint8_t {

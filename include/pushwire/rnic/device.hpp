@@ -140,7 +140,8 @@ class device : public qp_engine {
   }
   /// Re-registers a direct or on-demand key (ibv_rereg_mr; rereg_options). Errors: not_found
   /// (not a live direct or on-demand key, or o.pd names no PD), invalid_argument (a null addr,
-  /// length 0 on an on-demand key, a range past 2^64, an iova on an on-demand key).
+  /// length 0 on an on-demand key, a range past 2^64, an iova on an on-demand key, a card's key:
+  /// reg_mr_card's memory is not re-registered, as libibverbs refuses a dma-buf MR's).
   result<memory_region> rereg_mr(std::uint32_t key, void* addr, std::uint64_t length, access rights, const rereg_options& o = default_rereg) {
     if (o.pd && !has_pd(*o.pd)) return errc::not_found;
     const auto k = mem_.rereg(key, addr, length, rights, o);

@@ -63,19 +63,22 @@ class dma {
   /// the pages of on-demand keys in them resident at once: one fault served at a time until the
   /// check passes, so a range through an indirect or pattern key over several on-demand keys
   /// is served whole. Errors: the first range's check error; out_of_range when a fault served
-  /// leaves the same pages absent (the host could not bring them in).
+  /// leaves the same pages absent (the host could not bring them in), or when a range is still
+  /// faulting after prefetch_fault_limit faults served (pages evicted as fast as they come in).
+  static constexpr std::uint32_t prefetch_fault_limit = 1 << 24;
   errc prefetch(std::uint32_t pd, std::span<const sge> ranges, access need, bool fault) {
     for (const sge& s : ranges)
       if (const errc e = mem_.check(s.lkey, s.addr, s.length, {pd, need}); e != errc{} && e != errc::page_fault) return e;
     if (!fault) return {};
     for (const sge& s : ranges) {
       fault_info last{};
-      for (bool first = true;; first = false) {
+      for (std::uint32_t served = 0;; ++served) {
+        if (served == prefetch_fault_limit) return errc::out_of_range;
         fault_info fi{};
         const errc e = mem_.check(s.lkey, s.addr, s.length, {pd, need}, &fi);
         if (e == errc{}) break;
         if (e != errc::page_fault) return e;  // (an implicit key's pages the host refused)
-        if (!first && fi.key == last.key && fi.va == last.va && fi.length == last.length) return errc::out_of_range;
+        if (served != 0 && fi.key == last.key && fi.va == last.va && fi.length == last.length) return errc::out_of_range;
         serve_now(fi);
         last = fi;
       }
@@ -89,13 +92,17 @@ class dma {
   /// One access's place in a transfer between memory and the wire.
   struct transfer {
     data_direction dir = data_direction::inbound;  ///< inbound: the device writes memory
-    std::uint64_t bytes = 0;                       ///< the whole transfer's bytes (the selector's size)
+    /// The message's bytes: the selector's size (only outbound transfers depend on it).
+    std::uint64_t bytes = 0;
     bool start = false;                            ///< this access begins the transfer
   };
   /// Visits [va, va + length) of `key` (checked) as memory_table::visit does; card memory's
   /// segments go by the platform's datapath (platform_model::select): P2P as host memory does,
   /// proxied through the bounce buffer, which f then sees (filled from the card before f
-  /// outbound, copied to the card after f inbound). Counted in device_counters::paths.
+  /// outbound, copied to the card after f inbound): a piece's pointer is valid only during
+  /// that call of f. Counted in device_counters::paths: a transfer by the access that starts
+  /// it (t.start), at its first card segment; card segments of an indirect key beyond that
+  /// add bytes only.
   template <class F>
   void move(std::uint32_t key, std::uint64_t va, std::uint64_t length, const transfer& t, F&& f) {
     if (platform_.card_count == 0) {
@@ -147,31 +154,40 @@ class dma {
   }
   /// The same over a list of entries.
   template <class F>
-  bool walk(std::uint32_t pd, std::span<const sge> list, std::uint32_t offset, std::uint32_t length, access need, F& f) {
+  /// `first`: the list's byte where the message's data begins (a UD receive's payload follows
+  /// the GRH space); an entry's transfer starts at that byte, or at the entry's own first byte
+  /// when the entry lies after it.
+  bool walk(std::uint32_t pd, std::span<const sge> list, std::uint32_t offset, std::uint32_t length, access need, F& f,
+            std::uint32_t first = 0) {
     std::uint64_t total = 0;  // (the message: the selector's size for card memory)
     for (const sge& s : list) total += s.length;
+    std::uint64_t base = 0;  // the list's byte where s begins
     for (const sge& s : list) {
       if (length == 0) break;
       if (offset >= s.length) {
         offset -= s.length;
+        base += s.length;
         continue;
       }
       const std::uint32_t n = std::min(length, s.length - offset);
-      const transfer t{writes(need) ? data_direction::inbound : data_direction::outbound, total, offset == 0};
+      const bool start = base + offset == first || (offset == 0 && base > first);
+      const transfer t{writes(need) ? data_direction::inbound : data_direction::outbound, total, start};
       if (!local_visit(pd, s, offset, n, need, t, f)) return false;
+      base += s.length;
       offset = 0;
       length -= n;
     }
     return length == 0;
   }
   /// Copies `data` into a receive descriptor's buffer at byte `at`; false when a key refuses.
-  bool scatter(std::uint32_t pd, const recv_wqe& w, std::uint32_t at, std::span<const std::byte> data) {
+  /// `first`: where the message's data begins in the buffer (walk).
+  bool scatter(std::uint32_t pd, const recv_wqe& w, std::uint32_t at, std::span<const std::byte> data, std::uint32_t first = 0) {
     std::size_t done = 0;
     auto copy = [&](std::byte* h, std::size_t k) {
       std::memcpy(h, data.data() + done, k);
       done += k;
     };
-    return walk(pd, entries(w), at, static_cast<std::uint32_t>(data.size()), access::local_write, copy);
+    return walk(pd, entries(w), at, static_cast<std::uint32_t>(data.size()), access::local_write, copy, first);
   }
   /// Copies `data` into a send descriptor's local buffer at byte `at` (READ data, an atomic's
   /// original value); false when a key refuses.

@@ -1047,7 +1047,7 @@ class qp_engine {
     }
     recv_record* r = completion_unit::bind(q, p.msn, mem_);
     if (!r || r->status != wc_status::success) return;
-    if (!dma_.scatter(q.init.pd, r->wqe, p.offset + q.grh_room(), data)) r->status = wc_status::local_protection_error;
+    if (!dma_.scatter(q.init.pd, r->wqe, p.offset + q.grh_room(), data, q.grh_room())) r->status = wc_status::local_protection_error;
   }
   void complete_receive(qp_context& q, const flow::qp_action::receive& rc, const flow::packet* in, const rx_context* rx) {
     recv_record* r = completion_unit::bind(q, rc.msn, mem_);
@@ -1062,7 +1062,7 @@ class qp_engine {
     if (q.is(qp_type::ud) && rx && !rx->cells()) {
       std::array<std::byte, ib::grh_size> grh;
       ib::write_grh(grh, rx->ip, rx->v6);
-      r->grh = r->status == wc_status::success && dma_.scatter(q.init.pd, r->wqe, 0, grh);
+      r->grh = r->status == wc_status::success && dma_.scatter(q.init.pd, r->wqe, 0, grh, q.grh_room());
     }
   }
   /// A responder NAKed request e with a fatal error (RC, DCT): the QP goes to ERR, with the

@@ -189,10 +189,12 @@ class memory_table {
     --live_;
     return {};
   }
-  /// Re-registers a direct or on-demand key's range and rights.
+  /// Re-registers a direct or on-demand key's range and rights (not a card's key:
+  /// invalid_argument).
   result<std::uint32_t> rereg(std::uint32_t key, void* addr, std::uint64_t length, access rights, const rereg_options& o = default_rereg) {
     slot* s = live(key);
     if (!s || (s->kind != key_kind::direct && s->kind != key_kind::on_demand) || s->implicit) return errc::not_found;
+    if (s->card != no_card) return errc::invalid_argument;
     const bool odp = s->kind == key_kind::on_demand;
     if (odp && o.iova && *o.iova != reinterpret_cast<std::uintptr_t>(addr)) return errc::invalid_argument;
     const std::uint64_t iova = o.iova.value_or(reinterpret_cast<std::uintptr_t>(addr));

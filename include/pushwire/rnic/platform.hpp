@@ -3,7 +3,8 @@
 // reads and writes. Data between a card and the HCA moves either direct, PCIe peer to peer
 // (P2P), or proxied through a host bounce buffer and a copy. This header is the cost model of
 // both paths, in virtual time, and the selector that picks one per transfer (spec/rnic.md §15).
-// Pure functions of their arguments: no clock, no I/O.
+// Also the platform's text form (apply_platform). Pure functions of their arguments: no clock,
+// no I/O.
 #pragma once
 
 #include <array>
@@ -13,6 +14,8 @@
 #include <limits>
 #include <optional>
 #include <span>
+#include <string>
+#include <string_view>
 
 #include <pushwire/rnic/core.hpp>
 
@@ -165,5 +168,54 @@ struct platform_model {
     return true;
   }
 };
+
+/// One setting of a platform's text form (the verbs provider's PUSHWIRE_VERBS_PLATFORM,
+/// spec/verbs.md §3): `sockets` (1..max_sockets), `hca` (the HCA's socket), `card` (one more
+/// card, on that socket; up to max_cards), `threshold` (outbound_threshold in bytes; 0: the
+/// crossover), and each cost by its platform_costs name (`pcie_latency`, `pcie_rate`,
+/// `p2p_write_rate`, `p2p_read_rate`, `socket_latency`, `socket_rate`, `cross_p2p_rate`,
+/// `proxy_latency`, `copy_rate`: ns, or bytes per ns). Empty: applied; otherwise why not (p
+/// unchanged). Sockets are checked against `sockets` by valid(), once every setting is in.
+inline std::string apply_platform(platform_model& p, std::string_view key, std::string_view value) {
+  const auto why = [&](const char* what) { return std::string(key) + "=" + std::string(value) + ": " + what; };
+  platform_costs& c = p.costs;
+  double* cost = key == "pcie_latency"     ? &c.pcie_latency
+                 : key == "pcie_rate"      ? &c.pcie_rate
+                 : key == "p2p_write_rate" ? &c.p2p_write_rate
+                 : key == "p2p_read_rate"  ? &c.p2p_read_rate
+                 : key == "socket_latency" ? &c.socket_latency
+                 : key == "socket_rate"    ? &c.socket_rate
+                 : key == "cross_p2p_rate" ? &c.cross_p2p_rate
+                 : key == "proxy_latency"  ? &c.proxy_latency
+                 : key == "copy_rate"      ? &c.copy_rate
+                                           : nullptr;
+  if (cost) {
+    double v = 0;
+    if (!parse_number(value, v) || !(v >= 0 && v < std::numeric_limits<double>::infinity())) return why("a finite number, 0 or more");
+    *cost = v;
+    return {};
+  }
+  if (key == "threshold") {
+    std::uint64_t t = 0;
+    if (!parse_number(value, t)) return why("a number of bytes");
+    p.outbound_threshold = t;
+    return {};
+  }
+  unsigned n = 0;
+  if (key != "sockets" && key != "hca" && key != "card")
+    return why("not one of sockets, hca, card, threshold, or a cost (pcie_latency, pcie_rate, p2p_write_rate, p2p_read_rate, "
+               "socket_latency, socket_rate, cross_p2p_rate, proxy_latency, copy_rate)");
+  if (!parse_number(value, n) || n >= max_sockets + (key == "sockets")) return why("a socket: 0 .. 7 (sockets: 1 .. 8)");
+  if (key == "sockets") {
+    if (n == 0) return why("a socket: 0 .. 7 (sockets: 1 .. 8)");
+    p.sockets = static_cast<std::uint8_t>(n);
+  } else if (key == "hca") {
+    p.hca_socket = static_cast<std::uint8_t>(n);
+  } else {
+    if (p.card_count == max_cards) return why("16 cards at most");
+    p.cards[p.card_count++] = {.socket = static_cast<std::uint8_t>(n)};
+  }
+  return {};
+}
 
 }  // namespace pushwire::rnic

@@ -316,8 +316,13 @@ class port {
                   time_ns now, std::uint8_t tc, Payload& payload) {
     flow::packet p = p0;
     p.src_qp = qpn;  // cells name the sending QP (its WQP)
+    // Gathered now: a piece is valid only while the payload walk hands it over (dma::move's
+    // bounce buffer is reused by the next piece).
+    std::vector<std::byte> body;
+    body.reserve(len);
+    if (len && !payload([&](std::byte* s, std::size_t n) { body.insert(body.end(), s, s + n); })) return false;
     std::vector<std::span<const std::byte>> pieces;
-    if (len && !payload([&](std::byte* s, std::size_t n) { pieces.emplace_back(s, n); })) return false;
+    if (!body.empty()) pieces.emplace_back(body);
     cell::packet_spec base{};
     base.dst = to.dmac;
     base.src = cfg_.mac;

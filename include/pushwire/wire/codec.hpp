@@ -386,8 +386,9 @@ constexpr error decode_fixed_members(const std::byte* base, T& v) {
 
 template <described T>
 constexpr error encode_fixed_members(std::byte* base, const T& v) {
-  // A located member merges its bits into its container: the containers start at zero, so the
-  // output never depends on what the buffer held.
+  // A located member merges its bits into its container, which is zeroed first: the output
+  // never depends on what the buffer held, and no byte of it is read before it is written (an
+  // uninitialised buffer is fine; tests/wire/codec_test.cpp checks it in a constant expression).
   for (std::size_t i = 0; i < layout<T>::count; ++i)
     if (layout<T>::places[i].located)
       for (std::size_t k = 0; k < layout<T>::places[i].size; ++k) base[layout<T>::offsets[i] + k] = std::byte{0};
