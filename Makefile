@@ -18,13 +18,14 @@ JOBS ?= $(shell nproc)
 # libwireshark-dev and wireshark-dev build the Wireshark plugin, which the tests run in tshark
 # as an unprivileged user through setpriv, from util-linux; ccache speeds up rebuilds;
 # g++-12-aarch64-linux-gnu and qemu-user build and run the aarch64 CRC paths' tests;
+# libxdp-dev (with libbpf-dev) builds the AF_XDP port and xdp-tools inspects it;
 # libibverbs-dev builds the verbs provider, which rdma-core's pyverbs tests (python3-pyverbs),
 # ibverbs-utils' pingpongs and perftest check; wireshark (the Qt GUI), xvfb, x11-apps (xwd),
 # xdotool and fonts-dejavu-core run the plugin's GUI test and take its screenshot).
 PACKAGES := cmake make pkg-config gcc-12 g++-12 clang-14 libclang-rt-14-dev libboost-dev catch2 libbenchmark-dev \
             zlib1g-dev libisal-dev tshark python3-scapy libwireshark-dev wireshark-dev util-linux ccache \
             g++-12-aarch64-linux-gnu qemu-user iputils-ping iperf3 iproute2 python3 tcpdump \
-            libibverbs-dev python3-pyverbs ibverbs-utils perftest \
+            libibverbs-dev python3-pyverbs ibverbs-utils perftest libxdp-dev xdp-tools \
             wireshark xvfb x11-apps xdotool fonts-dejavu-core python3-pil
 
 # ccache is the compiler launcher when it is on PATH (evaluated when a recipe runs, after deps).

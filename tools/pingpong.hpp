@@ -5,7 +5,11 @@
 // total = 2 x size x iterations, usec/xfer = time / (2 x iterations), MB/sec = total / time
 // (10^6 bytes). Both sides busy-poll, as fi_pingpong does.
 //
-//   pushwire-rnic pingpong --local IP --peer IP [--server] [--size N] [--iterations N] [--json]
+// With --xdp IF, RoCE moves over an AF_XDP socket on interface IF (net/xdp.hpp; path MTU 2048 at most),
+// the CM's hellos still through the kernel; where AF_XDP is not available (no privilege, no
+// libxdp) one line on stderr says so and the UDP socket is used.
+//
+//   pushwire-rnic pingpong --local IP --peer IP [--server] [--size N] [--iterations N] [--xdp IF] [--json]
 #pragma once
 
 #include <chrono>
@@ -16,6 +20,9 @@
 #include <pushwire/wire/json.hpp>
 
 #include <pushwire/net/loop.hpp>
+#ifdef PUSHWIRE_HAVE_XDP
+#include <pushwire/net/xdp.hpp>
+#endif
 
 #include "split_module.hpp"
 
@@ -23,9 +30,10 @@ namespace pushwire::tools {
 
 inline int pingpong_usage() {
   std::fprintf(stderr,
-               "usage: pushwire-rnic pingpong --local IP --peer IP [--server] [--size N] [--iterations N] [--json]\n"
+               "usage: pushwire-rnic pingpong --local IP --peer IP [--server] [--size N] [--iterations N] [--xdp IF] [--json]\n"
                "  RC SEND ping-pong over RoCEv2/UDP 4791 between two processes (CM on UDP %u); size 1..1048576 (64),\n"
-               "  iterations (1000). Prints: bytes iterations total time_s MB_per_s usec_per_xfer (fi_pingpong's definitions)\n",
+               "  iterations (1000); --xdp IF: RoCE over AF_XDP on interface IF (the UDP socket when unavailable).\n"
+               "  Prints: bytes iterations total time_s MB_per_s usec_per_xfer (fi_pingpong's definitions)\n",
                pp::cm_port);
   return 2;
 }
@@ -34,6 +42,7 @@ inline int pingpong_main(int argc, char** argv) {
   std::array<std::uint8_t, 4> local{}, peer{};
   bool have_local = false, have_peer = false, server = false, json = false;
   std::uint32_t size = 64, iterations = 1000;
+  std::string xdp_if;
   for (int i = 2; i < argc; ++i) {
     const std::string_view a = argv[i];
     const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
@@ -43,16 +52,40 @@ inline int pingpong_main(int argc, char** argv) {
     else if (a == "--peer" && v && parse_ip(v, peer)) have_peer = true, ++i;
     else if (a == "--size" && v) size = static_cast<std::uint32_t>(std::strtoul(v, nullptr, 0)), ++i;
     else if (a == "--iterations" && v) iterations = static_cast<std::uint32_t>(std::strtoul(v, nullptr, 0)), ++i;
+    else if (a == "--xdp" && v) xdp_if = v, ++i;
     else return pingpong_usage();
   }
   if (!have_local || !have_peer || size < 1 || size > (1u << 20) || iterations < 1) return pingpong_usage();
 
-  rnic::device dev(fabric_device(local, server ? 2 : 1));
-  net::udp_port udp({.address = local});
+  rnic::device_config dc = fabric_device(local, server ? 2 : 1);
+  std::uint32_t mtu = 4096;
+#ifdef PUSHWIRE_HAVE_XDP
+  std::optional<net::xdp_port> xdp;
+  if (!xdp_if.empty()) {
+    xdp.emplace(net::xdp_config{.interface = xdp_if});
+    if (xdp->ok()) {
+      dc.ports[0].mac = xdp->mac();
+      mtu = path_mtu_for(xdp->usable_mtu(), 64);  // IP, UDP, BTH, RETH, ImmDt, ICRC; at most 2048 (spec/net.md §6)
+      std::fprintf(stderr, "pushwire-rnic pingpong: AF_XDP on %s (%s XDP, %s mode)\n", xdp_if.c_str(), xdp->native() ? "native" : "generic",
+                   xdp->zero_copy() ? "zero-copy" : "copy");
+    } else {
+      std::fprintf(stderr, "pushwire-rnic pingpong: AF_XDP on %s unavailable (%s: %s); using the UDP socket\n", xdp_if.c_str(), xdp->why().c_str(),
+                   std::strerror(xdp->error()));
+      xdp.reset();
+    }
+  }
+  const bool on_xdp = xdp.has_value();
+#else
+  if (!xdp_if.empty()) std::fprintf(stderr, "pushwire-rnic pingpong: AF_XDP unavailable (built without libxdp); using the UDP socket\n");
+  const bool on_xdp = false;
+#endif
+  rnic::device dev(dc);
+  std::optional<net::udp_port> udp;
+  if (!on_xdp) udp.emplace(net::udp_config{.address = local});
   const int cm = open_cm_socket(local);
-  if (!udp.ok() || cm < 0) {
+  if ((udp && !udp->ok()) || cm < 0) {
     std::fprintf(stderr, "pushwire-rnic pingpong: sockets on %u.%u.%u.%u: %s\n", local[0], local[1], local[2], local[3],
-                 std::strerror(udp.ok() ? errno : udp.error()));
+                 std::strerror(udp && !udp->ok() ? udp->error() : errno));
     return 1;
   }
   const auto pd = *dev.alloc_pd();
@@ -82,7 +115,7 @@ inline int pingpong_main(int argc, char** argv) {
     if (a.connect && !connected) {
       rnic::address_vector av{};
       av.dgid = rnic::gid_v4(peer[0], peer[1], peer[2], peer[3]);
-      connected = rnic::bring_up(dev, qpn, {.peer_qpn = a.connect->control_qpn, .av = av, .mtu = 4096}) == rnic::errc{} && post_recv();
+      connected = rnic::bring_up(dev, qpn, {.peer_qpn = a.connect->control_qpn, .av = av, .mtu = mtu}) == rnic::errc{} && post_recv();
     }
     if (a.send) {
       std::array<std::byte, pp::hello_size> b;
@@ -101,7 +134,10 @@ inline int pingpong_main(int argc, char** argv) {
   // CQs and posts what the completions call for, so an answer leaves with the ACK of the
   // request it answers, in one sendmmsg.
   net::device_loop loop(dev);
-  loop.attach(0, udp);
+  if (udp) loop.attach(0, *udp);
+#ifdef PUSHWIRE_HAVE_XDP
+  if (xdp) loop.attach(0, *xdp);
+#endif
   const auto give_up = net::monotonic_ns() + 30'000'000'000;  // 30 s for the whole run
   // Completions so far; a round waits for counts, so none is lost between rounds.
   std::uint64_t sends = 0, recvs = 0, round_no = 0;

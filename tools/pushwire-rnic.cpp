@@ -2,7 +2,7 @@
 //
 //   pushwire-rnic soak --messages N [--seed S] [--loss P] [--dup P] [--reorder P] [--corrupt P]
 //                      [--framing roce|cell] [--pcap F] [--json] [--mtu B] [--window N]
-//   pushwire-rnic pingpong --local IP --peer IP [--server] [--size N] [--iterations N] [--json]
+//   pushwire-rnic pingpong --local IP --peer IP [--server] [--size N] [--iterations N] [--xdp IF] [--json]
 //                      (two processes over UDP: tools/pingpong.hpp)
 //
 // Two devices on a loopback fabric whose link drops, duplicates, reorders and corrupts frames
@@ -48,7 +48,7 @@ namespace {
 int usage() {
   std::cerr << "usage: pushwire-rnic soak --messages N [--seed S] [--loss P] [--dup P] [--reorder P] [--corrupt P]\n"
                "                          [--framing roce|cell] [--pcap FILE] [--json] [--mtu B] [--window N]\n"
-               "       pushwire-rnic pingpong --local IP --peer IP [--server] [--size N] [--iterations N] [--json]\n";
+               "       pushwire-rnic pingpong --local IP --peer IP [--server] [--size N] [--iterations N] [--xdp IF] [--json]\n";
   return 2;
 }
 

@@ -2,12 +2,14 @@
 // (spec/migration.md §4): where an address is configured (interface, prefix length, the
 // interface's MAC), adding and removing it (rtnetlink RTM_NEWADDR / RTM_DELADDR, CAP_NET_ADMIN),
 // and announcing it with a gratuitous ARP (AF_PACKET, CAP_NET_RAW) so that neighbours and bridges
-// learn where it is now. Real I/O, in the caller's network namespace: nothing sans-IO includes it.
+// learn where it is now; the kernel's neighbour table (a neighbour's MAC, and asking for one).
+// Real I/O, in the caller's network namespace: nothing sans-IO includes it.
 #pragma once
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <linux/if_packet.h>
+#include <linux/neighbour.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <net/ethernet.h>
@@ -21,6 +23,7 @@
 #include <cstdint>
 #include <cstring>
 #include <optional>
+#include <span>
 #include <string>
 
 #include <pushwire/net/shm.hpp>
@@ -85,10 +88,28 @@ inline std::optional<local_address> find_local(const wire::ip_address<4>& ip) {
 }
 
 namespace detail {
-/// One RTM_NEWADDR or RTM_DELADDR request, and the kernel's answer: 0 or an errno.
-inline int change_address(std::uint16_t type, std::uint16_t flags, unsigned ifindex, const wire::ip_address<4>& ip, unsigned prefix) {
+/// One rtnetlink request `req` (nlmsg_len bytes, NLM_F_REQUEST set by the caller), and its
+/// answer: the first message's type, copied into `answer` (at most its size). 0, or an errno
+/// (the kernel's NLMSG_ERROR code, or the socket's).
+inline int rtnl_exchange(const void* req, std::size_t len, std::span<std::uint8_t> answer, std::uint16_t& type) {
   unique_fd s(::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE));
   if (!s) return errno;
+  sockaddr_nl to{};
+  to.nl_family = AF_NETLINK;
+  if (::sendto(s.get(), req, len, 0, reinterpret_cast<const sockaddr*>(&to), sizeof to) < 0) return errno;
+  const ssize_t n = ::recv(s.get(), answer.data(), answer.size(), 0);
+  if (n < static_cast<ssize_t>(NLMSG_LENGTH(0))) return EIO;
+  nlmsghdr h;
+  std::memcpy(&h, answer.data(), sizeof h);
+  type = h.nlmsg_type;
+  if (h.nlmsg_type != NLMSG_ERROR) return 0;
+  if (n < static_cast<ssize_t>(NLMSG_LENGTH(sizeof(nlmsgerr)))) return EIO;
+  nlmsgerr e;
+  std::memcpy(&e, answer.data() + NLMSG_LENGTH(0), sizeof e);
+  return -e.error;
+}
+/// One RTM_NEWADDR or RTM_DELADDR request, and the kernel's answer: 0 or an errno.
+inline int change_address(std::uint16_t type, std::uint16_t flags, unsigned ifindex, const wire::ip_address<4>& ip, unsigned prefix) {
   struct {
     nlmsghdr h;
     ifaddrmsg m;
@@ -111,18 +132,10 @@ inline int change_address(std::uint16_t type, std::uint16_t flags, unsigned ifin
     std::memcpy(p + RTA_LENGTH(0), ip.data(), 4);
     p += RTA_SPACE(4);
   }
-  sockaddr_nl to{};
-  to.nl_family = AF_NETLINK;
-  if (::sendto(s.get(), &req, req.h.nlmsg_len, 0, reinterpret_cast<const sockaddr*>(&to), sizeof to) < 0) return errno;
-  alignas(nlmsghdr) std::array<std::uint8_t, 4096> buf{};
-  const ssize_t n = ::recv(s.get(), buf.data(), buf.size(), 0);
-  if (n < static_cast<ssize_t>(NLMSG_LENGTH(sizeof(nlmsgerr)))) return EIO;
-  nlmsghdr h;
-  std::memcpy(&h, buf.data(), sizeof h);
-  if (h.nlmsg_type != NLMSG_ERROR) return EIO;
-  nlmsgerr e;
-  std::memcpy(&e, buf.data() + NLMSG_LENGTH(0), sizeof e);
-  return -e.error;
+  alignas(nlmsghdr) std::array<std::uint8_t, 1024> buf{};
+  std::uint16_t answer = 0;
+  const int e = rtnl_exchange(&req, req.h.nlmsg_len, buf, answer);
+  return e != 0 ? e : answer == NLMSG_ERROR ? 0 : EIO;
 }
 }  // namespace detail
 
@@ -134,6 +147,82 @@ inline int add_address(unsigned ifindex, const wire::ip_address<4>& ip, unsigned
 /// Removes ip/prefix from interface ifindex. 0, or an errno: EADDRNOTAVAIL (not there), EPERM.
 inline int remove_address(unsigned ifindex, const wire::ip_address<4>& ip, unsigned prefix) {
   return detail::change_address(RTM_DELADDR, 0, ifindex, ip, prefix);
+}
+
+/// A neighbour's hardware address as the kernel's neighbour table (ARP for IPv4, neighbour
+/// discovery for IPv6) holds it on one interface.
+struct neighbour_entry {
+  wire::mac_address mac{};
+  std::uint16_t state = 0;  ///< NUD_* (linux/neighbour.h)
+};
+
+namespace detail {
+/// A neighbour request (RTM_GETNEIGH, RTM_NEWNEIGH) for `ip` (4 or 16 bytes) on ifindex.
+struct neigh_request {
+  nlmsghdr h;
+  ndmsg m;
+  alignas(NLMSG_ALIGNTO) std::array<std::uint8_t, RTA_SPACE(16)> attrs;
+};
+inline neigh_request neighbour_request(std::uint16_t type, std::uint16_t flags, unsigned ifindex, std::span<const std::uint8_t> ip) {
+  neigh_request r{};
+  r.h.nlmsg_len = static_cast<std::uint32_t>(NLMSG_LENGTH(sizeof(ndmsg)) + RTA_SPACE(ip.size()));
+  r.h.nlmsg_type = type;
+  r.h.nlmsg_flags = static_cast<std::uint16_t>(NLM_F_REQUEST | flags);
+  r.h.nlmsg_seq = 1;
+  r.m.ndm_family = ip.size() == 16 ? AF_INET6 : AF_INET;
+  r.m.ndm_ifindex = static_cast<int>(ifindex);
+  rtattr a{};
+  a.rta_len = static_cast<unsigned short>(RTA_LENGTH(ip.size()));
+  a.rta_type = NDA_DST;
+  std::memcpy(r.attrs.data(), &a, sizeof a);
+  std::memcpy(r.attrs.data() + RTA_LENGTH(0), ip.data(), ip.size());
+  return r;
+}
+}  // namespace detail
+
+/// The kernel's neighbour entry for `ip` (4 bytes IPv4, 16 bytes IPv6) on interface ifindex
+/// (RTM_GETNEIGH, Linux 5.0), when it holds a hardware address the kernel would send to
+/// (NUD_VALID: reachable, stale, delay, probe, permanent, noarp); nullopt otherwise.
+inline std::optional<neighbour_entry> neighbour(unsigned ifindex, std::span<const std::uint8_t> ip) {
+  if (ip.size() != 4 && ip.size() != 16) return std::nullopt;
+  const auto req = detail::neighbour_request(RTM_GETNEIGH, 0, ifindex, ip);
+  alignas(nlmsghdr) std::array<std::uint8_t, 1024> buf{};
+  std::uint16_t type = 0;
+  if (detail::rtnl_exchange(&req, req.h.nlmsg_len, buf, type) != 0 || type != RTM_NEWNEIGH) return std::nullopt;
+  nlmsghdr h;
+  std::memcpy(&h, buf.data(), sizeof h);
+  if (h.nlmsg_len > buf.size() || h.nlmsg_len < NLMSG_LENGTH(sizeof(ndmsg))) return std::nullopt;
+  ndmsg m;
+  std::memcpy(&m, buf.data() + NLMSG_LENGTH(0), sizeof m);
+  constexpr unsigned valid = NUD_PERMANENT | NUD_NOARP | NUD_REACHABLE | NUD_PROBE | NUD_STALE | NUD_DELAY;  // the kernel's NUD_VALID
+  if (!(m.ndm_state & valid)) return std::nullopt;
+  std::size_t at = NLMSG_LENGTH(sizeof(ndmsg));
+  while (at + sizeof(rtattr) <= h.nlmsg_len) {
+    rtattr a;
+    std::memcpy(&a, buf.data() + at, sizeof a);
+    if (a.rta_len < sizeof a || at + a.rta_len > h.nlmsg_len) break;
+    if (a.rta_type == NDA_LLADDR && a.rta_len == RTA_LENGTH(6)) {
+      neighbour_entry e;
+      std::memcpy(e.mac.data(), buf.data() + at + RTA_LENGTH(0), 6);
+      e.state = m.ndm_state;
+      return e;
+    }
+    at += RTA_ALIGN(a.rta_len);
+  }
+  return std::nullopt;
+}
+
+/// Asks the kernel to resolve `ip` on interface ifindex as if a packet waited for it
+/// (RTM_NEWNEIGH with NTF_USE: an ARP request or neighbour solicitation leaves unless the entry
+/// is already valid). 0, or an errno (EPERM without CAP_NET_ADMIN).
+inline int resolve_neighbour(unsigned ifindex, std::span<const std::uint8_t> ip) {
+  if (ip.size() != 4 && ip.size() != 16) return EINVAL;
+  auto req = detail::neighbour_request(RTM_NEWNEIGH, NLM_F_CREATE | NLM_F_ACK, ifindex, ip);
+  req.m.ndm_flags = NTF_USE;
+  req.m.ndm_state = NUD_NONE;
+  alignas(nlmsghdr) std::array<std::uint8_t, 1024> buf{};
+  std::uint16_t type = 0;
+  return detail::rtnl_exchange(&req, req.h.nlmsg_len, buf, type);
 }
 
 /// Broadcasts gratuitous ARPs. Its packet socket is opened once and kept: closing one waits

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# pushwire-rnic pingpong over AF_XDP (spec/net.md §6) between two namespaces on a bridge in a
+# third: RC SENDs of 4096 bytes complete over AF_XDP on both sides; while a second pingpong runs,
+# ping, ARP (the neighbour entries are flushed first) and a TCP transfer (iperf3) work on the same
+# interfaces; a capture on the bridge decodes as InfiniBand in stock tshark with nothing
+# malformed and every ICRC good by scapy (tests/verbs/icrc_check.py); a pingpong killed with -9
+# leaves no XDP program on its interface.
+# usage: xdp.sh BUILD      (root; skips, visibly, without namespaces or AF_XDP)
+set -euo pipefail
+build=$(cd "$1" && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../../examples/split-model/netns.sh"
+pw_require ping iperf3 dumpcap tshark /usr/bin/python3
+rnic=$build/tools/pushwire-rnic
+s=px$$; work=$(mktemp -d)
+trap 'pw_cleanup; rm -rf "$work"' EXIT
+pw_bridge $s a=198.18.7.1/24 b=198.18.7.2/24
+# veth's native XDP takes an MTU (its own and its peer's) up to about 3500 (spec/net.md §6)
+for h in a b; do ip -n $s-br link set $h-port mtu 3000; ip -n $s-$h link set $s-$h mtu 3000; done
+ip netns exec $s-br dumpcap -q -i br0 -f "udp port 4791" -w "$work/xdp.pcapng" 2>/dev/null & cap=$!; pw_pids+=($cap)
+sleep 0.5
+xdp_on() { ip -n "$1" -d link show "$2" | grep -q 'prog/xdp'; }
+
+pingpong() {  # LOGPREFIX ARGS...: server in b, client in a; both logs in $work/LOGPREFIX.{server,client}
+  local log=$1; shift
+  ip netns exec $s-b timeout 60 "$rnic" pingpong --local 198.18.7.2 --peer 198.18.7.1 --server --xdp $s-b "$@" >"$work/$log.server" 2>&1 & local spid=$!
+  pw_pids+=($spid)
+  local crc=0 src=0
+  ip netns exec $s-a timeout 60 "$rnic" pingpong --local 198.18.7.1 --peer 198.18.7.2 --xdp $s-a "$@" >"$work/$log.client" 2>&1 || crc=$?
+  wait $spid || src=$?
+  if [ $crc != 0 ] || [ $src != 0 ]; then cat "$work/$log.server" "$work/$log.client"; echo "FAIL: pingpong $* (server $src, client $crc)"; exit 1; fi
+}
+pingpong first --size 4096 --iterations 2000
+if grep -q 'AF_XDP on .* unavailable' "$work/first.client"; then
+  cat "$work/first.client"; echo "SKIPPED: AF_XDP unavailable here"; exit 0
+fi
+grep -q "AF_XDP on $s-a (native XDP, copy mode)" "$work/first.client" || { cat "$work/first.client"; echo "FAIL: not over native AF_XDP"; exit 1; }
+grep -q "AF_XDP on $s-b (native XDP, copy mode)" "$work/first.server" || { cat "$work/first.server"; echo "FAIL: server not over native AF_XDP"; exit 1; }
+echo "ok: pingpong 4096 B over AF_XDP | $(grep '^bytes' "$work/first.client")"
+xdp_on $s-a $s-a && { echo "FAIL: the program stayed on $s-a after the pingpong ended"; exit 1; }
+
+# The kernel's own traffic while the programs steer RoCE: ARP from scratch, ping, TCP.
+ip -n $s-a neigh flush dev $s-a; ip -n $s-b neigh flush dev $s-b
+# (no timeout(1) in front: the signals below must reach the programs; each gives up after 30 s)
+ip netns exec $s-b "$rnic" pingpong --local 198.18.7.2 --peer 198.18.7.1 --server --xdp $s-b --iterations 100000000 >"$work/long.server" 2>&1 & sp=$!
+ip netns exec $s-a "$rnic" pingpong --local 198.18.7.1 --peer 198.18.7.2 --xdp $s-a --iterations 100000000 >"$work/long.client" 2>&1 & cp=$!
+pw_pids+=($sp $cp)
+for _ in $(seq 100); do xdp_on $s-a $s-a && xdp_on $s-b $s-b && break; sleep 0.05; done
+xdp_on $s-a $s-a && xdp_on $s-b $s-b || { echo "FAIL: no XDP program attached"; exit 1; }
+ip netns exec $s-b iperf3 -s -1 -p 5201 >"$work/iperf.server" 2>&1 & ip_s=$!; pw_pids+=($ip_s)
+sleep 0.3
+ip netns exec $s-a ping -c 20 -i 0.05 -W 1 198.18.7.2 >"$work/ping.txt" || { cat "$work/ping.txt"; echo "FAIL: ping while AF_XDP runs"; exit 1; }
+ip netns exec $s-a iperf3 -c 198.18.7.2 -p 5201 -n 20M >"$work/iperf.txt" 2>&1 || { cat "$work/iperf.txt"; echo "FAIL: TCP while AF_XDP runs"; exit 1; }
+ip -n $s-a neigh show 198.18.7.2 | grep -qE 'lladdr' || { echo "FAIL: no ARP entry"; exit 1; }
+kill -0 $cp 2>/dev/null && kill -0 $sp 2>/dev/null || { cat "$work/long.client" "$work/long.server"; echo "FAIL: the pingpong stopped while ping and TCP ran"; exit 1; }
+echo "ok: while RDMA ran: ARP resolved, $(grep -o '[0-9]* received' "$work/ping.txt")/20 pings, TCP $(grep -E 'sender' "$work/iperf.txt" | tr -s ' ' | cut -d' ' -f5-8)"
+# Killed with -9: the BPF link goes with the process, and the program with it.
+kill -9 $cp; wait $cp 2>/dev/null || true
+for _ in $(seq 40); do xdp_on $s-a $s-a || break; sleep 0.05; done
+xdp_on $s-a $s-a && { echo "FAIL: the program stayed on $s-a after kill -9"; exit 1; }
+kill $sp; wait $sp 2>/dev/null || true
+for _ in $(seq 40); do xdp_on $s-b $s-b || break; sleep 0.05; done
+xdp_on $s-b $s-b && { echo "FAIL: the program stayed on $s-b after SIGTERM"; exit 1; }
+echo "ok: killed with -9 and with TERM, no XDP program left on either interface"
+
+sleep 0.3; kill -INT $cap; wait $cap 2>/dev/null || true
+frames=$(tshark -r "$work/xdp.pcapng" 2>/dev/null | wc -l)
+ib=$(tshark -r "$work/xdp.pcapng" -Y infiniband 2>/dev/null | wc -l)
+malformed=$(tshark -r "$work/xdp.pcapng" -Y "_ws.malformed" 2>/dev/null | wc -l)
+echo "stock tshark: $frames frames, $ib decoded as InfiniBand, $malformed malformed"
+[ "$frames" -gt 4000 ] && [ "$ib" = "$frames" ] && [ "$malformed" = 0 ] || { echo "FAIL: tshark's decode"; exit 1; }
+/usr/bin/python3 "$here/../verbs/icrc_check.py" "$work/xdp.pcapng" 1000 10 >"$work/icrc.txt" || { cat "$work/icrc.txt"; echo "FAIL: ICRC"; exit 1; }
+echo "ok: $(head -1 "$work/icrc.txt")"
+echo "PASS: pingpong over AF_XDP; ping, ARP and TCP beside it; every ICRC good; no program left behind"
