@@ -11,8 +11,8 @@
 //                                                       device: its cards, whose memory
 //                                                       ibv_reg_dmabuf_mr registers (spec/verbs.md §3)
 //
-// An entry is NAME:ADDRESS[:MTU][@IPV6][+ADDRESS[@IPV6]]... (a device of the process's own, each
-// `+` adding a port), or NAME@PATH[#FUNCTION]
+// An entry is NAME:ADDRESS[:MTU][@IPV6][/xdp=IF][+ADDRESS[@IPV6][/xdp=IF]]... (a device of the
+// process's own, each `+` adding a port), or NAME@PATH[#FUNCTION]
 // (a function of a shared device, pushwire-rnicd, attached through its control socket PATH:
 // spec/rnicd.md §4; FUNCTION is `pf` (the default) or `vfN`).
 // - NAME: 1..63 characters of [A-Za-z0-9_.-].
@@ -26,6 +26,9 @@
 // - Each `+ADDRESS[@IPV6]`: one more port (ports 2 .. 4), with its own IPv4 address (not `auto`)
 //   and MAC, and its own IPv6 GID when given; the ports share the MTU and the device (its QPs,
 //   keys, CQs). An RC QP's alternate path may be on another port (spec/qos.md §9).
+// - /xdp=IF: the port moves RoCE over AF_XDP on interface IF (1..15 characters, no '/', '+',
+//   '@' or ':'), which has the port's address (spec/net.md §6; spec/verbs.md §2). Not with
+//   `auto`. Where AF_XDP cannot be had, the UDP socket is used and one line on stderr says so.
 // Unset, the list is `pw0:auto`.
 #pragma once
 
@@ -52,6 +55,7 @@ namespace pushwire::verbs {
 struct port_spec {
   std::array<std::uint8_t, 4> address{};
   std::optional<std::array<std::uint8_t, 16>> address6;
+  std::string xdp;  ///< the interface for AF_XDP (empty: a UDP socket)
   friend bool operator==(const port_spec&, const port_spec&) = default;
 };
 
@@ -67,6 +71,7 @@ struct device_spec {
   std::string attach;
   std::uint16_t function = 0;
   std::vector<port_spec> more_ports;  ///< a device of the process's own: its ports 2 .. max_ports
+  std::string xdp;  ///< port 1's interface for AF_XDP (empty: a UDP socket)
   friend bool operator==(const device_spec&, const device_spec&) = default;
 };
 
@@ -125,6 +130,18 @@ inline std::string why(std::string_view what, std::string_view reason) {
   s.append(reason);
   return s;
 }
+/// Splits a port's text at its last "/KEY=VALUE", which must be "/xdp=IF": the rest, and IF
+/// ("" without one); nullopt for another key or an interface name that is not 1..15 characters
+/// without '/', '+', '@', ':'.
+inline std::optional<std::pair<std::string_view, std::string_view>> split_xdp(std::string_view port) {
+  const std::size_t slash = port.rfind('/');
+  if (slash == std::string_view::npos || port.find('=', slash) == std::string_view::npos) return std::pair{port, std::string_view{}};
+  const std::string_view opt = port.substr(slash + 1);
+  if (!opt.starts_with("xdp=")) return std::nullopt;
+  const std::string_view ifname = opt.substr(4);
+  if (ifname.empty() || ifname.size() > 15 || ifname.find_first_of("/+@:") != std::string_view::npos) return std::nullopt;
+  return std::pair{port.substr(0, slash), ifname};
+}
 inline bool valid_name(std::string_view n) {
   if (n.empty() || n.size() > 63) return false;
   for (char c : n)
@@ -179,11 +196,21 @@ inline parsed<std::vector<device_spec>> parse_devices(std::string_view text) {
       r.value.push_back(std::move(d));
       continue;
     }
-    const auto ports = detail::split(whole, "+");
+    auto ports = detail::split(whole, "+");
     if (ports.size() > device_spec::max_ports || ports.empty() || whole.front() == '+' || whole.back() == '+' ||
         whole.find("++") != std::string_view::npos) {
       r.error = detail::why(whole, "a device has 1..4 ports, separated by '+'");
       return r;
+    }
+    std::vector<std::string_view> xdp(ports.size());
+    for (std::size_t i = 0; i < ports.size(); ++i) {
+      const auto sx = detail::split_xdp(ports[i]);
+      if (!sx) {
+        r.error = detail::why(ports[i], "a port's option is /xdp=IF, IF 1..15 characters without / + @ :");
+        return r;
+      }
+      xdp[i] = sx->second;
+      ports[i] = sx->first;
     }
     const std::string_view first = ports[0];
     const std::size_t at1 = first.find('@');
@@ -197,6 +224,7 @@ inline parsed<std::vector<device_spec>> parse_devices(std::string_view text) {
     for (std::size_t i = 1; i < ports.size(); ++i) {
       const std::size_t a = ports[i].find('@');
       port_spec ps;
+      ps.xdp = xdp[i];
       const auto v4 = detail::parse_ipv4(ports[i].substr(0, a));
       if (!v4) {
         r.error = detail::why(ports[i].substr(0, a), "a further port's address is IPv4 (not 'auto')");
@@ -221,6 +249,7 @@ inline parsed<std::vector<device_spec>> parse_devices(std::string_view text) {
     }
     device_spec d;
     d.address6 = v6;
+    d.xdp = xdp[0];
     for (const port_spec& o : more)
       if (d.address6 && o.address6 == d.address6) {
         r.error = detail::why(first.substr(at1 + 1), "an address of two ports");
@@ -232,6 +261,10 @@ inline parsed<std::vector<device_spec>> parse_devices(std::string_view text) {
       return r;
     }
     d.name = f[0];
+    if (f[1] == "auto" && !d.xdp.empty()) {
+      r.error = detail::why(whole, "a port over AF_XDP names its address (not 'auto')");
+      return r;
+    }
     if (f[1] != "auto") {
       d.address = detail::parse_ipv4(f[1]);
       if (!d.address) {

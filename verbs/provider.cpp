@@ -49,6 +49,9 @@
 #include <pushwire/net/pages.hpp>
 #include <pushwire/net/shm.hpp>
 #include <pushwire/net/udp.hpp>
+#ifdef PUSHWIRE_HAVE_XDP
+#include <pushwire/net/xdp.hpp>
+#endif
 #include <pushwire/rnic/attach.hpp>
 #include <pushwire/rnic/device.hpp>
 #include <pushwire/version.hpp>
@@ -432,6 +435,17 @@ struct engine {
     wire_mac mac{};
     std::vector<std::array<std::uint8_t, 16>> gids;
     std::unique_ptr<net::udp_port> udp;
+#ifdef PUSHWIRE_HAVE_XDP
+    std::unique_ptr<net::xdp_port> xdp;  ///< a port over AF_XDP (/xdp=IF): instead of udp
+#endif
+    /// Frames its transport holds back (faults, a full ring, a neighbour being resolved).
+    std::size_t waiting() const {
+      std::size_t n = udp ? udp->waiting() : 0;
+#ifdef PUSHWIRE_HAVE_XDP
+      if (xdp) n += xdp->waiting();
+#endif
+      return n;
+    }
   };
   std::vector<port_state> ports;        ///< at least one; a function of a device process has one
   std::unique_ptr<attachment> att;      ///< a function of a device process
@@ -825,6 +839,41 @@ engine* attach_engine(registry& r, std::uint32_t index, std::unique_ptr<engine> 
   return start_engine(r, index, std::move(e));
 }
 
+/// Port `number` of device `name` over AF_XDP on interface `ifname` (spec/verbs.md §2): true when
+/// it is (its MAC is the interface's, its GIDs uc's addresses, and the device's MTU at most what
+/// the UMEM and the interface take); false when ifname is empty, or after one line on stderr
+/// when AF_XDP cannot be had (the caller opens the UDP socket).
+bool open_xdp(const std::string& name, std::size_t number, const std::string& ifname, engine::port_state& ps, const net::udp_config& uc,
+              std::uint32_t& mtu) {
+  if (ifname.empty()) return false;
+#ifdef PUSHWIRE_HAVE_XDP
+  net::xdp_config xc;
+  xc.interface = ifname;
+  xc.faults = uc.faults;
+  xc.seed = uc.seed;
+  auto x = std::make_unique<net::xdp_port>(xc);
+  if (!x->ok()) {
+    warn("%s: port %zu: AF_XDP on %s unavailable (%s: %s); using the UDP socket", name.c_str(), number, ifname.c_str(), x->why().c_str(),
+         std::strerror(x->error()));
+    return false;
+  }
+  ps.mac = x->mac();
+  ps.gids.push_back(rnic::gid_v4(uc.address[0], uc.address[1], uc.address[2], uc.address[3]));
+  if (uc.address6) ps.gids.push_back(*uc.address6);
+  for (std::uint32_t m : {4096u, 2048u, 1024u, 512u, 256u})  // IP, UDP, BTH, RETH, ImmDt and ICRC around a packet's payload
+    if (m <= mtu && (m + 64 <= x->usable_mtu() || m == 256)) {
+      mtu = m;
+      break;
+    }
+  ps.xdp = std::move(x);
+  return true;
+#else
+  warn("%s: port %zu: AF_XDP on %s unavailable (built without libxdp); using the UDP socket", name.c_str(), number, ifname.c_str());
+  (void)ps, (void)uc, (void)mtu;
+  return false;
+#endif
+}
+
 /// Opens (or shares) the engine of device `index`; nullptr with errno on failure.
 engine* open_engine(std::uint32_t index) {
   registry& r = reg();
@@ -842,9 +891,10 @@ engine* open_engine(std::uint32_t index) {
   uc.seed = r.faults.seed + index;
   uc.address6 = s.address6;
   engine::port_state& first = e->ports.emplace_back();
+  e->mtu = s.mtu;
   if (s.address) {
     uc.address = *s.address;
-    first.udp = std::make_unique<net::udp_port>(uc);
+    if (!open_xdp(s.name, 1, s.xdp, first, uc, e->mtu)) first.udp = std::make_unique<net::udp_port>(uc);
   } else {
     for (int host = 1; host < 255; ++host) {
       uc.address = {127, 0, 0, static_cast<std::uint8_t>(host)};
@@ -852,22 +902,23 @@ engine* open_engine(std::uint32_t index) {
       if (first.udp->ok() || first.udp->error() != EADDRINUSE) break;
     }
   }
-  e->mtu = s.mtu;
   for (std::size_t i = 0; i <= s.more_ports.size(); ++i) {
     if (i > 0) {  // port i + 1
       uc.address = s.more_ports[i - 1].address;
       uc.address6 = s.more_ports[i - 1].address6;
       uc.seed += 1000;
-      e->ports.emplace_back().udp = std::make_unique<net::udp_port>(uc);
+      engine::port_state& more = e->ports.emplace_back();
+      if (!open_xdp(s.name, i + 1, s.more_ports[i - 1].xdp, more, uc, e->mtu)) more.udp = std::make_unique<net::udp_port>(uc);
     }
     engine::port_state& ps = e->ports.back();
-    if (!ps.udp->ok()) {
+    if (ps.udp && !ps.udp->ok()) {
       const int err = ps.udp->error();
       warn("%s: port %zu: cannot bind %u.%u.%u.%u:%u%s: %s", s.name.c_str(), i + 1, uc.address[0], uc.address[1], uc.address[2], uc.address[3],
            pushwire::ib::roce_port, uc.address6 ? " and its IPv6 address" : "", std::strerror(err));
       errno = err == EADDRNOTAVAIL || err == EADDRINUSE ? ENODEV : err;
       return nullptr;
     }
+    if (!ps.udp) continue;  // over AF_XDP: open_xdp set its MAC and GIDs
     ps.mac = mac_of(uc.address);
     ps.gids.push_back(rnic::gid_v4(uc.address[0], uc.address[1], uc.address[2], uc.address[3]));
     if (uc.address6) ps.gids.push_back(*uc.address6);
@@ -876,7 +927,12 @@ engine* open_engine(std::uint32_t index) {
   e->dev = std::make_unique<rnic::device>(dc);
   if (net::kernel_pages::supported()) e->dev->memory().set_host_pages(&e->pages);  // (Linux 5.14)
   e->loop = std::make_unique<net::device_loop>(*e->dev);
-  for (std::size_t i = 0; i < e->ports.size(); ++i) e->loop->attach(i, *e->ports[i].udp);
+  for (std::size_t i = 0; i < e->ports.size(); ++i) {
+    if (e->ports[i].udp) e->loop->attach(i, *e->ports[i].udp);
+#ifdef PUSHWIRE_HAVE_XDP
+    if (e->ports[i].xdp) e->loop->attach(i, *e->ports[i].xdp);
+#endif
+  }
   return start_engine(r, index, std::move(e));
 }
 void close_engine(engine* e) {
@@ -894,7 +950,7 @@ void close_engine(engine* e) {
       std::lock_guard g2(e->mu);
       bool quiet = e->dev->lingering() == 0;
       for (std::size_t i = 0; i < e->ports.size(); ++i)
-        quiet = quiet && e->dev->pending_frames(i) == 0 && (!e->ports[i].udp || e->ports[i].udp->waiting() == 0);
+        quiet = quiet && e->dev->pending_frames(i) == 0 && e->ports[i].waiting() == 0;
       if (quiet || e->dead || net::monotonic_ns() > until) break;
     }
     e->wake();

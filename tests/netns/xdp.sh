@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # pushwire-rnic pingpong over AF_XDP (spec/net.md §6) between two namespaces on a bridge in a
-# third: RC SENDs of 4096 bytes complete over AF_XDP on both sides; while a second pingpong runs,
+# third: RC SENDs of 4096 bytes complete over AF_XDP on both sides; ibv_rc_pingpong, ib_write_bw
+# and ib_write_lat through the verbs provider with its ports over AF_XDP; while a second pingpong runs,
 # ping, ARP (the neighbour entries are flushed first) and a TCP transfer (iperf3) work on the same
 # interfaces; a capture on the bridge decodes as InfiniBand in stock tshark with nothing
 # malformed and every ICRC good by scapy (tests/verbs/icrc_check.py); a pingpong killed with -9
@@ -39,6 +40,26 @@ grep -q "AF_XDP on $s-b (native XDP, copy mode)" "$work/first.server" || { cat "
 echo "ok: pingpong 4096 B over AF_XDP | $(grep '^bytes' "$work/first.client")"
 xdp_on $s-a $s-a && { echo "FAIL: the program stayed on $s-a after the pingpong ended"; exit 1; }
 
+# The verbs provider's ports over AF_XDP (PUSHWIRE_VERBS ... /xdp=IF, spec/verbs.md §2).
+verbs=$build/verbs/pushwire-verbs
+if [ -x "$verbs" ] && command -v ib_write_bw >/dev/null && command -v ibv_rc_pingpong >/dev/null; then
+  run_verbs() {  # PORT PROGRAM ARGS...: server in b, client in a, each device's port over AF_XDP
+    local port=$1; shift
+    ip netns exec $s-b env PUSHWIRE_VERBS=pw0:198.18.7.2/xdp=$s-b timeout 60 "$verbs" run -- "$@" -p $port >"$work/vs.log" 2>&1 & local spid=$!
+    for _ in $(seq 100); do ip netns exec $s-b ss -ltn "sport = :$port" | grep -q LISTEN && break; sleep 0.05; done
+    local crc=0 src=0
+    ip netns exec $s-a env PUSHWIRE_VERBS=pw0:198.18.7.1/xdp=$s-a timeout 60 "$verbs" run -- "$@" -p $port 198.18.7.2 >"$work/vc.log" 2>&1 || crc=$?
+    wait $spid || src=$?
+    if [ $crc != 0 ] || [ $src != 0 ] || grep -q 'unavailable' "$work/vs.log" "$work/vc.log"; then
+      cat "$work/vs.log" "$work/vc.log"; echo "FAIL: $* over AF_XDP (server $src, client $crc)"; exit 1
+    fi
+    echo "ok: $* over AF_XDP | $(grep -E 'iters in|^ *[0-9]+ +[0-9]+ ' "$work/vc.log" | tail -1 | tr -s ' ')"
+  }
+  run_verbs 19411 ibv_rc_pingpong -d pw0 -g 0 -c -n 200
+  run_verbs 19412 ib_write_bw -d pw0 -x 0 -F -n 2000 -s 65536
+  run_verbs 19413 ib_write_lat -d pw0 -x 0 -F -n 2000 -s 64
+fi
+
 # The kernel's own traffic while the programs steer RoCE: ARP from scratch, ping, TCP.
 ip -n $s-a neigh flush dev $s-a; ip -n $s-b neigh flush dev $s-b
 # (no timeout(1) in front: the signals below must reach the programs; each gives up after 30 s)
@@ -71,4 +92,4 @@ echo "stock tshark: $frames frames, $ib decoded as InfiniBand, $malformed malfor
 [ "$frames" -gt 4000 ] && [ "$ib" = "$frames" ] && [ "$malformed" = 0 ] || { echo "FAIL: tshark's decode"; exit 1; }
 /usr/bin/python3 "$here/../verbs/icrc_check.py" "$work/xdp.pcapng" 1000 10 >"$work/icrc.txt" || { cat "$work/icrc.txt"; echo "FAIL: ICRC"; exit 1; }
 echo "ok: $(head -1 "$work/icrc.txt")"
-echo "PASS: pingpong over AF_XDP; ping, ARP and TCP beside it; every ICRC good; no program left behind"
+echo "PASS: pingpong over AF_XDP, the verbs provider over AF_XDP; ping, ARP and TCP beside it; every ICRC good; no program left behind"

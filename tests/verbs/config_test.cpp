@@ -23,10 +23,10 @@ TEST_CASE("device lists: names, addresses, auto, MTUs, separators and comments")
   const auto p = parse_devices("pw0:198.18.0.1, pw1:auto:1024\n# a comment\n  x.y-z_9:127.0.0.2:4096@fd00::2 # trailing\npw3:auto@::1");
   REQUIRE(p);
   REQUIRE(p.value.size() == 4);
-  CHECK(p.value[0] == device_spec{"pw0", std::array<std::uint8_t, 4>{198, 18, 0, 1}, 4096, std::nullopt, {}, 0, {}});
-  CHECK(p.value[1] == device_spec{"pw1", std::nullopt, 1024, std::nullopt, {}, 0, {}});
+  CHECK(p.value[0] == device_spec{"pw0", std::array<std::uint8_t, 4>{198, 18, 0, 1}, 4096, std::nullopt, {}, 0, {}, {}});
+  CHECK(p.value[1] == device_spec{"pw1", std::nullopt, 1024, std::nullopt, {}, 0, {}, {}});
   CHECK(p.value[2] == device_spec{"x.y-z_9", std::array<std::uint8_t, 4>{127, 0, 0, 2}, 4096,
-                                  std::array<std::uint8_t, 16>{0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2}, {}, 0, {}});
+                                  std::array<std::uint8_t, 16>{0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2}, {}, 0, {}, {}});
   CHECK(p.value[3].address6 == std::array<std::uint8_t, 16>{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1});
 }
 
@@ -35,12 +35,12 @@ TEST_CASE("device lists: more ports, +ADDRESS[@IPV6] each") {
   REQUIRE(p);
   REQUIRE(p.value.size() == 2);
   CHECK(p.value[0].address == std::array<std::uint8_t, 4>{198, 18, 0, 1});
-  CHECK(p.value[0].more_ports == std::vector<port_spec>{{{198, 18, 1, 1}, std::nullopt}});
+  CHECK(p.value[0].more_ports == std::vector<port_spec>{{{198, 18, 1, 1}, std::nullopt, {}}});
   CHECK(p.value[1].mtu == 1024);
   CHECK(p.value[1].address6 == std::array<std::uint8_t, 16>{0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1});
   REQUIRE(p.value[1].more_ports.size() == 3);
-  CHECK(p.value[1].more_ports[0] == port_spec{{198, 18, 1, 2}, std::array<std::uint8_t, 16>{0xfd, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2}});
-  CHECK(p.value[1].more_ports[2] == port_spec{{10, 0, 0, 4}, std::nullopt});
+  CHECK(p.value[1].more_ports[0] == port_spec{{198, 18, 1, 2}, std::array<std::uint8_t, 16>{0xfd, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2}, {}});
+  CHECK(p.value[1].more_ports[2] == port_spec{{10, 0, 0, 4}, std::nullopt, {}});
   const std::pair<const char*, const char*> bad[] = {
       {"pw0:1.2.3.4+1.2.3.5+1.2.3.6+1.2.3.7+1.2.3.8", "a device has 1..4 ports"},
       {"pw0:1.2.3.4+", "a device has 1..4 ports"},
@@ -59,14 +59,41 @@ TEST_CASE("device lists: more ports, +ADDRESS[@IPV6] each") {
   refused(bad);
 }
 
+TEST_CASE("device lists: a port over AF_XDP, /xdp=IF after its addresses") {
+  const auto p = parse_devices("pw0:198.18.7.1/xdp=px-a pw1:198.18.8.1:1024@fd00::1/xdp=eth0+198.18.9.1/xdp=eth1+198.18.9.2");
+  REQUIRE(p);
+  REQUIRE(p.value.size() == 2);
+  CHECK(p.value[0].address == std::array<std::uint8_t, 4>{198, 18, 7, 1});
+  CHECK(p.value[0].xdp == "px-a");
+  CHECK(p.value[0].more_ports.empty());
+  CHECK(p.value[1].mtu == 1024);
+  CHECK(p.value[1].address6 == std::array<std::uint8_t, 16>{0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1});
+  CHECK(p.value[1].xdp == "eth0");
+  REQUIRE(p.value[1].more_ports.size() == 2);
+  CHECK(p.value[1].more_ports[0].address == std::array<std::uint8_t, 4>{198, 18, 9, 1});
+  CHECK(p.value[1].more_ports[0].xdp == "eth1");
+  CHECK(p.value[1].more_ports[1].xdp.empty());
+  CHECK(parse_devices("pw0:198.18.7.1").value[0].xdp.empty());
+  const std::pair<const char*, const char*> bad[] = {
+      {"pw0:198.18.7.1/xdp=", "a port's option is /xdp=IF"},
+      {"pw0:198.18.7.1/xdp=abcdefghijklmnop", "a port's option is /xdp=IF"},  // 16 characters
+      {"pw0:198.18.7.1/tap=eth0", "a port's option is /xdp=IF"},
+      {"pw0:198.18.7.1/xdp=a:b", "a port's option is /xdp=IF"},
+      {"pw0:198.18.7.1+198.18.7.2/xdp=", "a port's option is /xdp=IF"},
+      {"pw0:auto/xdp=eth0", "names its address (not 'auto')"},
+  };
+  refused(bad);
+  CHECK(parse_devices("pw0:198.18.7.1/xdp=abcdefghijklmno"));  // 15 characters
+}
+
 TEST_CASE("device lists: functions of a device process, NAME@PATH[#pf|#vfN]") {
   const auto p = parse_devices("pw0@/run/pushwire/pw0.sock pw1@/tmp/a.sock#vf3, pw2@/tmp/b#pf # a comment\n# vf9 stays a comment\npw3@rel/x#vf127");
   REQUIRE(p);
   REQUIRE(p.value.size() == 4);
-  CHECK(p.value[0] == device_spec{"pw0", std::nullopt, 4096, std::nullopt, "/run/pushwire/pw0.sock", 0, {}});
-  CHECK(p.value[1] == device_spec{"pw1", std::nullopt, 4096, std::nullopt, "/tmp/a.sock", 3, {}});
-  CHECK(p.value[2] == device_spec{"pw2", std::nullopt, 4096, std::nullopt, "/tmp/b", 0, {}});
-  CHECK(p.value[3] == device_spec{"pw3", std::nullopt, 4096, std::nullopt, "rel/x", 127, {}});
+  CHECK(p.value[0] == device_spec{"pw0", std::nullopt, 4096, std::nullopt, "/run/pushwire/pw0.sock", 0, {}, {}});
+  CHECK(p.value[1] == device_spec{"pw1", std::nullopt, 4096, std::nullopt, "/tmp/a.sock", 3, {}, {}});
+  CHECK(p.value[2] == device_spec{"pw2", std::nullopt, 4096, std::nullopt, "/tmp/b", 0, {}, {}});
+  CHECK(p.value[3] == device_spec{"pw3", std::nullopt, 4096, std::nullopt, "rel/x", 127, {}, {}});
   const std::pair<const char*, const char*> bad[] = {
       {"pw0@/x#vf0", "a function is pf or vf1..vf127"},
       {"pw0@/x#vf128", "a function is pf or vf1..vf127"},
