@@ -800,7 +800,7 @@ engine* attach_engine(registry& r, std::uint32_t index, std::unique_ptr<engine> 
     errno = why == pushwire::rnic::fn_errc::no_such_function ? ENODEV : why == pushwire::rnic::fn_errc::no_attachments_left ? ENOSPC : EIO;
     return nullptr;
   }
-  if (fds.size() != 3 || !fn::valid_slots(rep->slots) || (rep->mtu != 1024 && rep->mtu != 4096) || rep->gids.empty() || rep->gids.size() > 4 || rep->qpn_count == 0 ||
+  if (fds.size() != 3 || !fn::valid_slots(rep->slots) || (rep->mtu != 256 && rep->mtu != 512 && rep->mtu != 1024 && rep->mtu != 2048 && rep->mtu != 4096) || rep->gids.empty() || rep->gids.size() > 4 || rep->qpn_count == 0 ||
       rep->qpn_first < 2 || rep->qpn_first + std::uint64_t{rep->qpn_count} > 0x1000000) {
     warn("%s: %s: a malformed attach reply", s.name.c_str(), s.attach.c_str());
     errno = EPROTO;

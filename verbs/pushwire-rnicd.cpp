@@ -1,11 +1,12 @@
 // pushwire-rnicd: one software RNIC shared by many programs (spec/rnicd.md).
 //
-//   pushwire-rnicd --port NAME:IPV4[:MTU][@IPV6] [--port ...] [--functions N] [--control PATH]
+//   pushwire-rnicd --port NAME:IPV4[:MTU][@IPV6][/xdp=IF] [--xdp IF] [--port ...] [--functions N] [--control PATH]
 //                  [--slots N] [--poll-us N] [--rate BPS] [--egress "SETTING VALUE..."] [--faults SPEC]
 //   pushwire-rnicd ctl PATH show [--json] | vf add N [SETTING VALUE...] | vf del N |
 //                           vf set N SETTING VALUE... | port set SETTING VALUE... | migrate N --to OTHER_PATH
 //
-// A device process: it owns each port's UDP socket (port 4791 of the port's addresses) and is
+// A device process: it owns each port's UDP socket (port 4791 of the port's addresses), or its
+// AF_XDP socket on an interface (--xdp IF after the --port, or /xdp=IF: spec/net.md §6), and is
 // the port's embedded switch (rnic/eswitch.hpp). Programs attach to a function of a port through
 // its control socket (default /run/pushwire/NAME.sock) and get a shared region whose rings carry
 // their frames (rnic/function.hpp); their engines run in the programs (spec/rnicd.md §1). It runs
@@ -42,6 +43,9 @@
 #include <pushwire/net/clock.hpp>
 #include <pushwire/net/shm.hpp>
 #include <pushwire/net/udp.hpp>
+#ifdef PUSHWIRE_HAVE_XDP
+#include <pushwire/net/xdp.hpp>
+#endif
 #include <pushwire/rnic/attach.hpp>
 #include <pushwire/rnic/eswitch.hpp>
 #include <pushwire/rnic/migrate.hpp>
@@ -122,6 +126,10 @@ struct port_device {
   std::string name, control;
   unique_fd listen;
   std::unique_ptr<net::udp_port> udp;
+#ifdef PUSHWIRE_HAVE_XDP
+  /// The port over AF_XDP: every frame leaves and arrives here (the sockets then carry none).
+  std::unique_ptr<net::xdp_port> xdp;
+#endif
   std::vector<function_address> extra;
   std::unique_ptr<rnic::eswitch> sw;
   wire::mac_address mac{};
@@ -150,7 +158,7 @@ struct options {
 int usage(const char* why = nullptr) {
   if (why) std::fprintf(stderr, "pushwire-rnicd: %s\n", why);
   std::fprintf(stderr,
-               "usage: pushwire-rnicd --port NAME:IPV4[:MTU][@IPV6] [--port ...] [--functions N] [--control PATH]\n"
+               "usage: pushwire-rnicd --port NAME:IPV4[:MTU][@IPV6][/xdp=IF] [--xdp IF] [--port ...] [--functions N] [--control PATH]\n"
                "                      [--slots N] [--poll-us N] [--rate BPS] [--egress \"SETTING VALUE...\"]\n"
                "                      [--faults loss=P,duplicate=P,reorder=P,corrupt=P,delay=P,seed=N]\n"
                "       pushwire-rnicd ctl PATH show [--json] | vf add N [SETTING VALUE...] | vf del N | vf set N SETTING VALUE... |\n"
@@ -205,12 +213,14 @@ class daemon_state {
             std::strerror(p->udp->error()));
         return false;
       }
+      std::uint32_t mtu = spec.mtu;
+      if (!spec.xdp.empty()) open_xdp(*p, spec.xdp, uc, mtu);
       rnic::eswitch_config ec;
       p->mac = rnic::function_mac(0, *spec.address);
       ec.mac = p->mac;
       ec.gids.push_back(pushwire::ib::gid_v4(*spec.address));
       if (spec.address6) ec.gids.push_back(*spec.address6);
-      ec.mtu = static_cast<std::uint16_t>(spec.mtu);
+      ec.mtu = static_cast<std::uint16_t>(mtu);
       ec.vfs = opt_.vfs;
       ec.slots = opt_.slots;
       ec.limits.rate_bps = opt_.rate;
@@ -224,7 +234,7 @@ class daemon_state {
       }
       if (!listen_on(*p)) return false;
       log("%s: %u.%u.%u.%u mtu %u, %u VFs, %u slots per ring, control %s", p->name.c_str(), uc.address[0], uc.address[1], uc.address[2],
-          uc.address[3], spec.mtu, std::min(opt_.vfs, rnic::max_vfs), opt_.slots, p->control.c_str());
+          uc.address[3], mtu, std::min(opt_.vfs, rnic::max_vfs), opt_.slots, p->control.c_str());
       ports_.push_back(std::move(p));
     }
     return true;
@@ -298,6 +308,63 @@ class daemon_state {
     return true;
   }
 
+  /// Port p over AF_XDP on ifname (its functions' MTU then at most what the UMEM and the
+  /// interface take); its UDP socket stays bound but carries nothing. Where AF_XDP cannot be
+  /// had, one line says so and the socket carries the port.
+  void open_xdp(port_device& p, const std::string& ifname, const net::udp_config& uc, std::uint32_t& mtu) {
+#ifdef PUSHWIRE_HAVE_XDP
+    net::xdp_config xc;
+    xc.interface = ifname;
+    xc.faults = uc.faults, xc.seed = uc.seed;
+    auto x = std::make_unique<net::xdp_port>(xc);
+    if (!x->ok()) {
+      log("%s: AF_XDP on %s unavailable (%s: %s); using the UDP socket", p.name.c_str(), ifname.c_str(), x->why().c_str(), std::strerror(x->error()));
+      return;
+    }
+    for (std::uint32_t m : {4096u, 2048u, 1024u, 512u, 256u})  // 64 bytes of IP, UDP, BTH, RETH, ImmDt and ICRC
+      if (m <= mtu && (m + 64 <= x->usable_mtu() || m == 256)) {
+        mtu = m;
+        break;
+      }
+    log("%s: AF_XDP on %s (%s XDP, %s mode), MTU %u", p.name.c_str(), ifname.c_str(), x->native() ? "native" : "generic",
+        x->zero_copy() ? "zero-copy" : "copy", mtu);
+    p.xdp = std::move(x);
+#else
+    (void)uc, (void)mtu;
+    log("%s: AF_XDP on %s unavailable (built without libxdp); using the UDP socket", p.name.c_str(), ifname.c_str());
+#endif
+  }
+  /// Hands what is due to the kernel: the AF_XDP socket, or every UDP socket of the port.
+  static void flush(port_device& p, rnic::time_ns now) {
+#ifdef PUSHWIRE_HAVE_XDP
+    if (p.xdp) {
+      p.xdp->flush(now);
+      return;
+    }
+#endif
+    p.udp->flush(now);
+    for (auto& x : p.extra) x.udp->flush(now);
+  }
+  /// Frames in from the port's transport, each to deliver().
+  std::size_t receive(port_device& p) {
+#ifdef PUSHWIRE_HAVE_XDP
+    if (p.xdp) return p.xdp->receive([&](std::span<std::byte> f) { deliver(p, f); });
+#endif
+    std::size_t moved = p.udp->receive(p.mac, [&](std::span<std::byte> f) { deliver(p, f); });
+    for (auto& x : p.extra) moved += x.udp->receive(p.mac, [&](std::span<std::byte> f) { deliver(p, f); });
+    return moved;
+  }
+  /// A checked frame out: the AF_XDP socket, or the UDP socket of its source address.
+  static void send_out(port_device& p, std::span<const std::byte> f, rnic::time_ns now) {
+#ifdef PUSHWIRE_HAVE_XDP
+    if (p.xdp) {
+      p.xdp->send(f, now);
+      return;
+    }
+#endif
+    udp_for(p, f).send(f, now);
+  }
+
   // ---- the data path ----------------------------------------------------------------------
   std::size_t turn(rnic::time_ns now) {
     std::size_t moved = 0;
@@ -306,10 +373,8 @@ class daemon_state {
       if (p.sw->shapes()) moved += transmit_shaped(p, now);
       for (connection& c : p.conns)
         if (c.attachment && !c.closing && !c.paused) moved += (p.sw->shapes() ? 0 : transmit(p, c, now)) + drain_backlog(p, c);
-      p.udp->flush(now);
-      for (auto& x : p.extra) x.udp->flush(now);
-      moved += p.udp->receive(p.mac, [&](std::span<std::byte> f) { deliver(p, f); });
-      for (auto& x : p.extra) moved += x.udp->receive(p.mac, [&](std::span<std::byte> f) { deliver(p, f); });
+      flush(p, now);
+      moved += receive(p);
       for (connection& c : p.conns)
         if (c.attachment && !c.closing && !c.paused) wake_if_waiting(p, c, now);
       reap(p);
@@ -359,7 +424,7 @@ class daemon_state {
       // To an address of this port: the switch delivers it itself (as an SR-IOV switch does
       // between functions), with no trip through the kernel.
       if (p.sw->is_local(copy)) deliver(p, copy);
-      else udp_for(p, copy).send(copy, now);
+      else send_out(p, copy, now);
     }
     return n;
   }
@@ -430,7 +495,7 @@ class daemon_state {
       const bool marked = p.sw->mark(queued - len, std::uniform_real_distribution<double>(0, 1)(p.rng)) && pushwire::ib::mark_ce(copy);
       p.sw->egress_sent(*tc, len, now, marked);
       if (p.sw->is_local(copy)) deliver(p, copy);
-      else udp_for(p, copy).send(copy, now);
+      else send_out(p, copy, now);
     }
     return n;
   }
@@ -528,6 +593,10 @@ class daemon_state {
     rnic::time_ns t = 1'000'000'000;
     for (auto& p : ports_) {
       if (auto d = p->udp->next_due()) t = std::min(t, *d > now ? *d - now : 0);
+#ifdef PUSHWIRE_HAVE_XDP
+      if (p->xdp)
+        if (auto d = p->xdp->next_due()) t = std::min(t, *d > now ? *d - now : 0);
+#endif
       for (auto& x : p->extra)
         if (auto d = x.udp->next_due()) t = std::min(t, *d > now ? *d - now : 0);
       for (connection& c : p->conns) {
@@ -556,6 +625,9 @@ class daemon_state {
       port_device& p = *pp;
       add(p.listen.get(), nullptr, &p, 1);
       for (int fd : p.udp->fds()) add(fd, nullptr, &p, 2);
+#ifdef PUSHWIRE_HAVE_XDP
+      if (p.xdp) add(p.xdp->fd(), nullptr, &p, 2);
+#endif
       for (auto& x : p.extra)
         for (int fd : x.udp->fds()) add(fd, nullptr, &p, 2);
       for (connection& c : p.conns) {
@@ -834,8 +906,7 @@ class daemon_state {
     std::vector<connection*> cs;
     for (connection& c : p.conns)
       if (c.attachment && !c.closing && p.sw->find(c.attachment) && p.sw->find(c.attachment)->function == f) c.paused = true, cs.push_back(&c);
-    p.udp->flush(t0);
-    for (auto& x : p.extra) x.udp->flush(t0);
+    flush(p, t0);
     go(mg::event::migrate), go(mg::event::flushed);
     const rnic::time_ns tq = net::monotonic_ns();
     std::vector<net::local_address> left;  // the addresses given up, to take back on a roll-back
@@ -1048,6 +1119,9 @@ class daemon_state {
       for (auto& p : ports_) {
         lost += p->udp->stats().lost;
         for (auto& x : p->extra) lost += x.udp->stats().lost;
+#ifdef PUSHWIRE_HAVE_XDP
+        if (p->xdp) lost += p->xdp->stats().lost;
+#endif
       }
       log("faults injected: lost %llu frames", static_cast<unsigned long long>(lost));
     }
@@ -1142,8 +1216,13 @@ int main(int argc, char** argv) {
     std::uint64_t v = 0;
     if (a == "--port") {
       const char* p = value();
-      if (!p) return usage("--port NAME:IPV4[:MTU][@IPV6]");
+      if (!p) return usage("--port NAME:IPV4[:MTU][@IPV6][/xdp=IF]");
       ports += std::string(p) + " ";
+    } else if (a == "--xdp") {  // the port before it, over AF_XDP on interface IF
+      const char* p = value();
+      if (!p || ports.empty()) return usage("--xdp IF follows the --port it carries");
+      ports.pop_back();
+      ports += std::string("/xdp=") + p + " ";
     } else if (a == "--functions") {
       const char* p = value();
       if (!p || !parse_count(p, v) || v > rnic::max_vfs) return usage("--functions: 0..127 VFs");

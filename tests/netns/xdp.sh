@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # pushwire-rnic pingpong over AF_XDP (spec/net.md §6) between two namespaces on a bridge in a
 # third: RC SENDs of 4096 bytes complete over AF_XDP on both sides; ibv_rc_pingpong, ib_write_bw
-# and ib_write_lat through the verbs provider with its ports over AF_XDP; while a second pingpong runs,
+# and ib_write_lat through the verbs provider with its ports over AF_XDP, ib_write_bw through a
+# pushwire-rnicd on each side with --xdp; while a second pingpong runs,
 # ping, ARP (the neighbour entries are flushed first) and a TCP transfer (iperf3) work on the same
 # interfaces; a capture on the bridge decodes as InfiniBand in stock tshark with nothing
 # malformed and every ICRC good by scapy (tests/verbs/icrc_check.py); a pingpong killed with -9
@@ -58,6 +59,26 @@ if [ -x "$verbs" ] && command -v ib_write_bw >/dev/null && command -v ibv_rc_pin
   run_verbs 19411 ibv_rc_pingpong -d pw0 -g 0 -c -n 200
   run_verbs 19412 ib_write_bw -d pw0 -x 0 -F -n 2000 -s 65536
   run_verbs 19413 ib_write_lat -d pw0 -x 0 -F -n 2000 -s 64
+  # The same through a device process on each side whose port is over AF_XDP (pushwire-rnicd --xdp).
+  rnicd=$build/verbs/pushwire-rnicd
+  for side in a b; do
+    [ $side = a ] && addr=198.18.7.1 || addr=198.18.7.2
+    ip netns exec $s-$side "$rnicd" --port pw0:$addr --xdp $s-$side --control "$work/$side.sock" 2>"$work/rnicd-$side.log" &
+    eval "rnicd_$side=$!"; pw_pids+=($!)
+    for _ in $(seq 100); do [ -S "$work/$side.sock" ] && break; sleep 0.05; done
+    grep -q "AF_XDP on $s-$side (native XDP, copy mode), MTU 2048" "$work/rnicd-$side.log" || { cat "$work/rnicd-$side.log"; echo "FAIL: pushwire-rnicd not over AF_XDP"; exit 1; }
+  done
+  ip netns exec $s-b env PUSHWIRE_VERBS=pw0@$work/b.sock timeout 60 "$verbs" run -- ib_write_bw -d pw0 -x 0 -F -n 2000 -s 65536 -p 19414 >"$work/ds.log" 2>&1 & dsp=$!
+  for _ in $(seq 100); do ip netns exec $s-b ss -ltn "sport = :19414" | grep -q LISTEN && break; sleep 0.05; done
+  ip netns exec $s-a env PUSHWIRE_VERBS=pw0@$work/a.sock timeout 60 "$verbs" run -- ib_write_bw -d pw0 -x 0 -F -n 2000 -s 65536 -p 19414 198.18.7.2 >"$work/dc.log" 2>&1 ||
+    { cat "$work/dc.log" "$work/rnicd-a.log"; echo "FAIL: ib_write_bw through pushwire-rnicd over AF_XDP"; exit 1; }
+  wait $dsp || { cat "$work/ds.log"; echo "FAIL: ib_write_bw's server through pushwire-rnicd over AF_XDP"; exit 1; }
+  echo "ok: ib_write_bw through pushwire-rnicd --xdp on each side | $(grep -E '^ *[0-9]+ +[0-9]+ ' "$work/dc.log" | tail -1 | tr -s ' ')"
+  kill -9 $rnicd_a; wait $rnicd_a 2>/dev/null || true
+  for _ in $(seq 40); do xdp_on $s-a $s-a || break; sleep 0.05; done
+  xdp_on $s-a $s-a && { echo "FAIL: pushwire-rnicd's program stayed on $s-a after kill -9"; exit 1; }
+  kill $rnicd_b; wait $rnicd_b 2>/dev/null || true
+  echo "ok: pushwire-rnicd killed with -9: its XDP program went with it"
 fi
 
 # The kernel's own traffic while the programs steer RoCE: ARP from scratch, ping, TCP.
