@@ -41,6 +41,9 @@
 #include <pushwire/net/packet.hpp>
 #include <pushwire/net/tap.hpp>
 #include <pushwire/net/udp.hpp>
+#ifdef PUSHWIRE_HAVE_XDP
+#include <pushwire/net/xdp.hpp>
+#endif
 #include <pushwire/pp/cm.hpp>
 #include <pushwire/pp/endpoint.hpp>
 #include <pushwire/pp/lan.hpp>
@@ -74,6 +77,9 @@ struct module_options {
   /// over UDP (the CM's hellos still go over UDP on IF's address).
   bool cells = false;
   std::string interface{};
+  /// --xdp IF: the fabric (RoCEv2, or cells) moves over AF_XDP on IF (spec/net.md §6); where
+  /// AF_XDP cannot be had, one line on stderr and the socket above.
+  std::string xdp{};
   /// --pool-ref N: the first reference of this module's pools (0: 0x01 on the host, 0x81 on the
   /// I/O unit). Above 255 idata cannot name them: every write into them is indicated with
   /// BufferRDMAIndicate (the seed's "buffer pool > 256").
@@ -155,6 +161,7 @@ inline int parse_shared(std::string_view a, const char* v, module_options& o) {
   }
   if (a == "--framing") return std::string_view(v) == "cell" ? (o.cells = true, 2) : std::string_view(v) == "roce" ? (o.cells = false, 2) : -1;
   if (a == "--interface") return std::strlen(v) < 16 ? (o.interface = v, 2) : -1;
+  if (a == "--xdp") return std::strlen(v) > 0 && std::strlen(v) < 16 ? (o.xdp = v, 2) : -1;
   return 0;
 }
 
@@ -211,7 +218,7 @@ inline int module_usage(const char* prog, const char* why) {
   std::fprintf(stderr,
                "usage: %s --local IP --peer IP [--tap NAME] [--mtu N] [--fabric-mtu N]%s\n"
                "       [--loss P] [--dup P] [--reorder P] [--corrupt P] [--seed S] [--gso] [--no-gro]\n"
-               "       [--framing roce|cell --interface IF] [--pool-ref N] [--uc] [-v]\n"
+               "       [--framing roce|cell --interface IF] [--xdp IF] [--pool-ref N] [--uc] [-v]\n"
                "  --local IP   this module's fabric address (RoCEv2 on UDP 4791, CM on UDP %u)\n"
                "  --peer IP    the other module's fabric address; an I/O unit takes one per host it serves (at most %zu),\n"
                "               the k-th host's LAN MAC is --mac with k added to its last octet\n"
@@ -222,6 +229,8 @@ inline int module_usage(const char* prog, const char* why) {
                "  --gso        UDP GSO on the fabric socket (pushwire peers only: segments carry IP ids 1, 2, ...)\n"
                "  --no-gro     no UDP GRO on the fabric socket\n"
                "  --framing cell --interface IF  the fabric is cells on IF over AF_PACKET (the hellos stay on UDP)\n"
+               "  --xdp IF     the fabric (RoCEv2 or cells) over AF_XDP on IF, which has --local (the UDP socket or\n"
+               "               AF_PACKET when AF_XDP cannot be had; spec/net.md)\n"
                "  --pool-ref N the first reference of this module's pools (default 0x01 host, 0x81 I/O unit; the two\n"
                "               must not overlap); above 255 every write into them is indicated by BufferRDMAIndicate\n"
                "  --uc         unacknowledged (UC) channels: no ACK, no retransmission; both modules must say it\n"
@@ -272,7 +281,7 @@ inline std::optional<module_options> parse_module(int argc, char** argv, pp::rol
       return std::nullopt;
     }
   }
-  if (!have_local || o.peers.empty() || (o.cells && o.interface.empty())) return std::nullopt;
+  if (!have_local || o.peers.empty() || (o.cells && o.interface.empty() && o.xdp.empty())) return std::nullopt;
   if (o.peers.size() > (role == pp::role::iou ? max_hosts : 1)) return std::nullopt;
   for (std::size_t k = 0; k < o.peers.size(); ++k)
     if (std::find(o.peers.begin(), o.peers.begin() + static_cast<std::ptrdiff_t>(k), o.peers[k]) != o.peers.begin() + static_cast<std::ptrdiff_t>(k))
@@ -300,43 +309,94 @@ inline std::optional<wire::mac_address> arp_lookup(const std::array<std::uint8_t
   return std::nullopt;
 }
 
-/// A module's fabric: RoCEv2 on a UDP socket (net/udp.hpp), or cells on an interface over
-/// AF_PACKET (net/packet.hpp).
+/// A module's fabric: RoCEv2 on a UDP socket (net/udp.hpp), cells on an interface over AF_PACKET
+/// (net/packet.hpp), or either over AF_XDP (net/xdp.hpp, --xdp IF).
 class fabric_link {
+  // f(the transport in use); defined before the members that use it (deduced return types).
+  template <class Self, class F>
+  static decltype(auto) visit(Self& self, F&& f) {
+#ifdef PUSHWIRE_HAVE_XDP
+    if (self.xdp_) return f(*self.xdp_);
+#endif
+    if (self.udp_) return f(*self.udp_);
+    return f(*self.pkt_);
+  }
+  template <class F>
+  decltype(auto) with(F&& f) const {
+    return visit(*this, std::forward<F>(f));
+  }
+  template <class F>
+  decltype(auto) with(F&& f) {
+    return visit(*this, std::forward<F>(f));
+  }
  public:
-  explicit fabric_link(const module_options& o) {
-    if (o.cells) pkt_.emplace(net::packet_config{.interface = o.interface, .faults = o.faults, .seed = o.seed});
+  explicit fabric_link(const module_options& o) : cells_(o.cells) {
+#ifdef PUSHWIRE_HAVE_XDP
+    if (!o.xdp.empty()) {
+      xdp_.emplace(net::xdp_config{.interface = o.xdp, .faults = o.faults, .seed = o.seed});
+      if (xdp_->ok()) return;
+      std::fprintf(stderr, "%s: AF_XDP on %s unavailable (%s: %s); using %s\n", o.role == pp::role::iou ? "pushwire-iou" : "pushwire-host",
+                   o.xdp.c_str(), xdp_->why().c_str(), std::strerror(xdp_->error()), o.cells ? "AF_PACKET" : "the UDP socket");
+      xdp_.reset();
+    }
+#else
+    if (!o.xdp.empty())
+      std::fprintf(stderr, "%s: AF_XDP unavailable (built without libxdp); using %s\n", o.role == pp::role::iou ? "pushwire-iou" : "pushwire-host",
+                   o.cells ? "AF_PACKET" : "the UDP socket");
+#endif
+    if (o.cells) pkt_.emplace(net::packet_config{.interface = o.interface.empty() ? o.xdp : o.interface, .faults = o.faults, .seed = o.seed});
     else udp_.emplace(net::udp_config{.address = o.local, .faults = o.faults, .seed = o.seed, .gso = o.gso, .gro = o.gro});
   }
-  bool ok() const { return udp_ ? udp_->ok() : pkt_->ok(); }
-  int error() const { return udp_ ? udp_->error() : pkt_->error(); }
-  const char* what() const { return udp_ ? "UDP 4791" : "AF_PACKET"; }
-  int fd() const { return udp_ ? udp_->fd() : pkt_->fd(); }
-  bool cells() const { return pkt_.has_value(); }
-  /// The device the link serves: one port at `local`, RoCE from UDP 4791, or cells from the
-  /// interface's MAC, each cell as large as the fabric MTU allows (at most 8192 bytes of data).
+  bool ok() const { return with([](const auto& t) { return t.ok(); }); }
+  int error() const { return with([](const auto& t) { return t.error(); }); }
+  const char* what() const { return on_xdp() ? "AF_XDP" : udp_ ? "UDP 4791" : "AF_PACKET"; }
+  int fd() const { return with([](const auto& t) { return t.fd(); }); }
+  bool cells() const { return cells_; }
+  bool on_xdp() const {
+#ifdef PUSHWIRE_HAVE_XDP
+    return xdp_.has_value();
+#else
+    return false;
+#endif
+  }
+  /// The fabric MTU the link carries: --fabric-mtu, and over AF_XDP at most what the interface
+  /// and the UMEM take.
+  std::uint32_t fabric_mtu(const module_options& o) const {
+#ifdef PUSHWIRE_HAVE_XDP
+    if (xdp_) return std::min(o.fabric_mtu, xdp_->usable_mtu());
+#endif
+    return o.fabric_mtu;
+  }
+  /// The device the link serves: one port at `local`, RoCE from UDP 4791 (or AF_XDP), or cells
+  /// from the interface's MAC, each cell as large as the fabric MTU allows (at most 8192 bytes).
   rnic::device_config device(const module_options& o, std::uint8_t mac_low) const {
     rnic::device_config c = fabric_device(o.local, mac_low);
-    if (pkt_) {
+#ifdef PUSHWIRE_HAVE_XDP
+    if (xdp_) c.ports[0].mac = xdp_->mac();
+#endif
+    if (cells_) {
       c.ports[0].framing = rnic::framing::cell;
-      c.ports[0].mac = pkt_->mac();
+      if (pkt_) c.ports[0].mac = pkt_->mac();
       // Ethernet 14 + cell header 18 + VA/MH 12 + ACK 8 + idata 4 + CRCs 8 = 64 around a cell's data.
-      c.ports[0].cell_payload = std::min<std::uint32_t>(8192, o.fabric_mtu - 64);
+      c.ports[0].cell_payload = std::min<std::uint32_t>(8192, fabric_mtu(o) - 64);
     }
     return c;
   }
   /// Attaches the link to the loop as the device's port 0.
   void attach(net::device_loop& loop) {
-    if (udp_) loop.attach(0, *udp_);
-    else loop.attach(0, *pkt_);
+    with([&](auto& t) { loop.attach(0, t); });
   }
-  std::uint64_t sent() const { return udp_ ? udp_->stats().sent : pkt_->stats().sent; }
-  std::uint64_t received() const { return udp_ ? udp_->stats().received : pkt_->stats().received; }
-  std::uint64_t lost() const { return udp_ ? udp_->stats().lost : pkt_->stats().lost; }
+  std::uint64_t sent() const { return with([](const auto& t) { return std::uint64_t{t.stats().sent}; }); }
+  std::uint64_t received() const { return with([](const auto& t) { return std::uint64_t{t.stats().received}; }); }
+  std::uint64_t lost() const { return with([](const auto& t) { return std::uint64_t{t.stats().lost}; }); }
 
  private:
+  bool cells_ = false;
   std::optional<net::udp_port> udp_;
   std::optional<net::packet_port> pkt_;
+#ifdef PUSHWIRE_HAVE_XDP
+  std::optional<net::xdp_port> xdp_;
+#endif
 };
 
 /// One module's life: returns the exit status (0 after SIGINT / SIGTERM and a clean flush).
@@ -621,7 +681,7 @@ class module {
     c.first_pool_ref = o_.pool_ref ? o_.pool_ref : o_.role == pp::role::host ? 0x01 : 0x81;
     c.transport = o_.uc ? rnic::qp_type::uc : rnic::qp_type::rc;
     // IPv4 20 + UDP 8 + BTH 12 + RETH 16 + ImmDt 4 + ICRC 4 = 64 bytes around a packet's payload.
-    c.mtu = path_mtu_for(o_.fabric_mtu, 64);
+    c.mtu = path_mtu_for(link_.fabric_mtu(o_), 64);
     // A packet is a virtio-net header and a frame of up to 64 KiB (a TSO segment): one element.
     // Pools grow with the traffic: one pool of 64 elements (4 MiB) at first; when the sender's
     // free elements fall below 32 it asks for 64 more (BufferRecvPoolGet), granted up to 3
