@@ -548,7 +548,7 @@ class module {
 
  private:
   struct lan_pending {
-    rnic::time_ns at;
+    rnic::time_ns at = 0;
     std::vector<std::byte> bytes;
   };
   /// A frame's counts: frames and bytes (without the virtio-net header).
@@ -571,7 +571,7 @@ class module {
     bool closing = false;                         ///< connected at SIGTERM: its close (Flush) was started
     frame_counts rx{}, tx{};                      ///< I/O unit: frames the LAN gave this host, and it gave the LAN
     std::uint64_t tx_errors = 0;                  ///< I/O unit: frames of this host the TAP refused
-    std::list<lan_pending> lan_held{};            ///< with LAN faults: frames held back
+    net::send_queue<lan_pending> lan_held{};            ///< with LAN faults: frames held back
     std::mt19937_64 lan_rng{};
     struct {
       std::uint64_t lost = 0, corrupted = 0, held = 0, duplicated = 0;
@@ -953,21 +953,22 @@ class module {
 
 
   // ---- I/O unit: a faulty LAN (--lan-loss, --lan-reorder) ----
-  bool lan_faulty() const { return o_.lan_faults.loss > 0 || o_.lan_faults.reorder > 0; }
+  bool lan_faulty() const { return net::any_fault(o_.lan_faults); }
   /// A frame from the LAN is lost, held back or passed (rnic::decide's draws, seeded).
   void lan_faults_in(session& s, std::span<const std::byte> packet, rnic::time_ns now) {
-    net::queue_with_faults(s.lan_held, lan_pending{now, {packet.begin(), packet.end()}}, o_.lan_faults, s.lan_rng, s.lan_faults);
+    s.lan_held.push(packet).at = now;
+    net::apply_faults(s.lan_held, o_.lan_faults, s.lan_rng, s.lan_faults);
     lan_release(s, now);
   }
   /// The LAN frames due by now, in the order they are held, go on as if just read.
   void lan_release(session& s, rnic::time_ns now) {
-    for (auto it = s.lan_held.begin(); it != s.lan_held.end();) {
+    for (auto it = s.lan_held.out.begin(); it != s.lan_held.out.end();) {
       if (it->at > now) {
         ++it;
         continue;
       }
       enqueue(s, it->bytes, now);
-      it = s.lan_held.erase(it);
+      s.lan_held.retire(it++);
     }
   }
 

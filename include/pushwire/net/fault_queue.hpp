@@ -1,9 +1,12 @@
 // The send path's seeded faults for real transports (spec/net.md §2): a frame queued for the
 // wire is lost, corrupted in one bit, held back, or duplicated as rnic::decide says and
-// rnic::apply applies, with the same draws as the loopback fabric. Shared by net::udp_port and
-// net::packet_port.
+// rnic::apply applies, with the same draws as the loopback fabric; and the queue of frames waiting
+// to leave, whose nodes and buffers are reused (no allocation per frame once warm). Shared by
+// net::udp_port, net::packet_port and net::xdp_port.
 #pragma once
 
+#include <cstddef>
+#include <iterator>
 #include <list>
 #include <optional>
 #include <random>
@@ -14,26 +17,57 @@
 
 namespace pushwire::net {
 
-/// Queues `p` (with `at` and `bytes`) on `out` under `f`'s faults, counting them in `c` (with
-/// lost, corrupted, held and duplicated). A held frame's `at` moves later; a duplicate follows.
-template <class Pending, class Counters>
-void queue_with_faults(std::list<Pending>& out, Pending p, const rnic::direction_faults& f, std::mt19937_64& rng, Counters& c) {
-  const rnic::fault_outcome o = rnic::apply(rnic::decide(f, p.bytes.size(), rng), std::span<std::byte>(p.bytes.data(), p.bytes.size()), p.at, c);
-  if (o.lost) return;
-  p.at = o.at;
-  if (o.copy_at) {
-    Pending d = p;
-    d.at = *o.copy_at;
-    out.push_back(std::move(d));
-  }
-  out.push_back(std::move(p));
+/// Whether any of f's faults is on (rnic::decide draws nothing and changes nothing otherwise).
+constexpr bool any_fault(const rnic::direction_faults& f) {
+  return f.loss > 0 || f.duplicate > 0 || f.reorder > 0 || f.corrupt > 0 || f.delay > 0;
 }
 
-/// When the earliest frame of `out` is due, or nullopt.
+/// Frames waiting to leave, in order (`out`), and the nodes of frames gone (`spare`), whose byte
+/// buffers keep their capacity: once the queue has held its largest burst, queuing a frame
+/// allocates nothing. Pending has `at` (when it may leave) and `bytes` (std::vector<std::byte>).
 template <class Pending>
-std::optional<rnic::time_ns> next_due(const std::list<Pending>& out) {
+struct send_queue {
+  std::list<Pending> out, spare;
+  using iterator = typename std::list<Pending>::iterator;
+  /// A frame at out's end (a spare node when there is one) holding `bytes`; its other fields are
+  /// the spare node's: the caller sets them.
+  Pending& push(std::span<const std::byte> bytes) {
+    if (spare.empty()) out.emplace_back();
+    else out.splice(out.end(), spare, spare.begin());
+    out.back().bytes.assign(bytes.begin(), bytes.end());
+    return out.back();
+  }
+  /// Frame `it` is gone: its node goes to spare.
+  void retire(iterator it) { spare.splice(spare.end(), out, it); }
+  bool empty() const { return out.empty(); }
+  std::size_t size() const { return out.size(); }
+};
+
+/// Applies `f`'s faults to the frame at q.out's end (just pushed, `at` set), counting them in `c`
+/// (with lost, corrupted, held and duplicated): lost (retired), corrupted in one bit, held back
+/// (its `at` moves later), or duplicated (a copy follows it).
+template <class Pending, class Counters>
+void apply_faults(send_queue<Pending>& q, const rnic::direction_faults& f, std::mt19937_64& rng, Counters& c) {
+  if (!any_fault(f)) return;
+  Pending& p = q.out.back();
+  const rnic::fault_outcome o = rnic::apply(rnic::decide(f, p.bytes.size(), rng), std::span<std::byte>(p.bytes.data(), p.bytes.size()), p.at, c);
+  if (o.lost) {
+    q.retire(std::prev(q.out.end()));
+    return;
+  }
+  p.at = o.at;
+  if (o.copy_at) {  // (a copy's buffer is allocated: fault injection only)
+    Pending d = p;
+    d.at = *o.copy_at;
+    q.out.push_back(std::move(d));
+  }
+}
+
+/// When the earliest frame of `q` is due, or nullopt.
+template <class Pending>
+std::optional<rnic::time_ns> next_due(const send_queue<Pending>& q) {
   std::optional<rnic::time_ns> t;
-  for (const Pending& o : out) t = t ? std::min(*t, o.at) : o.at;
+  for (const Pending& o : q.out) t = t ? std::min(*t, o.at) : o.at;
   return t;
 }
 

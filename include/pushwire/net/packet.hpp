@@ -141,17 +141,17 @@ class packet_port {
   }
 
   /// Frames waiting (held back, or refused by a full socket).
-  std::size_t waiting() const { return out_.size(); }
+  std::size_t waiting() const { return q_.size(); }
   /// When the next held-back frame is due (for a caller's poll timeout), if any.
-  std::optional<rnic::time_ns> next_due() const { return net::next_due(out_); }
+  std::optional<rnic::time_ns> next_due() const { return net::next_due(q_); }
 
   /// Sends the frames whose time has come; returns how many the kernel took.
   std::size_t flush(rnic::time_ns now) {
     std::size_t sent = 0;
-    while (!out_.empty()) {
+    while (!q_.empty()) {
       picked_.clear();
       std::size_t m = 0;
-      for (auto it = out_.begin(); it != out_.end() && m < cfg_.batch; ++it) {
+      for (auto it = q_.out.begin(); it != q_.out.end() && m < cfg_.batch; ++it) {
         if (it->at > now) continue;
         iov_[m] = {it->bytes.data(), it->bytes.size()};
         hdr_[m] = {};
@@ -173,12 +173,12 @@ class packet_port {
       if (n <= 0) {
         if (errno != EAGAIN && errno != EWOULDBLOCK && errno != ENOBUFS && errno != EINTR) {
           ++stats_.send_errors;  // (interface down, a frame over its MTU, ...): retransmissions cover it
-          out_.erase(picked_[0]);
+          q_.retire(picked_[0]);
           continue;
         }
         break;  // the queue is full: the rest waits for the next call
       }
-      for (int k = 0; k < n; ++k) out_.erase(picked_[static_cast<std::size_t>(k)]);
+      for (int k = 0; k < n; ++k) q_.retire(picked_[static_cast<std::size_t>(k)]);
       sent += static_cast<std::size_t>(n);
       stats_.sent += static_cast<std::uint64_t>(n);
     }
@@ -192,7 +192,8 @@ class packet_port {
   };
   void queue(std::span<const std::byte> f, rnic::time_ns now) {
     if (f.size() < wire::eth_header_size) return;
-    queue_with_faults(out_, pending{now, std::vector<std::byte>(f.begin(), f.end())}, cfg_.faults, rng_, stats_);
+    q_.push(f).at = now;
+    apply_faults(q_, cfg_.faults, rng_, stats_);
   }
 
   packet_config cfg_;
@@ -200,8 +201,8 @@ class packet_port {
   wire::mac_address mac_{};
   std::mt19937_64 rng_;
   packet_counters stats_{};
-  std::list<pending> out_;
-  std::vector<std::list<pending>::iterator> picked_;
+  send_queue<pending> q_;
+  std::vector<send_queue<pending>::iterator> picked_;
   std::vector<std::vector<std::byte>> rx_;
   std::vector<mmsghdr> hdr_;
   std::vector<iovec> iov_;

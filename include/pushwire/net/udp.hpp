@@ -216,18 +216,18 @@ class udp_port {
   /// message of up to max_segments datagrams and max_gso_bytes. Returns the datagrams sent.
   std::size_t flush(rnic::time_ns now) {
     std::size_t sent = 0;
-    while (!out_.empty()) {
+    while (!q_.empty()) {
       // One sendmmsg: due frames of one socket (the first due frame's), in order.
       std::size_t m = 0, v = 0;  // messages and iovecs gathered into hdr_ / iov_ / addr_
       picked_.clear();
       int fd = -1;
-      auto it = out_.begin();
+      auto it = q_.out.begin();
       auto next_due = [&] {
-        while (it != out_.end() && (it->at > now || (fd >= 0 && it->fd != fd))) ++it;
+        while (it != q_.out.end() && (it->at > now || (fd >= 0 && it->fd != fd))) ++it;
       };
       while (m < cfg_.batch) {
         next_due();
-        if (it == out_.end()) break;
+        if (it == q_.out.end()) break;
         fd = it->fd;
         const std::size_t first = v, seg = it->bytes.size();
         const std::uint8_t tos = it->tos;
@@ -242,7 +242,7 @@ class udp_port {
           ++it;
           if (!gso_ || short_one) break;
           next_due();
-        } while (it != out_.end() && v - first < max_segments && it->bytes.size() <= seg && bytes + it->bytes.size() <= max_gso_bytes &&
+        } while (it != q_.out.end() && v - first < max_segments && it->bytes.size() <= seg && bytes + it->bytes.size() <= max_gso_bytes &&
                  it->tolen == addr_len_[m] && std::memcmp(&it->to, &addr_[m], it->tolen) == 0 && it->tos == tos);
         hdr_[m] = {};
         hdr_[m].msg_hdr.msg_iov = &iov_[first];
@@ -296,9 +296,9 @@ class udp_port {
     return sent;
   }
   /// Frames waiting (held back, or refused by a full socket).
-  std::size_t waiting() const { return out_.size(); }
+  std::size_t waiting() const { return q_.size(); }
   /// When the next held-back frame is due (for a caller's poll timeout), if any.
-  std::optional<rnic::time_ns> next_due() const { return net::next_due(out_); }
+  std::optional<rnic::time_ns> next_due() const { return net::next_due(q_); }
 
   /// Bytes the Ethernet, IPv4 and UDP headers take in a frame.
   static constexpr std::size_t headers = wire::eth_header_size + 20 + 8;
@@ -501,20 +501,21 @@ class udp_port {
       ++stats_.not_sendable;
       return;
     }
-    pending p;
-    p.fd = socket_for(wire::load_be16(ip + ihl));
-    if (p.fd < 0) {
+    const int fd = socket_for(wire::load_be16(ip + ihl));
+    if (fd < 0) {
       ++stats_.not_sendable;
       return;
     }
+    pending& p = q_.push(std::span<const std::byte>(ip + ihl + 8, ip + len));
+    p.fd = fd;
+    p.to = {};
     p.to.v4.sin_family = AF_INET;
     std::memcpy(&p.to.v4.sin_addr, ip + 16, 4);
     p.to.v4.sin_port = htons(wire::load_be16(ip + ihl + 2));
     p.tolen = sizeof(sockaddr_in);
     p.tos = ib::traffic_class_at(ip, false);
-    p.bytes.assign(ip + ihl + 8, ip + len);
     p.at = now;
-    queue_with_faults(out_, std::move(p), cfg_.faults, rng_, stats_);
+    apply_faults(q_, cfg_.faults, rng_, stats_);
   }
   void queue6(std::span<const std::byte> f, std::size_t at, rnic::time_ns now) {
     const std::byte* ip = f.data() + at;
@@ -527,20 +528,20 @@ class udp_port {
       ++stats_.not_sendable;
       return;
     }
-    pending p;
+    pending& p = q_.push(std::span<const std::byte>(ip + 48, ip + len));
     p.fd = fd6_;
     p.tos = ib::traffic_class_at(ip, true);
+    p.to = {};
     p.to.v6.sin6_family = AF_INET6;
     std::memcpy(&p.to.v6.sin6_addr, ip + 24, 16);
     p.to.v6.sin6_port = htons(wire::load_be16(ip + 42));
     p.tolen = sizeof(sockaddr_in6);
-    p.bytes.assign(ip + 48, ip + len);
     p.at = now;
-    queue_with_faults(out_, std::move(p), cfg_.faults, rng_, stats_);
+    apply_faults(q_, cfg_.faults, rng_, stats_);
   }
   // Removes the first n frames the last sendmmsg was given (those it took).
   void drop_picked(std::size_t n) {
-    for (std::size_t k = 0; k < n && k < picked_.size(); ++k) out_.erase(picked_[k]);
+    for (std::size_t k = 0; k < n && k < picked_.size(); ++k) q_.retire(picked_[k]);
     picked_.clear();
   }
 
@@ -548,8 +549,8 @@ class udp_port {
   int fd_ = -1, fd6_ = -1, err_ = 0;
   std::mt19937_64 rng_;
   udp_counters stats_{};
-  std::list<pending> out_;
-  std::vector<std::list<pending>::iterator> picked_;  // the frames of the sendmmsg being made
+  send_queue<pending> q_;
+  std::vector<send_queue<pending>::iterator> picked_;  // the frames of the sendmmsg being made
   std::vector<source_port> extra_;
   std::vector<std::vector<std::byte>> rx_;
   std::vector<mmsghdr> hdr_;  // one batch's headers, vectors and addresses (reused by every call)

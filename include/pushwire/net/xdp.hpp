@@ -288,7 +288,7 @@ class xdp_port {
       fail(EINVAL, "config: frames and ring must be powers of two (64..65536, 64..16384)");
       return;
     }
-    faulty_ = cfg_.faults.loss > 0 || cfg_.faults.duplicate > 0 || cfg_.faults.reorder > 0 || cfg_.faults.corrupt > 0 || cfg_.faults.delay > 0;
+    faulty_ = any_fault(cfg_.faults);
     ifindex_ = cfg_.interface.size() < IFNAMSIZ ? ::if_nametoindex(cfg_.interface.c_str()) : 0;
     if (ifindex_ == 0) {
       fail(ENODEV, "interface");
@@ -446,7 +446,7 @@ class xdp_port {
   std::size_t flush(rnic::time_ns now) {
     if (!ok()) return 0;
     reclaim();
-    for (auto it = out_.begin(); it != out_.end();) {
+    for (auto it = q_.out.begin(); it != q_.out.end();) {
       if (it->at > now) {
         ++it;
         continue;
@@ -456,14 +456,14 @@ class xdp_port {
       if (r == emit_result::unresolved) {
         if (now - it->since >= resolve_timeout) {
           ++stats_.unresolved;
-          it = out_.erase(it);
+          q_.retire(it++);
         } else {
           it->at = now + recheck_interval;
           ++it;
         }
         continue;
       }
-      it = out_.erase(it);
+      q_.retire(it++);
     }
     const std::size_t sent = unsubmitted_;
     if (unsubmitted_ > 0) {
@@ -480,9 +480,9 @@ class xdp_port {
     return sent;
   }
   /// Frames waiting (held back, refused by a full ring, or waiting for a neighbour).
-  std::size_t waiting() const { return out_.size(); }
+  std::size_t waiting() const { return q_.size(); }
   /// When the next waiting frame is due (for a caller's poll timeout), if any.
-  std::optional<rnic::time_ns> next_due() const { return net::next_due(out_); }
+  std::optional<rnic::time_ns> next_due() const { return net::next_due(q_); }
 
  private:
   static constexpr rnic::time_ns recheck_interval = 1'000'000;  ///< a neighbour asked for: looked up again after, ns
@@ -572,13 +572,17 @@ class xdp_port {
       return;
     }
     if (!ok()) return;
-    if (!faulty_ && out_.empty()) {
+    if (!faulty_ && q_.empty()) {
       const emit_result r = emit(f, now);
       if (r == emit_result::sent) return;
-      out_.push_back({r == emit_result::unresolved ? now + recheck_interval : now, now, std::vector<std::byte>(f.begin(), f.end())});
+      pending& p = q_.push(f);
+      p.at = r == emit_result::unresolved ? now + recheck_interval : now;
+      p.since = now;
       return;
     }
-    queue_with_faults(out_, pending{now, now, std::vector<std::byte>(f.begin(), f.end())}, cfg_.faults, rng_, stats_);
+    pending& p = q_.push(f);
+    p.at = p.since = now;
+    apply_faults(q_, cfg_.faults, rng_, stats_);
   }
   // One frame into a free UMEM frame and onto the TX ring (submitted by flush()).
   emit_result emit(std::span<const std::byte> f, rnic::time_ns now) {
@@ -663,7 +667,7 @@ class xdp_port {
   std::vector<std::uint64_t> rx_free_, tx_free_;  ///< UMEM frames not lent to the kernel
   std::uint32_t unsubmitted_ = 0;                  ///< TX descriptors written, not yet submitted
   std::size_t outstanding_ = 0;                    ///< TX frames the kernel has not completed
-  std::list<pending> out_;
+  send_queue<pending> q_;
   std::vector<neighbour_state> neighbours_;
   xdp_counters stats_{};
 };
