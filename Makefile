@@ -121,6 +121,9 @@ demo: deps
 	@echo; echo "=== Unmodified RDMA programs on the software RNIC (spec/verbs.md): ibverbs-utils and perftest through"
 	@echo "    libpushwire-verbs.so, between two namespaces and over loopback (examples/verbs/run.sh)"
 	examples/verbs/run.sh $(DIR_gcc)
+	@echo; echo "=== RoCEv2 over AF_XDP (spec/net.md §6): a pingpong between two namespaces through UDP sockets, then"
+	@echo "    over AF_XDP, where an XDP program steers UDP 4791 to the socket and passes ping to the kernel (examples/xdp/run.sh)"
+	examples/xdp/run.sh $(DIR_gcc)
 	@echo; echo "=== Card memory (seed 000, spec/rnic.md §15): WRITEs between host memory and a card on the HCA's socket"
 	@echo "    or on the other, the same ibv_post_send each time; the device goes P2P or through a bounce buffer"
 	PUSHWIRE_VERBS_PLATFORM="sockets=2 hca=0 card=0 card=1" $(DIR_gcc)/verbs/pushwire-verbs run -- $(DIR_gcc)/examples/pushwire-cards
