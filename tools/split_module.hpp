@@ -80,6 +80,9 @@ struct module_options {
   /// --xdp IF: the fabric (RoCEv2, or cells) moves over AF_XDP on IF (spec/net.md §6); where
   /// AF_XDP cannot be had, one line on stderr and the socket above.
   std::string xdp{};
+  /// --busy-poll US: after a turn that moved frames, turns without sleeping for this long
+  /// (net::linger_policy::spin); unset: net::default_busy_poll() (off on 2 cores or fewer).
+  std::optional<rnic::time_ns> busy_poll{};
   /// --pool-ref N: the first reference of this module's pools (0: 0x01 on the host, 0x81 on the
   /// I/O unit). Above 255 idata cannot name them: every write into them is indicated with
   /// BufferRDMAIndicate (the seed's "buffer pool > 256").
@@ -138,6 +141,11 @@ inline int parse_shared(std::string_view a, const char* v, module_options& o) {
   if (a == "--uc") return o.uc = true, 1;
   if (!v) return 0;
   if (a == "--tap") return std::strlen(v) < 16 ? (o.tap = v, 2) : -1;
+  if (a == "--busy-poll") {
+    const auto us = parse_number(v, 0, 1'000'000);
+    if (!us) return -1;
+    return o.busy_poll = static_cast<rnic::time_ns>(*us) * 1000, 2;
+  }
   if (a == "--mtu") {
     o.mtu = static_cast<std::uint32_t>(std::strtoul(v, nullptr, 10));
     o.mtu_given = true;
@@ -192,6 +200,12 @@ inline void send_cm(int fd, const std::array<std::uint8_t, 4>& to_ip, std::span<
 /// a frame moved (ping p50 through the driver here: 0.33-0.36 ms without, 0.23-0.27 ms with;
 /// bench/results.md).
 inline constexpr net::linger_policy linger{.window = 100'000'000, .tick = 1'000'000};
+/// linger with the module's busy polling (--busy-poll, or the machine's default).
+inline net::linger_policy linger_of(const module_options& o) {
+  net::linger_policy l = linger;
+  l.spin = o.busy_poll ? *o.busy_poll : net::default_busy_poll();
+  return l;
+}
 
 /// A device with one RoCE port at fabric address `local`, sending from UDP 4791 (net/udp.hpp).
 inline rnic::device_config fabric_device(const std::array<std::uint8_t, 4>& local, std::uint8_t mac_low, std::uint32_t port_mtu = 4096) {
@@ -218,7 +232,7 @@ inline int module_usage(const char* prog, const char* why) {
   std::fprintf(stderr,
                "usage: %s --local IP --peer IP [--tap NAME] [--mtu N] [--fabric-mtu N]%s\n"
                "       [--loss P] [--dup P] [--reorder P] [--corrupt P] [--seed S] [--gso] [--no-gro]\n"
-               "       [--framing roce|cell --interface IF] [--xdp IF] [--pool-ref N] [--uc] [-v]\n"
+               "       [--framing roce|cell --interface IF] [--xdp IF] [--busy-poll US] [--pool-ref N] [--uc] [-v]\n"
                "  --local IP   this module's fabric address (RoCEv2 on UDP 4791, CM on UDP %u)\n"
                "  --peer IP    the other module's fabric address; an I/O unit takes one per host it serves (at most %zu),\n"
                "               the k-th host's LAN MAC is --mac with k added to its last octet\n"
@@ -231,6 +245,8 @@ inline int module_usage(const char* prog, const char* why) {
                "  --framing cell --interface IF  the fabric is cells on IF over AF_PACKET (the hellos stay on UDP)\n"
                "  --xdp IF     the fabric (RoCEv2 or cells) over AF_XDP on IF, which has --local (the UDP socket or\n"
                "               AF_PACKET when AF_XDP cannot be had; spec/net.md)\n"
+               "  --busy-poll US  after traffic, poll without sleeping for US microseconds (default 50 on more than\n"
+               "               2 cores, 0 on fewer)\n"
                "  --pool-ref N the first reference of this module's pools (default 0x01 host, 0x81 I/O unit; the two\n"
                "               must not overlap); above 255 every write into them is indicated by BufferRDMAIndicate\n"
                "  --uc         unacknowledged (UC) channels: no ACK, no retransmission; both modules must say it\n"
@@ -453,7 +469,7 @@ class module {
     // one of them is readable or a deadline comes (the device's, the CMs' hellos, a frame held
     // for credit, the host's statistics request, the close).
     net::device_loop loop(dev_);
-    loop.linger(linger);
+    loop.linger(linger_of(o_));
     link_.attach(loop);
     loop.watch(cm_fd_, [&](rnic::time_ns now) { cm_read(now); });
     if (watch_) loop.watch(watch_->fd(), [&](rnic::time_ns) {
@@ -1133,7 +1149,7 @@ class lan_module {
     rnic::time_ns next_hello = 0;
     bool carrier = false, tap_ready = true;
     net::device_loop loop(dev_);
-    loop.linger(linger);
+    loop.linger(linger_of(o_));
     loop.attach(0, udp_);
     loop.watch(cm_fd_, [&](rnic::time_ns now) { hear(now); });
     loop.watch(tap_.fd(), [&](rnic::time_ns) { tap_ready = true; });

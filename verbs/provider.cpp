@@ -184,6 +184,9 @@ struct registry {
   cfg::fault_spec faults;
   cfg::qos_spec qos;
   rnic::platform_model platform;  ///< every device's (PUSHWIRE_VERBS_PLATFORM; no cards by default)
+  /// The progress threads' busy polling after traffic, ns (PUSHWIRE_VERBS_BUSY_POLL, in µs;
+  /// default net::default_busy_poll(): off on 2 cores or fewer).
+  rnic::time_ns busy_poll = net::default_busy_poll();
   std::mutex mu;
   std::vector<engine*> engines;  // by device index, while open
 };
@@ -225,6 +228,11 @@ registry& reg() {
       auto p = cfg::parse_qos(q);
       if (!p) warn("PUSHWIRE_VERBS_QOS: %s: the defaults instead", p.error.c_str());
       else x->qos = p.value;
+    }
+    if (const char* b = std::getenv("PUSHWIRE_VERBS_BUSY_POLL"); b && *b) {
+      std::uint32_t us = 0;
+      if (!rnic::parse_number(b, us) || us > 1'000'000) warn("PUSHWIRE_VERBS_BUSY_POLL=%s: not 0..1000000 microseconds: the default", b);
+      else x->busy_poll = static_cast<rnic::time_ns>(us) * 1000;
     }
     if (const char* q = std::getenv("PUSHWIRE_VERBS_PLATFORM"); q && *q) {
       auto p = cfg::parse_platform(q);
@@ -828,6 +836,7 @@ engine* attach_engine(registry& r, std::uint32_t index, std::unique_ptr<engine> 
   e->dev = std::make_unique<rnic::device>(dc);
   if (net::kernel_pages::supported()) e->dev->memory().set_host_pages(&e->pages);  // (Linux 5.14)
   e->loop = std::make_unique<net::device_loop>(*e->dev);
+  e->loop->linger({.window = 0, .tick = 1'000'000, .spin = r.busy_poll});
   e->loop->attach(0, *a->port);
   engine* self = e.get();
   // The control socket: end of stream (the device process died) or a notice (it stops).
@@ -927,6 +936,7 @@ engine* open_engine(std::uint32_t index) {
   e->dev = std::make_unique<rnic::device>(dc);
   if (net::kernel_pages::supported()) e->dev->memory().set_host_pages(&e->pages);  // (Linux 5.14)
   e->loop = std::make_unique<net::device_loop>(*e->dev);
+  e->loop->linger({.window = 0, .tick = 1'000'000, .spin = r.busy_poll});
   for (std::size_t i = 0; i < e->ports.size(); ++i) {
     if (e->ports[i].udp) e->loop->attach(i, *e->ports[i].udp);
 #ifdef PUSHWIRE_HAVE_XDP

@@ -377,11 +377,11 @@ TEST_CASE("loop: it sleeps until a frame, a watched descriptor or a deadline, ne
   ::close(fds[1]);
 }
 
-TEST_CASE("loop: a linger policy caps each sleep at its tick while traffic is recent and not at rest", "[net][loop]") {
+TEST_CASE("loop: a linger policy spins, then caps each sleep at its tick while traffic is recent, and not at rest", "[net][loop]") {
   node a(9), b(10);
   REQUIRE(a.udp.ok());
   REQUIRE(b.udp.ok());
-  a.loop.linger({.window = 100'000'000, .tick = 1'000'000});
+  a.loop.linger({.window = 100'000'000, .tick = 1'000'000, .spin = 50'000});
   rc_pair q(a, b, 64);
   // Nothing has moved yet: the limit is all it would sleep.
   const auto t0 = net::monotonic_ns();
@@ -395,8 +395,11 @@ TEST_CASE("loop: a linger policy caps each sleep at its tick while traffic is re
   CHECK(a.loop.turn(t1) == 1u);  // the ACK comes in
   rnic::work_completion wc[1];
   REQUIRE(q.acq.poll(wc) == 1);
-  // Acknowledged, nothing scheduled: within the window each sleep is one tick; after it, the limit.
-  CHECK(a.loop.timeout(t1 + 1'000, 30'000'000) == 1'000'000u);
+  // Acknowledged, nothing scheduled: for 50 µs no sleep at all (busy polling); then within the
+  // window each sleep is one tick; after it, the limit.
+  CHECK(a.loop.timeout(t1 + 1'000, 30'000'000) == 0u);
+  CHECK(a.loop.timeout(t1 + 49'999, 30'000'000) == 0u);
+  CHECK(a.loop.timeout(t1 + 50'000, 30'000'000) == 1'000'000u);
   CHECK(a.loop.timeout(t1 + 99'000'000, 30'000'000) == 1'000'000u);
   CHECK(a.loop.timeout(t1 + 100'000'000, 30'000'000) == 30'000'000u);
   // A turn that moves nothing does not extend it.

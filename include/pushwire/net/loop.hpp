@@ -10,6 +10,7 @@
 
 #include <poll.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -25,13 +26,23 @@
 
 namespace pushwire::net {
 
-/// How wait() sleeps while traffic is recent: for `window` ns after a turn that moved frames, at
-/// most `tick` ns at a time. A thread of a virtual machine that sleeps for milliseconds wakes
-/// measurably later than one that sleeps less (spec/net.md §3). window 0: off.
+/// How wait() sleeps while traffic is recent: for `spin` ns after a turn that moved frames not at
+/// all (busy polling, as SO_BUSY_POLL does for a socket: the next turn comes at once), then for
+/// `window` ns at most `tick` ns at a time. A thread of a virtual machine that sleeps for
+/// milliseconds wakes measurably later than one that sleeps less (spec/net.md §3). 0: off.
 struct linger_policy {
   rnic::time_ns window = 0;        ///< ns after the last frame moved, 0: off
   rnic::time_ns tick = 1'000'000;  ///< the longest sleep while it lasts, ns (> 0)
+  rnic::time_ns spin = 0;          ///< ns after the last frame moved with no sleep, 0: off
 };
+
+/// The busy-polling time programs take unless told (spec/net.md §3): 50 µs on a machine with
+/// more than 2 cores, none on one with 2 or fewer (a spinning thread there takes the core the
+/// kernel and the peer need).
+inline rnic::time_ns default_busy_poll() {
+  const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
+  return cores > 2 ? 50'000 : 0;
+}
 
 struct loop_counters {
   std::uint64_t turns = 0;    ///< turn() calls
@@ -116,6 +127,7 @@ class device_loop {
   /// the linger tick while traffic is recent).
   rnic::time_ns timeout(rnic::time_ns now, rnic::time_ns limit) const {
     if (dev_.busy()) return 0;
+    if (linger_.spin > 0 && now - last_moved_ < linger_.spin) return 0;
     if (linger_.window > 0 && now - last_moved_ < linger_.window) limit = std::min(limit, linger_.tick);
     std::optional<rnic::time_ns> due = dev_.next_deadline();
     auto take = [&](std::optional<rnic::time_ns> d) {
