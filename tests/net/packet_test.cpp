@@ -15,6 +15,7 @@
 #include <pushwire/net/udp.hpp>
 
 #include "../support/process.hpp"
+#include "../support/transfer.hpp"
 #include <pushwire/rnic/connect.hpp>
 
 using namespace pushwire;
@@ -50,39 +51,7 @@ int in_namespace(double loss) {
   if (std::system("ip link add pwpa type veth peer name pwpb && ip link set pwpa up && ip link set pwpb up") != 0) return 101;
   node a("pwpa", 1, loss), b("pwpb", 2, loss);
   if (!a.link.ok() || !b.link.ok()) return a.link.error() == EPERM || a.link.error() == EACCES ? 101 : 11;
-  rnic::cq_memory acq(64), bcq(64);
-  rnic::sq_memory asq(64), bsq(64);
-  rnic::rq_memory arq(64), brq(64);
-  const auto apd = *a.dev.alloc_pd(), bpd = *b.dev.alloc_pd();
-  std::vector<std::byte> src(200000), dst(200000), rbuf(256);
-  for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::byte>(i * 29 + (i >> 9));
-  const auto smr = *a.dev.reg_mr(apd, src.data(), src.size(), rnic::access::local_write);
-  const auto dmr = *b.dev.reg_mr(bpd, dst.data(), dst.size(), rnic::access::local_write | rnic::access::remote_write);
-  const auto rmr = *b.dev.reg_mr(bpd, rbuf.data(), rbuf.size(), rnic::access::local_write);
-  const auto ac = *a.dev.create_cq(acq), bc = *b.dev.create_cq(bcq);
-  const auto qa = *a.dev.create_qp({.pd = apd, .send_cq = ac, .recv_cq = ac, .sq = &asq, .rq = &arq});
-  const auto qb = *b.dev.create_qp({.pd = bpd, .send_cq = bc, .recv_cq = bc, .sq = &bsq, .rq = &brq});
-  if (rnic::bring_up(a.dev, qa, {.peer_qpn = qb, .av = rnic::address_of(b.dev), .mtu = 4096}) != rnic::errc{}) return 12;
-  if (rnic::bring_up(b.dev, qb, {.peer_qpn = qa, .av = rnic::address_of(a.dev), .mtu = 4096}) != rnic::errc{}) return 13;
-  const rnic::sge r{rmr.addr, 256, rmr.lkey}, s{smr.addr, 200000, smr.lkey}, small{smr.addr, 100, smr.lkey};
-  if (b.dev.post_recv(qb, {.wr_id = 1, .sg_list = {&r, 1}}) != rnic::errc{}) return 14;
-  b.step();
-  if (a.dev.post_send(qa, {.wr_id = 10, .opcode = rnic::wr_opcode::rdma_write, .sg_list = {&s, 1}, .remote_addr = dmr.addr, .rkey = dmr.rkey}) !=
-          rnic::errc{} ||
-      a.dev.post_send(qa, {.wr_id = 11, .opcode = rnic::wr_opcode::send, .sg_list = {&small, 1}}) != rnic::errc{})
-    return 15;
-  int sends = 0, recvs = 0;
-  rnic::work_completion wc[8];
-  const auto end = net::monotonic_ns() + 20'000'000'000;
-  while ((sends < 2 || recvs < 1) && net::monotonic_ns() < end) {
-    a.step();
-    b.step();
-    for (std::size_t i = 0, n = acq.poll(wc); i < n; ++i) sends += wc[i].status == rnic::wc_status::success ? 1 : 100;
-    for (std::size_t i = 0, n = bcq.poll(wc); i < n; ++i) recvs += wc[i].status == rnic::wc_status::success ? 1 : 100;
-  }
-  if (sends != 2 || recvs != 1) return 21;
-  if (dst != src) return 22;
-  if (!std::equal(rbuf.begin(), rbuf.begin() + 100, src.begin())) return 23;
+  if (const int failed = test::write_then_send(a, b, rnic::address_of(b.dev), rnic::address_of(a.dev), 4096)) return failed;
   if (a.link.stats().sent < 143) return 24;  // 200000 bytes in cells of 1400 bytes at most
   if (loss > 0 && a.link.stats().lost == 0) return 25;
   if (b.dev.counters().dropped_bad_frame != 0) return 26;  // every cell CRC held across the veth

@@ -20,6 +20,7 @@
 #include <pushwire/net/xdp.hpp>
 
 #include "../support/process.hpp"
+#include "../support/transfer.hpp"
 #include <pushwire/rnic/connect.hpp>
 
 using namespace pushwire;
@@ -141,58 +142,26 @@ int transfer(double loss) {
     return 101;
   xnode a("pwxa", 1, loss), b("pwxb", 2, loss);
   if (!a.link.ok() || !b.link.ok()) return a.link.error() == EPERM || a.link.error() == EACCES ? 101 : 11;
-  rnic::cq_memory acq(64), bcq(64);
-  rnic::sq_memory asq(64), bsq(64);
-  rnic::rq_memory arq(64), brq(64);
-  const auto apd = *a.dev.alloc_pd(), bpd = *b.dev.alloc_pd();
-  std::vector<std::byte> src(200000), dst(200000), rbuf(256);
-  for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::byte>(i * 31 + (i >> 10));
-  const auto smr = *a.dev.reg_mr(apd, src.data(), src.size(), rnic::access::local_write);
-  const auto dmr = *b.dev.reg_mr(bpd, dst.data(), dst.size(), rnic::access::local_write | rnic::access::remote_write);
-  const auto rmr = *b.dev.reg_mr(bpd, rbuf.data(), rbuf.size(), rnic::access::local_write);
-  const auto ac = *a.dev.create_cq(acq), bc = *b.dev.create_cq(bcq);
-  const auto qa = *a.dev.create_qp({.pd = apd, .send_cq = ac, .recv_cq = ac, .sq = &asq, .rq = &arq});
-  const auto qb = *b.dev.create_qp({.pd = bpd, .send_cq = bc, .recv_cq = bc, .sq = &bsq, .rq = &brq});
   // The address vectors name no MAC: the ports find each other's through the kernel.
   auto av_of = [](std::uint8_t n) {
     rnic::address_vector av{};
     av.dgid = rnic::gid_v4(198, 18, 6, n);
     return av;
   };
-  if (rnic::bring_up(a.dev, qa, {.peer_qpn = qb, .av = av_of(2), .mtu = 2048}) != rnic::errc{}) return 12;
-  if (rnic::bring_up(b.dev, qb, {.peer_qpn = qa, .av = av_of(1), .mtu = 2048}) != rnic::errc{}) return 13;
-  const rnic::sge r{rmr.addr, 256, rmr.lkey}, s{smr.addr, 200000, smr.lkey}, small{smr.addr, 100, smr.lkey};
-  if (b.dev.post_recv(qb, {.wr_id = 1, .sg_list = {&r, 1}}) != rnic::errc{}) return 14;
-  b.step();
-  if (a.dev.post_send(qa, {.wr_id = 10, .opcode = rnic::wr_opcode::rdma_write, .sg_list = {&s, 1}, .remote_addr = dmr.addr, .rkey = dmr.rkey}) !=
-          rnic::errc{} ||
-      a.dev.post_send(qa, {.wr_id = 11, .opcode = rnic::wr_opcode::send, .sg_list = {&small, 1}}) != rnic::errc{})
-    return 15;
-  int sends = 0, recvs = 0;
-  rnic::work_completion wc[8];
-  const auto end = net::monotonic_ns() + 20'000'000'000;
-  while ((sends < 2 || recvs < 1) && net::monotonic_ns() < end) {
-    a.step();
-    b.step();
-    for (std::size_t i = 0, n = acq.poll(wc); i < n; ++i) sends += wc[i].status == rnic::wc_status::success ? 1 : 100;
-    for (std::size_t i = 0, n = bcq.poll(wc); i < n; ++i) recvs += wc[i].status == rnic::wc_status::success ? 1 : 100;
-  }
-  if (sends != 2 || recvs != 1) {
+  auto diagnose = [&] {  // where the frames went
     for (const xnode* x : {&a, &b}) {
       const auto st = x->link.stats();
       const auto& dc = x->dev.counters();
-      std::fprintf(stderr, "xdp %s: native %d zero-copy %d sent %llu received %llu kicks %llu resolving %llu waiting %zu rx_dropped %llu rx_ring_full %llu fill_empty %llu; device bad %llu not mine %llu in %llu no_qp %llu wrong_source %llu by_qp %llu rx_full %llu out %llu\n",
-                   x == &a ? "a" : "b", x->link.native(), x->link.zero_copy(), (unsigned long long)st.sent, (unsigned long long)st.received,
-                   (unsigned long long)st.kicks, (unsigned long long)st.resolving, x->link.waiting(), (unsigned long long)st.rx_dropped,
-                   (unsigned long long)st.rx_ring_full, (unsigned long long)st.fill_ring_empty, (unsigned long long)dc.dropped_bad_frame,
-                   (unsigned long long)dc.dropped_not_mine, (unsigned long long)dc.frames_in, (unsigned long long)dc.dropped_no_qp, (unsigned long long)dc.dropped_wrong_source, (unsigned long long)dc.dropped_by_qp, (unsigned long long)dc.dropped_rx_full, (unsigned long long)dc.frames_out);
+      std::fprintf(stderr, "xdp %s: native %d sent %llu received %llu resolving %llu waiting %zu rx_dropped %llu; device in %llu out %llu by_qp %llu\n",
+                   x == &a ? "a" : "b", x->link.native(), static_cast<unsigned long long>(st.sent), static_cast<unsigned long long>(st.received),
+                   static_cast<unsigned long long>(st.resolving), x->link.waiting(), static_cast<unsigned long long>(st.rx_dropped),
+                   static_cast<unsigned long long>(dc.frames_in), static_cast<unsigned long long>(dc.frames_out),
+                   static_cast<unsigned long long>(dc.dropped_by_qp));
     }
     std::fflush(stderr);
-    (void)std::system("ip -s link show pwxa; ip -s link show pwxb; ethtool -S pwxb 2>/dev/null | grep -v \": 0\"; ethtool -S pwxa 2>/dev/null | grep -v \": 0\"");
-    return 21;
-  }
-  if (dst != src) return 22;
-  if (!std::equal(rbuf.begin(), rbuf.begin() + 100, src.begin())) return 23;
+    (void)std::system("ip -s link show pwxa; ip -s link show pwxb");
+  };
+  if (const int failed = test::write_then_send(a, b, av_of(2), av_of(1), 2048, diagnose)) return failed;
   if (a.link.stats().sent < 98) return 24;  // 200000 bytes in packets of 2048 bytes at most
   if (loss > 0 && a.link.stats().lost == 0) return 25;
   if (b.dev.counters().dropped_bad_frame != 0 || a.dev.counters().dropped_bad_frame != 0) return 26;  // every ICRC held

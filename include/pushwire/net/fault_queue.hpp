@@ -13,6 +13,7 @@
 #include <span>
 #include <utility>
 
+#include <pushwire/rnic/device.hpp>
 #include <pushwire/rnic/faults.hpp>
 
 namespace pushwire::net {
@@ -60,6 +61,16 @@ void apply_faults(send_queue<Pending>& q, const rnic::direction_faults& f, std::
     Pending d = p;
     d.at = *o.copy_at;
     q.out.push_back(std::move(d));
+  }
+}
+
+/// Gives every frame device `d` has for its port `port` to `queue(std::span<const std::byte>)`,
+/// and the frame's buffer back to the device.
+template <class Queue>
+void take_frames(rnic::device& d, std::size_t port, Queue&& queue) {
+  while (auto f = d.take_frame(port)) {
+    queue(std::span<const std::byte>(f->data(), f->size()));
+    d.recycle(std::move(*f));
   }
 }
 

@@ -100,10 +100,7 @@ class packet_port {
   /// Sends every frame the device has for port `port` (and held-back frames now due); returns
   /// the frames handed to the kernel.
   std::size_t send_from(rnic::device& d, std::size_t port, rnic::time_ns now) {
-    while (auto f = d.take_frame(port)) {
-      queue(std::span<const std::byte>(f->data(), f->size()), now);
-      d.recycle(std::move(*f));
-    }
+    take_frames(d, port, [&](std::span<const std::byte> f) { queue(f, now); });
     return flush(now);
   }
 

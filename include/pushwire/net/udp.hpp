@@ -178,10 +178,7 @@ class udp_port {
   /// UDP source port (the ICRC covers it): this one's, or another opened for it; a frame whose
   /// port cannot be bound is not sent (not_sendable).
   std::size_t send_from(rnic::device& d, std::size_t port, rnic::time_ns now) {
-    while (auto f = d.take_frame(port)) {
-      queue(std::span<const std::byte>(f->data(), f->size()), now);
-      d.recycle(std::move(*f));
-    }
+    take_frames(d, port, [&](std::span<const std::byte> f) { queue(f, now); });
     return flush(now);
   }
   /// Every socket this port reads, for a caller's poll(): fd() first, then the source ports'.

@@ -398,10 +398,7 @@ class xdp_port {
   /// Sends every frame the device has for its port `port` (and held-back frames now due).
   /// Returns the frames handed to the TX ring.
   std::size_t send_from(rnic::device& d, std::size_t port, rnic::time_ns now) {
-    while (auto f = d.take_frame(port)) {
-      queue(std::span<const std::byte>(f->data(), f->size()), now);
-      d.recycle(std::move(*f));
-    }
+    take_frames(d, port, [&](std::span<const std::byte> f) { queue(f, now); });
     return flush(now);
   }
   /// Receives what waits in the RX ring (up to `rounds` batches) and gives each frame to the
