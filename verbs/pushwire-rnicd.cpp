@@ -346,12 +346,15 @@ class daemon_state {
     p.udp->flush(now);
     for (auto& x : p.extra) x.udp->flush(now);
   }
-  /// Frames in from the port's transport, each to deliver().
+  /// Frames in from the port's transport, each to deliver(): over AF_XDP its socket's, and what
+  /// the steering program passed to the kernel's UDP sockets (fragments, IPv6 with extension
+  /// headers, RoCE on another receive queue, peers on this host over lo).
   std::size_t receive(port_device& p) {
+    std::size_t moved = 0;
 #ifdef PUSHWIRE_HAVE_XDP
-    if (p.xdp) return p.xdp->receive([&](std::span<std::byte> f) { deliver(p, f); });
+    if (p.xdp) moved += p.xdp->receive([&](std::span<std::byte> f) { deliver(p, f); });
 #endif
-    std::size_t moved = p.udp->receive(p.mac, [&](std::span<std::byte> f) { deliver(p, f); });
+    moved += p.udp->receive(p.mac, [&](std::span<std::byte> f) { deliver(p, f); });
     for (auto& x : p.extra) moved += x.udp->receive(p.mac, [&](std::span<std::byte> f) { deliver(p, f); });
     return moved;
   }

@@ -2,7 +2,7 @@
 // of a real interface, through libxdp's AF_XDP sockets (xdp/xsk.h) and libbpf.
 // - A steering program (steer_program(), assembled here: no BPF object file to find at run time)
 //   sends RoCEv2 (IPv4 or IPv6, UDP destination port 4791) and cells (EtherType 0x88B5), with or
-//   without one VLAN tag, to the socket, and passes everything else to the kernel, so ARP,
+//   without one 802.1Q tag, to the socket, and passes everything else to the kernel, so ARP,
 //   neighbour discovery, ping and TCP keep working on the interface.
 // - The program is attached through a BPF link: it goes when the port does, or when the process
 //   dies. Native XDP first, generic (SKB) XDP where the driver refuses; zero-copy first, copy
@@ -122,12 +122,13 @@ class assembler {
 
 /// The steering program: RoCEv2 (UDP destination port `roce_port` over IPv4 without fragments,
 /// with any header length of 20..60 bytes, or over IPv6 with UDP as the first next header) and
-/// EtherType `cell_type`, each with or without one 802.1Q or 802.1ad tag, go to the socket of the
+/// EtherType `cell_type`, each with or without one 802.1Q tag (the one tag wire::locate_payload
+/// and the device read), go to the socket of the
 /// receive queue in XSKMAP `map_fd`; everything else, a frame too short for the headers it
 /// claims, and a frame of a queue with no socket, passes to the kernel. In C:
 ///
 ///   eth = data; if (eth + 14 > end) pass; type = eth->type;
-///   if (type == 0x8100 || type == 0x88a8) { if (eth + 18 > end) pass; type = inner; eth += 4; }
+///   if (type == 0x8100) { if (eth + 18 > end) pass; type = inner; eth += 4; }
 ///   if (type == cell_type) redirect;
 ///   if (type == 0x0800) { ip = eth + 14; if (ip + 20 > end || ip->protocol != 17 ||
 ///       (ip->frag_off & 0x3fff) || ip->ihl < 5) pass; udp = ip + 4 * ihl;
@@ -149,8 +150,7 @@ inline std::vector<bpf_insn> steer_program(int map_fd, std::uint16_t roce_port =
   a.jump_reg(BPF_JGT, 4, 3, pass);
   a.load(BPF_H, 5, 2, 12);
   a.be16(5);
-  a.jump_imm(BPF_JEQ, 5, 0x8100, vlan);
-  a.jump_imm(BPF_JEQ, 5, 0x88A8, vlan);
+  a.jump_imm(BPF_JEQ, 5, wire::ethertype_vlan, vlan);
   a.jump(l3);
   a.place(vlan);
   a.mov(4, 2);
@@ -262,6 +262,7 @@ struct xdp_config {
 struct xdp_counters {
   std::uint64_t sent = 0, received = 0, kicks = 0, send_errors = 0;
   std::uint64_t too_large = 0;   ///< frames over frame_size bytes or the interface's MTU (with a tag), not sent
+  std::uint64_t not_sendable = 0;  ///< frames shorter than an Ethernet header, not sent
   std::uint64_t resolving = 0;   ///< neighbour resolutions asked of the kernel
   std::uint64_t unresolved = 0;  ///< frames dropped after resolve_timeout with no neighbour
   std::uint64_t lost = 0, corrupted = 0, duplicated = 0, held = 0;  ///< injected faults
@@ -468,22 +469,23 @@ class xdp_port {
       stats_.sent += unsubmitted_;
       unsubmitted_ = 0;
     }
-    if (outstanding_ > 0 && ::xsk_ring_prod__needs_wakeup(&tx_)) {
-      ++stats_.kicks;
-      if (::sendto(fd(), nullptr, 0, MSG_DONTWAIT, nullptr, 0) < 0 && errno != EAGAIN && errno != EBUSY && errno != ENOBUFS && errno != EINTR)
-        ++stats_.send_errors;  // (interface down): the transport's retries cover it
-    }
+    kick();
     reclaim();
     return sent;
   }
   /// Frames waiting (held back, refused by a full ring, or waiting for a neighbour).
   std::size_t waiting() const { return q_.size(); }
-  /// When the next waiting frame is due (for a caller's poll timeout), if any.
-  std::optional<rnic::time_ns> next_due() const { return net::next_due(q_); }
+  /// When the next waiting frame is due (for a caller's poll timeout), if any: at once while the
+  /// kernel has left descriptors on the TX ring and asked to be woken again.
+  std::optional<rnic::time_ns> next_due() const {
+    if (kick_again_) return rnic::time_ns{0};
+    return net::next_due(q_);
+  }
 
  private:
   static constexpr rnic::time_ns recheck_interval = 1'000'000;  ///< a neighbour asked for: looked up again after, ns
   static constexpr rnic::time_ns neighbour_ttl = 1'000'000'000;  ///< a known neighbour: looked up again after, ns
+  static constexpr int max_kicks = 64;  ///< sendto() calls per flush while the kernel answers EAGAIN
 
   struct pending {
     rnic::time_ns at = 0, since = 0;
@@ -555,6 +557,23 @@ class xdp_port {
     }
     ::xsk_ring_prod__submit(&fill_, want);
   }
+  // Wakes the kernel to send what the TX ring holds. In copy mode it sends a batch (32) per call
+  // and answers EAGAIN while more wait: it is called again, up to max_kicks times here, and the
+  // rest at the next flush (next_due() asks for one at once).
+  void kick() {
+    kick_again_ = false;
+    if (outstanding_ == 0 || !::xsk_ring_prod__needs_wakeup(&tx_)) return;
+    for (int k = 0; k < max_kicks; ++k) {
+      ++stats_.kicks;
+      if (::sendto(fd(), nullptr, 0, MSG_DONTWAIT, nullptr, 0) >= 0) return;
+      if (errno != EAGAIN && errno != EBUSY) {
+        if (errno != ENOBUFS && errno != EINTR) ++stats_.send_errors;  // (interface down): the transport's retries cover it
+        return;
+      }
+      if (::xsk_prod_nb_free(&tx_, cfg_.ring) == cfg_.ring) return;  // the kernel took every descriptor
+    }
+    kick_again_ = true;
+  }
   // Takes back the frames the kernel has sent.
   void reclaim() {
     std::uint32_t idx = 0;
@@ -564,7 +583,11 @@ class xdp_port {
     outstanding_ -= std::min<std::size_t>(outstanding_, n);
   }
   void queue(std::span<const std::byte> f, rnic::time_ns now) {
-    if (f.size() > std::min<std::size_t>(frame_size, std::size_t{mtu_} + wire::eth_header_size + 4) || f.size() < wire::eth_header_size) {
+    if (f.size() < wire::eth_header_size) {
+      ++stats_.not_sendable;
+      return;
+    }
+    if (f.size() > std::min<std::size_t>(frame_size, std::size_t{mtu_} + wire::eth_header_size + 4)) {
       ++stats_.too_large;
       return;
     }
@@ -664,6 +687,7 @@ class xdp_port {
   std::vector<std::uint64_t> rx_free_, tx_free_;  ///< UMEM frames not lent to the kernel
   std::uint32_t unsubmitted_ = 0;                  ///< TX descriptors written, not yet submitted
   std::size_t outstanding_ = 0;                    ///< TX frames the kernel has not completed
+  bool kick_again_ = false;                        ///< the last kick left descriptors the kernel asked to be woken for
   send_queue<pending> q_;
   std::vector<neighbour_state> neighbours_;
   xdp_counters stats_{};
