@@ -13,8 +13,8 @@
 // in the foreground, logs on stderr, and stops cleanly on SIGTERM or SIGINT: every attached
 // program is told (its QPs fail, IBV_EVENT_DEVICE_FATAL) and the control sockets are removed.
 //
-// The loop polls its rings while there is work and for --poll-us after (default 100 on a host with
-// more than 2 cores, 0 on one with fewer) when the host has a core to spare, then sleeps in ppoll() on the sockets, the doorbells, the control sockets
+// The loop polls its rings while there is work and for --poll-us after (default 100) when the host
+// has a core to spare, then sleeps in ppoll() on the sockets, the doorbells, the control sockets
 // and a signalfd.
 #include <fcntl.h>
 #include <poll.h>
@@ -41,7 +41,6 @@
 
 #include <pushwire/net/address.hpp>
 #include <pushwire/net/clock.hpp>
-#include <pushwire/net/loop.hpp>
 #include <pushwire/net/shm.hpp>
 #include <pushwire/net/udp.hpp>
 #ifdef PUSHWIRE_HAVE_XDP
@@ -147,7 +146,9 @@ struct options {
   std::vector<pushwire::verbs::device_spec> ports;
   std::uint32_t vfs = 0, slots = fn::default_slots;
   std::string control;
-  rnic::time_ns poll_ns = net::default_busy_poll() > 0 ? 100'000 : 0;  ///< --poll-us
+  /// --poll-us: the loop polls this long after its last work, and only while a core is spare (its
+  /// own guard, so unlike net::default_busy_poll() it is on by default on 2 cores too).
+  rnic::time_ns poll_ns = 100'000;
   std::uint64_t rate = 0;
   /// The ports' egress settings (`port set`'s words: SETTING VALUE ...).
   std::vector<std::string> egress;
