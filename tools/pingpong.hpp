@@ -65,7 +65,7 @@ inline int pingpong_main(int argc, char** argv) {
     xdp.emplace(net::xdp_config{.interface = xdp_if});
     if (xdp->ok()) {
       dc.ports[0].mac = xdp->mac();
-      mtu = path_mtu_for(xdp->usable_mtu(), 64);  // IP, UDP, BTH, RETH, ImmDt, ICRC; at most 2048 (spec/net.md §6)
+      mtu = xdp->path_mtu();  // at most 2048 (spec/net.md §6)
       std::fprintf(stderr, "pushwire-rnic pingpong: AF_XDP on %s (%s XDP, %s mode)\n", xdp_if.c_str(), xdp->native() ? "native" : "generic",
                    xdp->zero_copy() ? "zero-copy" : "copy");
     } else {

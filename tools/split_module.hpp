@@ -220,12 +220,7 @@ inline rnic::device_config fabric_device(const std::array<std::uint8_t, 4>& loca
   return c;
 }
 
-/// The largest IBTA MTU whose packets, with `overhead` bytes of headers, fit a fabric link's MTU.
-inline std::uint32_t path_mtu_for(std::uint32_t fabric_mtu, std::uint32_t overhead) {
-  for (std::uint32_t m : {4096u, 2048u, 1024u, 512u})
-    if (m + overhead <= fabric_mtu) return m;
-  return 256;
-}
+using net::path_mtu_for;
 
 inline int module_usage(const char* prog, const char* why) {
   if (why) std::fprintf(stderr, "%s: %s\n", prog, why);

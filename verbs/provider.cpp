@@ -869,11 +869,7 @@ bool open_xdp(const std::string& name, std::size_t number, const std::string& if
   ps.mac = x->mac();
   ps.gids.push_back(rnic::gid_v4(uc.address[0], uc.address[1], uc.address[2], uc.address[3]));
   if (uc.address6) ps.gids.push_back(*uc.address6);
-  for (std::uint32_t m : {4096u, 2048u, 1024u, 512u, 256u})  // IP, UDP, BTH, RETH, ImmDt and ICRC around a packet's payload
-    if (m <= mtu && (m + 64 <= x->usable_mtu() || m == 256)) {
-      mtu = m;
-      break;
-    }
+  mtu = x->path_mtu(mtu);
   ps.xdp = std::move(x);
   return true;
 #else

@@ -323,11 +323,7 @@ class daemon_state {
       log("%s: AF_XDP on %s unavailable (%s: %s); using the UDP socket", p.name.c_str(), ifname.c_str(), x->why().c_str(), std::strerror(x->error()));
       return;
     }
-    for (std::uint32_t m : {4096u, 2048u, 1024u, 512u, 256u})  // 64 bytes of IP, UDP, BTH, RETH, ImmDt and ICRC
-      if (m <= mtu && (m + 64 <= x->usable_mtu() || m == 256)) {
-        mtu = m;
-        break;
-      }
+    mtu = x->path_mtu(mtu);
     log("%s: AF_XDP on %s (%s XDP, %s mode), MTU %u", p.name.c_str(), ifname.c_str(), x->native() ? "native" : "generic",
         x->zero_copy() ? "zero-copy" : "copy", mtu);
     p.xdp = std::move(x);

@@ -6,6 +6,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <initializer_list>
 #include <iterator>
 #include <list>
 #include <optional>
@@ -17,6 +19,15 @@
 #include <pushwire/rnic/faults.hpp>
 
 namespace pushwire::net {
+
+/// The largest IBTA MTU (4096, 2048, 1024, 512, else 256) whose packets, with `overhead` bytes of
+/// headers around their payload, fit a link whose MTU is `link_mtu`: the path MTU a transport's
+/// port can carry.
+constexpr std::uint32_t path_mtu_for(std::uint32_t link_mtu, std::uint32_t overhead) {
+  for (std::uint32_t m : {4096u, 2048u, 1024u, 512u})
+    if (m + overhead <= link_mtu) return m;
+  return 256;
+}
 
 /// Whether any of f's faults is on (rnic::decide draws nothing and changes nothing otherwise).
 constexpr bool any_fault(const rnic::direction_faults& f) {

@@ -380,6 +380,9 @@ class xdp_port {
   /// The interface's MTU (IP bytes), and the largest the port can receive: min(mtu(), 3826).
   std::uint32_t mtu() const { return mtu_; }
   std::uint32_t usable_mtu() const { return std::min<std::uint32_t>(mtu_, max_receive - wire::eth_header_size); }
+  /// The path MTU RoCE over this port can use, at most `at_most`: IPv4, UDP, BTH, RETH, ImmDt and
+  /// ICRC (64 bytes) around each packet's payload must fit usable_mtu() (2048 at most).
+  std::uint32_t path_mtu(std::uint32_t at_most = 4096) const { return std::min(at_most, path_mtu_for(usable_mtu(), 64)); }
   /// The program runs at the driver's hook (else the generic one); frames are not copied.
   bool native() const { return native_; }
   bool zero_copy() const { return zero_copy_; }
@@ -607,8 +610,9 @@ class xdp_port {
   // One frame into a free UMEM frame and onto the TX ring (submitted by flush()).
   emit_result emit(std::span<const std::byte> f, rnic::time_ns now) {
     wire::mac_address dst{};
-    const bool rewrite = cfg_.resolve && destination_mac(f, now, dst);
-    if (cfg_.resolve && !rewrite && is_ip(f)) return emit_result::unresolved;
+    const neighbour_found found = cfg_.resolve ? destination_mac(f, now, dst) : neighbour_found::not_ip;
+    if (found == neighbour_found::unknown) return emit_result::unresolved;
+    const bool rewrite = found == neighbour_found::known;
     if (tx_free_.empty()) reclaim();
     if (tx_free_.empty()) return emit_result::no_room;
     std::uint32_t idx = 0;
@@ -629,19 +633,16 @@ class xdp_port {
     ++outstanding_;
     return emit_result::sent;
   }
-  static bool is_ip(std::span<const std::byte> f) {
+  enum class neighbour_found { not_ip, known, unknown };
+  // The MAC of an IP frame's destination (into `out`), from the kernel's neighbour table (asked
+  // for when absent): known, not known yet, or not_ip (another frame, which keeps its MACs).
+  neighbour_found destination_mac(std::span<const std::byte> f, rnic::time_ns now, wire::mac_address& out) {
     const auto l2 = wire::locate_payload(f);
-    return l2 && (l2->type == ib::ethertype_ipv4 || l2->type == ib::ethertype_ipv6);
-  }
-  // The MAC of an IP frame's destination, from the kernel's neighbour table (asked for when
-  // absent); false for a frame that is not IP or a neighbour not known yet.
-  bool destination_mac(std::span<const std::byte> f, rnic::time_ns now, wire::mac_address& out) {
-    const auto l2 = wire::locate_payload(f);
-    if (!l2) return false;
+    if (!l2) return neighbour_found::not_ip;
     const bool v6 = l2->type == ib::ethertype_ipv6;
-    if (!v6 && l2->type != ib::ethertype_ipv4) return false;
+    if (!v6 && l2->type != ib::ethertype_ipv4) return neighbour_found::not_ip;
     const std::size_t at = l2->offset + (v6 ? 24 : 16), len = v6 ? 16 : 4;
-    if (f.size() < at + len) return false;
+    if (f.size() < at + len) return neighbour_found::unknown;
     std::array<std::uint8_t, 16> ip{};
     std::memcpy(ip.data(), f.data() + at, len);
     neighbour_state* n = nullptr;
@@ -665,8 +666,9 @@ class xdp_port {
         (void)resolve_neighbour(ifindex_, std::span<const std::uint8_t>(ip.data(), len));
       }
     }
-    if (n->known) out = n->mac;
-    return n->known;
+    if (!n->known) return neighbour_found::unknown;
+    out = n->mac;
+    return neighbour_found::known;
   }
 
   xdp_config cfg_;
