@@ -544,26 +544,22 @@ const int registered = [] {
 }();
 
 // --crc-crossover: for each folding path, the input size from which it computes CRC-32C faster
-// than sse42 (wire::crc::sse42_below, spec/crc.md §2). Each size is timed as the median of 9
-// rounds of enough independent calls to take ~0.2 ms (throughput, as the benchmarks measure);
-// "from" is the first size sampled (16..4096 bytes) from which folding wins at every one.
+// than sse42 (wire::crc::sse42_below, spec/crc.md §2); then, for vpclmul_avx2 and
+// vpclmul_avx512, folding alone against each crc32-stream setting (crc::streams) from 1 KiB to
+// 64 KiB, with ISA-L's crc32_iscsi beside when built with it. Each size is timed as the median of
+// 9 rounds of enough independent calls to take ~0.2 ms (throughput, as the benchmarks measure);
+// "from" is the first size sampled from which the winner wins at every larger one.
 int crc_crossover() {
   namespace crc = wire::crc;
-  if (!crc::available(crc::path::sse42)) {
-    std::printf("sse42 is not available on this CPU: no crossover to measure\n");
-    return 0;
-  }
-  std::vector<std::size_t> sizes;
-  for (std::size_t n = 16; n <= 4096; n += n < 512 ? 16 : n < 2048 ? 64 : 256) sizes.push_back(n);
-  const auto buf = crc_input(4096);
-  const auto time_ns = [&](crc::path p, std::size_t n) {
+  const auto buf = crc_input(65536 + 64);
+  const auto time_ns = [&](std::size_t n, auto&& fn) {
     const std::span<const std::byte> s(buf.data(), n);
     const int calls = static_cast<int>(std::max<std::size_t>(200, 2000000 / (n + 64)));
     std::array<double, 9> rounds{};
     for (double& t : rounds) {
       std::uint32_t acc = 0;
       const auto t0 = std::chrono::steady_clock::now();
-      for (int i = 0; i < calls; ++i) acc ^= crc::crc32c_with(p, s, static_cast<std::uint32_t>(i));  // independent calls
+      for (int i = 0; i < calls; ++i) acc ^= fn(s, static_cast<std::uint32_t>(i));  // independent calls
       const auto t1 = std::chrono::steady_clock::now();
       benchmark::DoNotOptimize(acc);
       t = std::chrono::duration<double, std::nano>(t1 - t0).count() / calls;
@@ -571,7 +567,22 @@ int crc_crossover() {
     std::nth_element(rounds.begin(), rounds.begin() + 4, rounds.end());
     return rounds[4];
   };
+  const auto on = [](crc::path p, crc::streams st = {}) {
+    return [p, st](std::span<const std::byte> s, std::uint32_t seed) { return crc::crc32c_with(p, st, s, seed); };
+  };
   const bool tty = isatty(STDERR_FILENO);
+  const auto progress = [&](std::string_view what, std::size_t n) {
+    if (tty) std::fprintf(stderr, "\r%.*s %zu bytes   ", static_cast<int>(what.size()), what.data(), n);
+  };
+  const auto clear = [&] {
+    if (tty) std::fprintf(stderr, "\r%50s\r", "");
+  };
+  if (!crc::available(crc::path::sse42)) {
+    std::printf("sse42 is not available on this CPU: no crossover to measure\n");
+    return 0;
+  }
+  std::vector<std::size_t> sizes;
+  for (std::size_t n = 16; n <= 4096; n += n < 512 ? 16 : n < 2048 ? 64 : 256) sizes.push_back(n);
   std::printf("%-16s %s\n", "folding path", "CRC-32C faster than sse42 from (bytes); ns at 64 / 256 / 1024 B, fold vs sse42");
   for (crc::path fold : {crc::path::pclmul, crc::path::vpclmul_avx2, crc::path::vpclmul_avx512}) {
     if (!crc::available(fold)) continue;
@@ -579,8 +590,8 @@ int crc_crossover() {
     std::string at;
     for (std::size_t i = 0; i < sizes.size(); ++i) {
       const std::size_t n = sizes[i];
-      if (tty) std::fprintf(stderr, "\r%s %zu bytes   ", crc::to_string(fold).data(), n);
-      const double f = time_ns(fold, n), x = time_ns(crc::path::sse42, n);
+      progress(crc::to_string(fold), n);
+      const double f = time_ns(n, on(fold)), x = time_ns(n, on(crc::path::sse42));
       if (f >= x) from = i + 1 < sizes.size() ? sizes[i + 1] : SIZE_MAX;
       if (n == 64 || n == 256 || n == 1024) {
         char cell[48];
@@ -588,9 +599,55 @@ int crc_crossover() {
         at.append(cell);
       }
     }
-    if (tty) std::fprintf(stderr, "\r%40s\r", "");
+    clear();
     if (from == SIZE_MAX) std::printf("%-16s never (up to %zu bytes);%s\n", crc::to_string(fold).data(), sizes.back(), at.c_str());
     else std::printf("%-16s %zu;%s\n", crc::to_string(fold).data(), from, at.c_str());
+  }
+  // Folding alone against each crc32-stream setting, GB/s.
+  const std::size_t big[] = {1024, 1536, 2048, 3072, 4096, 6144, 8192, 16384, 65536};
+  for (crc::path fold : {crc::path::vpclmul_avx2, crc::path::vpclmul_avx512}) {
+    if (!crc::available(fold)) continue;
+    std::printf("\nCRC-32C on %s, GB/s: folding alone (off) and with three crc32 streams of W words per round\n%-7s %6s",
+                crc::to_string(fold).data(), "bytes", "off");
+    for (auto w : crc::stream_words_allowed) std::printf(" %5uw", unsigned{w});
+    std::printf("%8s  best\n", PUSHWIRE_BENCH_ISAL ? "isa-l" : "");
+    std::uint8_t winner = 0;    // the best setting at the largest size
+    std::size_t winner_from = 0;  // the first size from which it beats folding alone at every larger one
+    std::vector<std::pair<std::size_t, std::array<double, crc::stream_words_allowed.size() + 1>>> rows;
+    for (std::size_t n : big) {
+      progress(crc::to_string(fold), n);
+      std::array<double, crc::stream_words_allowed.size() + 1> gbs{};
+      gbs[0] = n / time_ns(n, on(fold));
+      for (std::size_t k = 0; k < crc::stream_words_allowed.size(); ++k)
+        gbs[k + 1] = n / time_ns(n, on(fold, {crc::stream_words_allowed[k], crc::streams_from_min}));
+      double isal = 0;
+#if PUSHWIRE_BENCH_ISAL
+      isal = n / time_ns(n, [](std::span<const std::byte> s, std::uint32_t seed) {
+        return crc32_iscsi(const_cast<unsigned char*>(reinterpret_cast<const unsigned char*>(s.data())),
+                           static_cast<int>(s.size()), seed);
+      });
+#endif
+      clear();
+      const auto best = static_cast<std::size_t>(std::max_element(gbs.begin(), gbs.end()) - gbs.begin());
+      std::printf("%-7zu", n);
+      for (double g : gbs) std::printf(" %6.1f", g);
+      if (isal > 0) std::printf(" %7.1f", isal);
+      else std::printf(" %7s", "");
+      std::printf("  %s\n", best == 0 ? "off" : (std::to_string(crc::stream_words_allowed[best - 1]) + "w").c_str());
+      rows.push_back({n, gbs});
+    }
+    const auto& last = rows.back().second;
+    const auto k = static_cast<std::size_t>(std::max_element(last.begin() + 1, last.end()) - last.begin());
+    if (last[k] > last[0]) {
+      winner = crc::stream_words_allowed[k - 1];
+      winner_from = rows.back().first;
+      for (std::size_t i = rows.size(); i-- > 0 && rows[i].second[k] > rows[i].second[0];) winner_from = rows[i].first;
+    }
+    const crc::streams d = crc::default_streams(fold);
+    if (winner) std::printf("measured: streams=%u@%zu", unsigned{winner}, winner_from);
+    else std::printf("measured: streams=off (folding alone wins at %zu bytes)", big[std::size(big) - 1]);
+    std::printf("; this build's default: streams=%u@%u (PUSHWIRE_CRC_PATH=crc32c=%s,streams=W@BYTES or streams=off tries another)\n",
+                unsigned{d.words}, static_cast<unsigned>(d.from), crc::to_string(fold).data());
   }
   return 0;
 }
@@ -608,17 +665,12 @@ int main(int argc, char** argv) {
                  static_cast<int>(sel.culprit.size()), sel.culprit.data());
     return 2;
   }
-  const auto describe = [](const crc::choice& c) {
-    std::string s;
-    if (c.small_below) s.append(crc::to_string(c.small)).append(" below ").append(std::to_string(c.small_below)).append(" bytes, then ");
-    return s.append(crc::to_string(c.large));
-  };
   std::string avail;
   for (const auto& n : crc::path_names)
     if (crc::available(static_cast<crc::path>(n.value))) avail.append(avail.empty() ? "" : " ").append(n.name);
   benchmark::AddCustomContext("crc_paths_available", avail);
-  benchmark::AddCustomContext("crc32_path", describe(crc::selected().crc32));
-  benchmark::AddCustomContext("crc32c_path", describe(crc::selected().crc32c));
+  benchmark::AddCustomContext("crc32_path", crc::describe(crc::selected().crc32));
+  benchmark::AddCustomContext("crc32c_path", crc::describe(crc::selected().crc32c));
   for (int i = 1; i < argc; ++i)
     if (std::string_view(argv[i]) == "--crc-crossover") return crc_crossover();
   benchmark::Initialize(&argc, argv);

@@ -638,11 +638,12 @@ std::optional<std::string> render(std::string_view key) {
       return n == 0 ? std::string("never") : n == SIZE_MAX ? std::string("at every size") : "below " + std::to_string(n) + " bytes";
     };
     std::string s = "| CRC-32C's widest folding path | sse42 runs | folding and crc32 streams side by side |\n|---|---|---|\n";
-    struct side_by_side { crc::path fold; std::size_t from, words, step; };
-    for (const side_by_side& h : {side_by_side{crc::path::vpclmul_avx512, crc::detail::avx512_hybrid_from, crc::detail::avx512_hybrid_words, 512},
-                                  side_by_side{crc::path::vpclmul_avx2, crc::detail::avx2_hybrid_from, crc::detail::avx2_hybrid_words, 256}})
-      s += "| `" + std::string{crc::to_string(h.fold)} + "` | " + bytes(crc::sse42_below(h.fold)) + " | from " + std::to_string(h.from) +
-           " bytes, " + std::to_string(h.words) + " words per stream per " + std::to_string(h.step) + " bytes folded |\n";
+    for (const auto& [fold, step] : {std::pair{crc::path::vpclmul_avx512, 512}, std::pair{crc::path::vpclmul_avx2, 256}}) {
+      const crc::streams st = crc::default_streams(fold);
+      s += "| `" + std::string{crc::to_string(fold)} + "` | " + bytes(crc::sse42_below(fold)) + " | from " + std::to_string(st.from) +
+           " bytes, " + std::to_string(st.words) + " words per stream per " + std::to_string(step) + " bytes folded (`streams=" +
+           std::to_string(st.words) + "@" + std::to_string(st.from) + "`) |\n";
+    }
     s += "| `pclmul` | " + bytes(crc::sse42_below(crc::path::pclmul)) + " | no |\n";
     out = s;
   } else if (kind == "crc_select_errors") {

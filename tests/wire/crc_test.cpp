@@ -183,6 +183,9 @@ TEST_CASE("crc: automatic() runs the widest folding path, sse42 below its crosso
     CHECK(s.crc32c.small == path::sse42);
     CHECK(s.crc32c.small_below == crc::sse42_below(s.crc32c.large));
   }
+  CHECK(s.crc32.beside == crc::streams{});
+  CHECK(s.crc32c.beside == crc::default_streams(s.crc32c.large));
+  if (crc::available(path::vpclmul_avx512)) CHECK(s.crc32c.beside == crc::streams{4, 4096});
   UNSCOPED_INFO("crc32 " << crc::to_string(s.crc32.large) << ", crc32c " << crc::to_string(s.crc32c.small) << " below "
                          << s.crc32c.small_below << " bytes, then " << crc::to_string(s.crc32c.large));
 }
@@ -327,9 +330,18 @@ TEST_CASE("crc: PUSHWIRE_CRC_PATH's syntax", "[wire][crc]") {
   for (path p : runnable()) {
     const auto s = ok(crc::to_string(p));
     const crc::choice forced{p, p, 0};
-    CHECK(s.crc32c == forced);
+    const bool vp = p == path::vpclmul_avx2 || p == path::vpclmul_avx512;
+    CHECK(s.crc32c == crc::choice{p, p, 0, vp ? crc::default_streams(p) : crc::streams{}});
     CHECK(s.crc32 == (crc::implements(p, crc::crc32_poly) ? forced : base.crc32));
+    CHECK(ok(std::string(crc::to_string(p)) + ",streams=off").crc32c == forced);
+    CHECK(ok("streams=off," + std::string(crc::to_string(p))).crc32c == forced);
+    if (vp) {
+      CHECK(ok(std::string(crc::to_string(p)) + ",streams=3@1024").crc32c == crc::choice{p, p, 0, {3, 1024}});
+      CHECK(ok("streams=10@65536,crc32c=" + std::string(crc::to_string(p))).crc32c == crc::choice{p, p, 0, {10, 65536}});
+    }
   }
+  CHECK(ok("streams=off").crc32c == crc::choice{base.crc32c.large, base.crc32c.small, base.crc32c.small_below});
+  CHECK(ok("streams=off").crc32 == base.crc32);
   const auto refused = [&](std::string_view text, crc::select_errc e, std::string_view culprit) {
     const auto r = crc::select(text, base);
     INFO(text);
@@ -349,6 +361,42 @@ TEST_CASE("crc: PUSHWIRE_CRC_PATH's syntax", "[wire][crc]") {
     if (!crc::available(static_cast<path>(n.value))) refused(n.name, E::unavailable, n.name);
   if (crc::available(path::sse42)) refused("crc32=sse42", E::wrong_polynomial, "crc32=sse42");
   else refused("crc32=sse42", E::unavailable, "sse42");
+  for (const char* bad : {"streams=", "streams=on", "streams=4", "streams=4@", "streams=@4096", "streams=7@4096",
+                          "streams=0@4096", "streams=4@1023", "streams=4@0x1000", "streams=+4@4096", "streams=4@4096 ",
+                          "streams=4@99999999999999999999999", "streams=OFF"})
+    refused(std::string("portable,") + bad, E::bad_streams, bad);
+  refused("portable,streams=4@4096", E::no_streams, "streams=4@4096");
+  refused("streams=4@4096,crc32c=portable", E::no_streams, "streams=4@4096");
+  if (crc::available(path::sse42)) refused("streams=8@2048,sse42", E::no_streams, "streams=8@2048");
+  if (crc::available(path::pclmul)) refused("pclmul,streams=5@1024", E::no_streams, "streams=5@1024");
+}
+
+TEST_CASE("crc: CRC-32C with every allowed crc32-stream setting beside folding equals the reference", "[wire][crc]") {
+  const auto buf = random_bytes(max_random + max_align, 7);
+  std::mt19937 rng(11);
+  for (path p : {path::vpclmul_avx2, path::vpclmul_avx512}) {
+    if (!crc::available(p)) {
+      WARN("skipped: this CPU lacks " << crc::to_string(p));
+      continue;
+    }
+    for (std::uint8_t w : crc::stream_words_allowed)
+      for (std::size_t from : {crc::streams_from_min, std::size_t{4096}}) {
+        const crc::streams st{w, from};
+        const std::uint32_t start = static_cast<std::uint32_t>(rng());
+        // The smallest lengths with streams, the boundaries of a round, and random ones.
+        std::vector<std::size_t> lens{from - 1, from, from + 1, from + 15, from + 16, from + 17};
+        const std::size_t round = (p == path::vpclmul_avx512 ? 512 : 256) + 24 * w;
+        for (std::size_t k = 2; k < 6; ++k)
+          for (std::size_t d : {round * k - 1, round * k, round * k + 1, round * k + 63}) lens.push_back(std::max(d, from));
+        for (int i = 0; i < 8; ++i) lens.push_back(from + rng() % (max_random - from + 1));
+        for (std::size_t n : lens) {
+          const std::size_t a = rng() % max_align;
+          const auto in = std::span(buf).subspan(a, n);
+          if (crc::crc32c_with(p, st, in, start) != crc::reference::crc32c(in, start))
+            FAIL(crc::to_string(p) << " streams " << int{w} << "@" << from << " len " << n << " align " << a);
+        }
+      }
+  }
 }
 
 #ifdef PUSHWIRE_CRC_SELECTED
@@ -358,9 +406,10 @@ namespace {
 // The line crc_selected prints for one polynomial's choice.
 std::string selected_line(const char* poly_name, const crc::choice& c) {
   const std::string large{crc::to_string(c.large)};
-  if (c.small_below == 0) return std::string(poly_name) + " " + large + " at every size\n";
+  const std::string streams = c.beside.words ? " streams=" + std::to_string(c.beside.words) + "@" + std::to_string(c.beside.from) : "";
+  if (c.small_below == 0) return std::string(poly_name) + " " + large + " at every size" + streams + "\n";
   return std::string(poly_name) + " " + std::string(crc::to_string(c.small)) + " below " + std::to_string(c.small_below) +
-         " bytes, then " + large + "\n";
+         " bytes, then " + large + streams + "\n";
 }
 }  // namespace
 
@@ -377,9 +426,20 @@ TEST_CASE("crc: PUSHWIRE_CRC_PATH forces a path, and a bad value stops the proce
     CHECK(r.status == 0);
     const crc::choice forced{p, p, 0};
     CHECK(r.out == selected_line("crc32", crc::implements(p, crc::crc32_poly) ? forced : s.crc32) +
-                       selected_line("crc32c", forced) + "check values good\n");
+                       selected_line("crc32c", {p, p, 0, crc::default_streams(p)}) + "check values good\n");
   }
-  for (const char* bad : {"bogus", "crc32=sse42", "pmull,vpclmul_avx512,armv8_crc,pclmul", "x=1"}) {
+  for (path p : {path::vpclmul_avx2, path::vpclmul_avx512}) {
+    if (!crc::available(p)) continue;
+    const std::string name{crc::to_string(p)};
+    for (const auto& [item, st] : {std::pair{"streams=off", crc::streams{}}, std::pair{"streams=5@2048", crc::streams{5, 2048}}}) {
+      const auto r = test::run_command("PUSHWIRE_CRC_PATH=crc32c=" + name + "," + item + " " + tool);
+      INFO(name << "," << item << ": " << r.out << r.err);
+      CHECK(r.status == 0);
+      CHECK(r.out == selected_line("crc32", s.crc32) + selected_line("crc32c", {p, p, 0, st}) + "check values good\n");
+    }
+  }
+  for (const char* bad : {"bogus", "crc32=sse42", "pmull,vpclmul_avx512,armv8_crc,pclmul", "x=1", "streams=9@4096",
+                          "portable,streams=4@4096"}) {
     const auto r = test::run_command(std::string("PUSHWIRE_CRC_PATH=") + bad + " " + tool);
     INFO(bad << ": " << r.out << r.err);
     CHECK(r.status != 0);

@@ -11,12 +11,16 @@
 // are the byte-at-a-time constexpr definitions the others are tested against.
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <charconv>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include <pushwire/wire/detail/crc_arm.hpp>
@@ -74,9 +78,10 @@ inline bool available(path p) {
 namespace detail {
 
 // The register after n bytes on path `which` (available, implementing Poly), copying them to
-// out's destination when Out is copy_to. Folding paths take n >= 16; shorter runs portable.
+// out's destination when Out is copy_to, with CRC-32C's crc32 streams `beside` folding. Folding
+// paths take n >= 16; shorter runs portable.
 template <std::uint32_t Poly, class Out>
-inline std::uint32_t run(path which, std::uint32_t reg, const std::byte* p, std::size_t n, Out out) {
+inline std::uint32_t run(path which, std::uint32_t reg, const std::byte* p, std::size_t n, Out out, streams beside = {}) {
   switch (which) {
 #if PUSHWIRE_CRC_X86
     case path::sse42:
@@ -86,10 +91,10 @@ inline std::uint32_t run(path which, std::uint32_t reg, const std::byte* p, std:
       if (n >= 16) return run_pclmul<Poly>(reg, p, n, out);
       break;
     case path::vpclmul_avx2:
-      if (n >= 16) return run_avx2<Poly>(reg, p, n, out);
+      if (n >= 16) return run_avx2<Poly>(reg, p, n, out, beside);
       break;
     case path::vpclmul_avx512:
-      if (n >= 16) return run_avx512<Poly>(reg, p, n, out);
+      if (n >= 16) return run_avx512<Poly>(reg, p, n, out, beside);
       break;
 #endif
 #if PUSHWIRE_CRC_ARM
@@ -120,14 +125,26 @@ inline std::uint32_t concat(path which, std::uint32_t reg, std::span<const std::
 
 }  // namespace detail
 
-/// What one polynomial runs at run time: `small` below `small_below` bytes, `large` from there.
+/// What one polynomial runs at run time: `small` below `small_below` bytes, `large` from there,
+/// CRC-32C with crc32 streams `beside` large's folding.
 struct choice {
   path large = path::portable;
   path small = path::portable;
   std::size_t small_below = 0;
+  streams beside{};
   constexpr path at(std::size_t n) const { return n < small_below ? small : large; }
   constexpr bool operator==(const choice&) const = default;
 };
+/// A choice as the tools print it: "[SMALL below N bytes, then ]LARGE[ at every size][ streams=W@B]"
+/// (streams in PUSHWIRE_CRC_PATH's syntax, when LARGE runs crc32 streams beside folding).
+inline std::string describe(const choice& c) {
+  std::string s;
+  if (c.small_below) s.append(to_string(c.small)).append(" below ").append(std::to_string(c.small_below)).append(" bytes, then ");
+  s.append(to_string(c.large));
+  if (!c.small_below) s.append(" at every size");
+  if (c.beside.words) s.append(" streams=").append(std::to_string(c.beside.words)).append("@").append(std::to_string(c.beside.from));
+  return s;
+}
 /// What crc32 and crc32c run in this process.
 struct selection {
   choice crc32, crc32c;
@@ -161,6 +178,7 @@ inline selection automatic() {
     s.crc32c.small_below = s.crc32c.large == path::portable ? SIZE_MAX : sse42_below(s.crc32c.large);
     if (s.crc32c.small_below == SIZE_MAX) s.crc32c.large = path::sse42;
   }
+  s.crc32c.beside = default_streams(s.crc32c.large);
   return s;
 }
 
@@ -170,18 +188,24 @@ enum class select_errc : std::uint8_t {
   unknown_path,     ///< a name no path has
   unavailable,      ///< a path this CPU (or this build) cannot run
   wrong_polynomial, ///< crc32=NAME with a path that does not compute that polynomial (sse42)
+  bad_streams,      ///< streams= neither off nor WORDS@BYTES with allowed values
+  no_streams,       ///< streams=WORDS@BYTES while CRC-32C's path folds no crc32 streams beside
 };
-inline constexpr std::array<named_value, 4> select_errc_names{{{select_errc::syntax, "syntax"},
+inline constexpr std::array<named_value, 6> select_errc_names{{{select_errc::syntax, "syntax"},
                                                                {select_errc::unknown_path, "unknown_path"},
                                                                {select_errc::unavailable, "unavailable"},
-                                                               {select_errc::wrong_polynomial, "wrong_polynomial"}}};
+                                                               {select_errc::wrong_polynomial, "wrong_polynomial"},
+                                                               {select_errc::bad_streams, "bad_streams"},
+                                                               {select_errc::no_streams, "no_streams"}}};
 constexpr std::span<const named_value> wire_enum_names(select_errc) { return select_errc_names; }
 /// What each select_errc means (spec/crc.md §3), indexed by value - 1.
-inline constexpr std::array<std::string_view, 4> select_errc_meanings{{
-    "Not NAME, and not a comma-separated list of crc32=NAME and crc32c=NAME (an empty item, another key).",
+inline constexpr std::array<std::string_view, 6> select_errc_meanings{{
+    "Not NAME, and not a comma-separated list of crc32=NAME, crc32c=NAME and streams=... (an empty item, another key).",
     "A name that no path has (names are lower case).",
     "A path this CPU, this operating system or this build cannot run.",
     "crc32=NAME with a path that computes CRC-32C only (sse42).",
+    "streams= that is not off or WORDS@BYTES, with WORDS one of 3, 4, 5, 6, 8, 10 and BYTES a decimal number from 1024.",
+    "streams=WORDS@BYTES while CRC-32C's path from the largest sizes is neither vpclmul_avx2 nor vpclmul_avx512.",
 }};
 
 struct select_result {
@@ -190,11 +214,31 @@ struct select_result {
   std::string_view culprit;   ///< the part of the text that was refused
 };
 
+/// streams=off (folding alone) or streams=WORDS@BYTES; nullopt when neither.
+inline std::optional<streams> parse_streams(std::string_view v) {
+  if (v == "off") return streams{};
+  const auto at = v.find('@');
+  if (at == std::string_view::npos) return std::nullopt;
+  unsigned words = 0;
+  std::size_t from = 0;
+  const auto w = std::from_chars(v.data(), v.data() + at, words);
+  const auto f = std::from_chars(v.data() + at + 1, v.data() + v.size(), from);
+  if (w.ec != std::errc{} || w.ptr != v.data() + at || f.ec != std::errc{} || f.ptr != v.data() + v.size() ||
+      from < streams_from_min ||
+      std::find(stream_words_allowed.begin(), stream_words_allowed.end(), words) == stream_words_allowed.end())
+    return std::nullopt;
+  return streams{static_cast<std::uint8_t>(words), from};
+}
+
 /// A selection from PUSHWIRE_CRC_PATH's syntax, starting from `base`: "" keeps base; NAME runs
 /// NAME, at every size, for each polynomial it computes (the other keeps base); crc32=NAME and
-/// crc32c=NAME, comma-separated, name each polynomial's. "auto" names base's choice.
+/// crc32c=NAME, comma-separated, name each polynomial's. "auto" names base's choice. A path
+/// named for CRC-32C runs its default_streams; streams=off or streams=WORDS@BYTES, anywhere in
+/// the list, sets them.
 inline select_result select(std::string_view text, selection base = automatic()) {
   select_result r{base, {}, {}};
+  std::optional<streams> beside;
+  std::string_view streams_item;
   const auto refuse = [&](select_errc e, std::string_view what) {
     r = {base, e, what};
     return r;
@@ -217,6 +261,12 @@ inline select_result select(std::string_view text, selection base = automatic())
     const std::string_view key = eq == std::string_view::npos ? std::string_view{} : item.substr(0, eq);
     const std::string_view name = eq == std::string_view::npos ? item : item.substr(eq + 1);
     const bool both = eq == std::string_view::npos;
+    if (key == "streams") {
+      beside = parse_streams(name);
+      if (!beside) return refuse(select_errc::bad_streams, item);
+      streams_item = item;
+      continue;
+    }
     if (!both && key != "crc32" && key != "crc32c") return refuse(select_errc::syntax, item);
     if (name == "auto") {
       if (both || key == "crc32") r.value.crc32 = base.crc32;
@@ -231,7 +281,13 @@ inline select_result select(std::string_view text, selection base = automatic())
     if ((c32 && !implements(p, crc32_poly)) || (c32c && !implements(p, crc32c_poly)))
       return refuse(select_errc::wrong_polynomial, item);
     if (c32) r.value.crc32 = {p, p, 0};
-    if (c32c) r.value.crc32c = {p, p, 0};
+    if (c32c) r.value.crc32c = {p, p, 0, default_streams(p)};
+  }
+  if (beside) {
+    const path p = r.value.crc32c.large;
+    if (beside->words && p != path::vpclmul_avx2 && p != path::vpclmul_avx512)
+      return refuse(select_errc::no_streams, streams_item);
+    r.value.crc32c.beside = *beside;
   }
   return r;
 }
@@ -282,9 +338,13 @@ inline std::uint32_t crc32_with(path p, std::span<const std::byte> data, std::ui
   const path q = available(p) && implements(p, crc32_poly) ? p : path::portable;
   return ~detail::run<crc32_poly>(q, ~crc, data.data(), data.size(), detail::no_copy{});
 }
-inline std::uint32_t crc32c_with(path p, std::span<const std::byte> data, std::uint32_t crc = 0) {
+inline std::uint32_t crc32c_with(path p, streams beside, std::span<const std::byte> data, std::uint32_t crc = 0) {
   const path q = available(p) ? p : path::portable;
-  return ~detail::run<crc32c_poly>(q, ~crc, data.data(), data.size(), detail::no_copy{});
+  return ~detail::run<crc32c_poly>(q, ~crc, data.data(), data.size(), detail::no_copy{}, beside);
+}
+/// CRC-32C with path p and its default_streams.
+inline std::uint32_t crc32c_with(path p, std::span<const std::byte> data, std::uint32_t crc = 0) {
+  return crc32c_with(p, default_streams(p), data, crc);
 }
 /// The fused copy (crc32_copy / crc32c_copy) with a named path; the same precondition.
 inline std::uint32_t crc32_copy_with(path p, std::span<std::byte> dst, std::span<const std::byte> src, std::uint32_t crc = 0) {
@@ -312,7 +372,8 @@ inline std::uint32_t crc32_runtime(std::span<const std::byte> d, std::uint32_t c
   return ~run<crc32_poly>(selected().crc32.at(d.size()), ~crc, d.data(), d.size(), no_copy{});
 }
 inline std::uint32_t crc32c_runtime(std::span<const std::byte> d, std::uint32_t crc) {
-  return ~run<crc32c_poly>(selected().crc32c.at(d.size()), ~crc, d.data(), d.size(), no_copy{});
+  const choice& c = selected().crc32c;
+  return ~run<crc32c_poly>(c.at(d.size()), ~crc, d.data(), d.size(), no_copy{}, c.beside);
 }
 inline std::uint32_t crc32_copy_runtime(std::span<std::byte> dst, std::span<const std::byte> src, std::uint32_t crc) {
   return ~run<crc32_poly>(selected().crc32.at(src.size()), ~crc, src.data(), src.size(), copy_to{dst.data() - src.data()});

@@ -43,6 +43,28 @@ inline constexpr std::array<named_value, 7> path_names{{{path::portable, "portab
 constexpr std::span<const named_value> wire_enum_names(path) { return path_names; }
 constexpr std::string_view to_string(path p) { return enum_name(p); }
 
+/// CRC-32C on vpclmul_avx2 and vpclmul_avx512 (not their fused copy), from `from` bytes: while
+/// the input's first part folds on the vector unit, three crc32-instruction streams of `words`
+/// 8-byte words per folding round (512 bytes folded on vpclmul_avx512, 256 on vpclmul_avx2) run
+/// over its last part on an integer unit (spec/crc.md §2). words 0: folding alone. Otherwise
+/// words is one of stream_words_allowed and from >= streams_from_min.
+struct streams {
+  std::uint8_t words = 0;
+  std::size_t from = 0;
+  constexpr bool operator==(const streams&) const = default;
+};
+inline constexpr std::array<std::uint8_t, 6> stream_words_allowed{3, 4, 5, 6, 8, 10};
+inline constexpr std::size_t streams_from_min = 1024;
+
+/// The streams a path runs beside folding when PUSHWIRE_CRC_PATH does not say (spec/crc.md §2).
+constexpr streams default_streams(path p) {
+  switch (p) {
+    case path::vpclmul_avx512: return {4, 4096};
+    case path::vpclmul_avx2: return {6, 1536};
+    default: return {};
+  }
+}
+
 /// What a path needs of the CPU, as spec/crc.md §1 lists it (available() checks it at run time).
 constexpr std::string_view requirement(path p) {
   switch (p) {

@@ -557,10 +557,10 @@ PUSHWIRE_ENTRY_PCLMUL inline std::uint32_t combine_crc32c_pclmul(std::uint32_t a
 #pragma GCC diagnostic ignored "-Wpsabi"
 #endif
 
-// CRC-32C from *_hybrid_from bytes: folding (the vector unit) and the crc32 instruction (an
-// integer unit) run side by side. The input's first part folds on 8 lanes while three crc32
-// streams run over its last part, *_hybrid_words words each per round of folding (balanced for
-// the CPU measured in spec/crc.md §2); the four registers are joined by mulx33.
+// CRC-32C with crc32 streams beside folding (crc::streams): folding (the vector unit) and the
+// crc32 instruction (an integer unit) run side by side. The input's first part folds on 8 lanes
+// while three crc32 streams run over its last part, Words words each per round of folding; the
+// four registers are joined by mulx33. Takes n >= fold step + 3 * 8 * Words bytes.
 struct hybrid_streams {
   const std::byte* q;  // stream 1; streams 2 and 3 at q + s, q + 2s
   std::size_t s;       // each stream's length
@@ -578,11 +578,10 @@ struct hybrid_streams {
   }
 };
 
-inline constexpr std::size_t avx512_hybrid_words = 10, avx512_hybrid_from = 2048;
-template <class Out>
+template <std::size_t Words, class Out>
 PUSHWIRE_TARGET_AVX512 inline std::uint32_t avx512_hybrid(std::uint32_t reg, const std::byte* p, std::size_t n, Out out) {
   using F = folding<crc32c_poly>;
-  constexpr std::size_t fold_step = 512, stream_step = 8 * avx512_hybrid_words;
+  constexpr std::size_t fold_step = 512, stream_step = 8 * Words;
   const std::size_t rounds = n / (fold_step + 3 * stream_step);  // >= 1
   const std::size_t s = rounds * stream_step, a = n - 3 * s;      // a >= fold_step * rounds
   hybrid_streams st{p + a, s};
@@ -598,7 +597,7 @@ PUSHWIRE_TARGET_AVX512 inline std::uint32_t avx512_hybrid(std::uint32_t reg, con
   p += fold_step;
   const __m512i k4096 = kreg512(F::k4096);
   for (std::size_t r = 0;; ++r) {
-    st.step<avx512_hybrid_words>(out);
+    st.step<Words>(out);
     if (r + 1 == rounds) break;
     z0 = fold512(z0, k4096, ld(p));
     z1 = fold512(z1, k4096, ld(p + 64));
@@ -613,11 +612,10 @@ PUSHWIRE_TARGET_AVX512 inline std::uint32_t avx512_hybrid(std::uint32_t reg, con
   return st.join(avx512_eight<crc32c_poly>(z0, z1, z2, z3, z4, z5, z6, z7, p, a - fold_step * rounds, out), k1);
 }
 
-inline constexpr std::size_t avx2_hybrid_words = 10, avx2_hybrid_from = 1024;
-template <class Out>
+template <std::size_t Words, class Out>
 PUSHWIRE_TARGET_AVX2 inline std::uint32_t avx2_hybrid(std::uint32_t reg, const std::byte* p, std::size_t n, Out out) {
   using F = folding<crc32c_poly>;
-  constexpr std::size_t fold_step = 256, stream_step = 8 * avx2_hybrid_words;
+  constexpr std::size_t fold_step = 256, stream_step = 8 * Words;
   const std::size_t rounds = n / (fold_step + 3 * stream_step);  // >= 1
   const std::size_t s = rounds * stream_step, a = n - 3 * s;      // a >= fold_step * rounds
   hybrid_streams st{p + a, s};
@@ -633,7 +631,7 @@ PUSHWIRE_TARGET_AVX2 inline std::uint32_t avx2_hybrid(std::uint32_t reg, const s
   p += fold_step;
   const __m256i k2048 = kreg256(F::k2048);
   for (std::size_t r = 0;; ++r) {
-    st.step<avx2_hybrid_words>(out);
+    st.step<Words>(out);
     if (r + 1 == rounds) break;
     y0 = fold256(y0, k2048, ld(p));
     y1 = fold256(y1, k2048, ld(p + 32));
@@ -648,17 +646,39 @@ PUSHWIRE_TARGET_AVX2 inline std::uint32_t avx2_hybrid(std::uint32_t reg, const s
   return st.join(avx2_eight<crc32c_poly>(y0, y1, y2, y3, y4, y5, y6, y7, p, a - fold_step * rounds, out), k1);
 }
 
+// `beside`: CRC-32C's crc32 streams (a fused copy runs none: it would store 8 bytes at a time).
+// The cases are stream_words_allowed.
+static_assert(stream_words_allowed == std::array<std::uint8_t, 6>{3, 4, 5, 6, 8, 10});
 template <std::uint32_t Poly, class Out>
-PUSHWIRE_ENTRY_AVX2 inline std::uint32_t run_avx2(std::uint32_t reg, const std::byte* p, std::size_t n, Out out) {
-  if constexpr (Poly == crc32c_poly && std::is_same_v<Out, no_copy>)  // (a copy stores 8 bytes at a time there)
-    if (n >= avx2_hybrid_from) return avx2_hybrid(reg, p, n, out);
+PUSHWIRE_ENTRY_AVX2 inline std::uint32_t run_avx2(std::uint32_t reg, const std::byte* p, std::size_t n, Out out,
+                                               streams beside) {
+  if constexpr (Poly == crc32c_poly && std::is_same_v<Out, no_copy>)
+    if (n >= beside.from && n >= streams_from_min) switch (beside.words) {
+        case 3: return avx2_hybrid<3>(reg, p, n, out);
+        case 4: return avx2_hybrid<4>(reg, p, n, out);
+        case 5: return avx2_hybrid<5>(reg, p, n, out);
+        case 6: return avx2_hybrid<6>(reg, p, n, out);
+        case 8: return avx2_hybrid<8>(reg, p, n, out);
+        case 10: return avx2_hybrid<10>(reg, p, n, out);
+        default: break;  // 0: folding alone
+      }
   return avx2_lanes<Poly>(_mm_cvtsi32_si128(static_cast<int>(reg)), p, n, out);
 }
 
+// `beside`: CRC-32C's crc32 streams (a fused copy runs none: it would store 8 bytes at a time).
 template <std::uint32_t Poly, class Out>
-PUSHWIRE_ENTRY_AVX512 inline std::uint32_t run_avx512(std::uint32_t reg, const std::byte* p, std::size_t n, Out out) {
-  if constexpr (Poly == crc32c_poly && std::is_same_v<Out, no_copy>)  // (a copy stores 8 bytes at a time there)
-    if (n >= avx512_hybrid_from) return avx512_hybrid(reg, p, n, out);
+PUSHWIRE_ENTRY_AVX512 inline std::uint32_t run_avx512(std::uint32_t reg, const std::byte* p, std::size_t n, Out out,
+                                               streams beside) {
+  if constexpr (Poly == crc32c_poly && std::is_same_v<Out, no_copy>)
+    if (n >= beside.from && n >= streams_from_min) switch (beside.words) {
+        case 3: return avx512_hybrid<3>(reg, p, n, out);
+        case 4: return avx512_hybrid<4>(reg, p, n, out);
+        case 5: return avx512_hybrid<5>(reg, p, n, out);
+        case 6: return avx512_hybrid<6>(reg, p, n, out);
+        case 8: return avx512_hybrid<8>(reg, p, n, out);
+        case 10: return avx512_hybrid<10>(reg, p, n, out);
+        default: break;  // 0: folding alone
+      }
   return avx512_lanes<Poly>(_mm_cvtsi32_si128(static_cast<int>(reg)), p, n, out);
 }
 
