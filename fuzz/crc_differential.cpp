@@ -1,4 +1,5 @@
-// Differential: every runtime CRC path this CPU has (and the fused copy, combine and concat)
+// Differential: every runtime CRC path this CPU has (with a crc32-stream setting the input picks,
+// and the fused copy, combine and concat)
 // against the constexpr reference, on the input at an offset the input chooses.
 #include <algorithm>
 #include <cstdint>
@@ -17,6 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   fuzz::provider in(data, size);
   const std::uint32_t seed = in.take<std::uint32_t>();
   const std::size_t offset = in.pick(64);
+  // CRC-32C's crc32 streams beside folding: one allowed setting, from 1024 bytes.
+  const crc::streams beside{crc::stream_words_allowed[in.pick(static_cast<std::uint8_t>(crc::stream_words_allowed.size()))], crc::streams_from_min};
   const auto body = in.rest();
   std::vector<std::byte> buf(offset + body.size());  // misaligned on purpose
   if (!body.empty()) std::memcpy(buf.data() + offset, body.data(), body.size());
@@ -28,6 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const auto p = static_cast<crc::path>(name.value);
     if (!crc::available(p)) continue;
     PUSHWIRE_FUZZ_CHECK(crc::crc32c_with(p, s, seed) == want_c);
+    PUSHWIRE_FUZZ_CHECK(crc::crc32c_with(p, beside, s, seed) == want_c);
     if (crc::implements(p, crc::crc32_poly)) PUSHWIRE_FUZZ_CHECK(crc::crc32_with(p, s, seed) == want);
     std::fill(copy.begin(), copy.end(), std::byte{0xEE});
     PUSHWIRE_FUZZ_CHECK(crc::crc32c_copy_with(p, std::span(copy).subspan(1, s.size()), s, seed) == want_c);
