@@ -194,6 +194,8 @@ bench-wireshark: deps
 	bench/tshark_plugin.sh $(DIR_gcc)
 
 # The report (root): bench/split_model.sh (veth, VXLAN, the split-model driver; iperf3 and ping),
+# bench/line_rate.sh (the verbs provider over UDP and AF_XDP against one TCP stream: the datapath
+# goals' table),
 # bench/pingpong.sh (pushwire-rnic pingpong against fi_pingpong's udp;ofi_rxd and tcp;ofi_rxm)
 # and pushwire-bench, in one run -> bench/results.md and bench/*.png (bench/report.py, with
 # bench/notes.md appended: where the time goes). BENCH_SECONDS: each iperf3 run (10).
@@ -208,11 +210,12 @@ bench-report: deps
 	bench/split_model.sh $(DIR_gcc) $(BENCH_SECONDS) >$(DIR_gcc)/split_model.jsonl
 	bench/pingpong.sh $(DIR_gcc) >$(DIR_gcc)/pingpong.jsonl
 	bench/perftest.sh $(DIR_gcc) >$(DIR_gcc)/perftest.jsonl
+	bench/line_rate.sh $(DIR_gcc) $(BENCH_SECONDS) >$(DIR_gcc)/line_rate.jsonl
 	bench/rnicd.sh $(DIR_gcc) >$(DIR_gcc)/rnicd.jsonl
 	bench/migration.sh $(DIR_gcc) >$(DIR_gcc)/migration.jsonl
 	./$(DIR_gcc)/bench/pushwire-bench --benchmark_format=json >$(DIR_gcc)/bench.json
 	bench/report.py --split $(DIR_gcc)/split_model.jsonl --pingpong $(DIR_gcc)/pingpong.jsonl \
-	  --perftest $(DIR_gcc)/perftest.jsonl --rnicd $(DIR_gcc)/rnicd.jsonl --migration $(DIR_gcc)/migration.jsonl --bench $(DIR_gcc)/bench.json \
+	  --perftest $(DIR_gcc)/perftest.jsonl --line-rate $(DIR_gcc)/line_rate.jsonl --rnicd $(DIR_gcc)/rnicd.jsonl --migration $(DIR_gcc)/migration.jsonl --bench $(DIR_gcc)/bench.json \
 	  --notes bench/notes.md --out bench/results.md
 
 # Regenerates the tables in spec/ from the code.

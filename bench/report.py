@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Writes bench/results.md and its PNG plots from one run of make bench-report.
 
-  bench/report.py --split S.jsonl --pingpong P.jsonl --bench B.json [--perftest F] [--rnicd R]
-                  [--migration M] --out bench/results.md
+  bench/report.py --split S.jsonl --pingpong P.jsonl --bench B.json [--line-rate L] [--perftest F]
+                  [--rnicd R] [--migration M] --out bench/results.md
   bench/report.py --update [--rnicd R] [--migration M] --out bench/results.md   (those sections only)
 
 S: bench/split_model.sh's lines; P: bench/pingpong.sh's; B: pushwire-bench
@@ -159,6 +159,89 @@ def perftest_section(rows, pingpong_rows):
     return out + [""]
 
 
+def goals_section(line_rows, split_rows, bench_doc, outdir):
+    """Issue 35's table: each datapath goal beside its peer from the same run, over UDP sockets
+    and over AF_XDP where the row has both (bench/line_rate.sh, bench/split_model.sh,
+    pushwire-bench), and line_rate.png: each figure as a fraction of its goal."""
+    rate = {}
+    for b in bench_doc.get("benchmarks", []):
+        if b.get("run_type", "iteration") == "iteration":
+            rate[b["name"]] = (b.get("bytes_per_second"), b.get("items_per_second"))
+    rows = []  # (what, transport, figure text, peer text, x peer, goal text, fraction of goal)
+
+    def add(what, transport, fig, peer, x, goal, frac):
+        rows.append((what, transport, fig, peer, f"{x:.2f}" if x is not None else "-", goal, frac))
+
+    for r in line_rows:
+        t = r["transport"]
+        if "unavailable" in r:
+            add("verbs provider", t, "unavailable: " + r["unavailable"], "", None, "", None)
+    tcp = {r["transport"]: r["iperf3_gbps"] for r in line_rows if "iperf3_gbps" in r}
+    for r in line_rows:
+        t, prog = r["transport"], r.get("program")
+        label = f"{t} (veth MTU {r['mtu']})"
+        if prog == "ib_write_bw":
+            gbps = r["MB_per_s"] * 8 / 1000
+            peer = tcp.get(t)
+            x = gbps / peer if peer else None
+            add("`ib_write_bw` 64 KiB", label, f"{gbps:.2f} Gb/s", f"iperf3 TCP {peer:.2f} Gb/s" if peer else "-", x,
+                "≥ 1.0× iperf3", x)
+        elif prog == "ib_write_lat":
+            us = r["t_typical_us"]
+            add("`ib_write_lat` 64 B", label, f"{us:.2f} µs", "", None, "≤ 5 µs", 5.0 / us if us else None)
+    by = {r["path"]: r for r in split_rows}
+    vx = by.get("vxlan", {})
+    for p in ("pushwire", "pushwire-xdp", "cells", "cells-xdp"):
+        r = by.get(p)
+        if not r or not vx:
+            continue
+        t = "AF_XDP" if p.endswith("-xdp") else "UDP" if p == "pushwire" else "AF_PACKET"
+        if r.get("iperf3_gbps") and vx.get("iperf3_gbps"):
+            x = r["iperf3_gbps"] / vx["iperf3_gbps"]
+            add(f"split driver ({p}), iperf3", t, f"{r['iperf3_gbps']:.2f} Gb/s", f"VXLAN {vx['iperf3_gbps']:.2f} Gb/s", x,
+                "≥ 1.0× VXLAN", x)
+        if r.get("ping_p50_ms") and vx.get("ping_p50_ms"):
+            x = r["ping_p50_ms"] / vx["ping_p50_ms"]
+            add(f"split driver ({p}), ping p50", t, f"{r['ping_p50_ms']:.3f} ms", f"VXLAN {vx['ping_p50_ms']:.3f} ms", x,
+                "≤ 1.5× VXLAN", 1.5 / x)
+    mem = rate.get("BM_memcpy/1048576", (None, None))[0]
+    for name, goal in (("BM_rnic_write/1048576", 0.5), ("BM_cell_sar/1048576", 0.25)):
+        v = rate.get(name, (None, None))[0]
+        if v and mem:
+            add(f"`{name}`", "in process", f"{v / 1e9:.2f} GB/s", f"memcpy {mem / 1e9:.2f} GB/s", v / mem,
+                f"≥ {goal}× memcpy", v / mem / goal)
+    v = rate.get("BM_rnic_send/64", (None, None))[1]
+    if v:
+        add("`BM_rnic_send/64`", "in process", f"{v / 1e6:.2f} M msg/s", "", None, "≥ 5 M msg/s", v / 5e6)
+    for n in (64, 1500, 4096, 65536):
+        a, b = rate.get(f"BM_crc32c/{n}", (None,))[0], rate.get(f"BM_isal_crc32c/{n}", (None,))[0]
+        if a and b:
+            add(f"CRC-32C {n} B", "in process", f"{a / 1e9:.1f} GB/s", f"ISA-L {b / 1e9:.1f} GB/s", a / b, "≥ 1.0× ISA-L",
+                a / b)
+    out = ["## Datapath goals, each beside its peer (issue 35)", "",
+           "`bench/line_rate.sh` (the verbs provider between two namespaces on one veth, over UDP sockets and over "
+           "AF_XDP, against one iperf3 TCP stream on the same veth at the same MTU), `bench/split_model.sh` and "
+           "pushwire-bench, in one run. × goal is the figure as a fraction of its goal (1.00 or more: met).", "",
+           "| What | Transport | Figure | Peer (same run) | × peer | Goal | × goal |", "|---|---|---:|---|---:|---|---:|"]
+    for what, t, fig, peer, x, goal, frac in rows:
+        out.append(f"| {what} | {t} | {fig} | {peer} | {x} | {goal} | {f'{frac:.2f}' if frac is not None else '-'} |")
+    plotted = [(f"{w} {t}".replace("`", ""), f) for w, t, _, _, _, _, f in rows if f is not None]
+    if plotted:
+        plt = pyplot()
+        fig, ax = plt.subplots(figsize=(8, 0.35 * len(plotted) + 1.2))
+        names = [n for n, _ in plotted][::-1]
+        vals = [f for _, f in plotted][::-1]
+        ax.barh(names, vals, color=["tab:green" if v >= 1 else "tab:red" for v in vals])
+        ax.axvline(1.0, color="black", linewidth=1)
+        ax.set_xlabel("figure / goal (1 = goal met)")
+        ax.tick_params(axis="y", labelsize=7)
+        fig.tight_layout()
+        fig.savefig(os.path.join(outdir, "line_rate.png"), dpi=100)
+        plt.close(fig)
+        out += ["", "![Each figure as a fraction of its goal](line_rate.png)"]
+    return out + [""]
+
+
 def rnicd_section(rows):
     """Programs attached to pushwire-rnicd against programs with devices of their own, same run
     (bench/rnicd.sh), against issue 31's goals."""
@@ -307,9 +390,11 @@ def main():
     ap.add_argument("--bench")
     ap.add_argument("--migration", help="bench/migration.sh's lines")
     ap.add_argument("--update", action="store_true",
-                    help="replace only the sections given (--rnicd, --migration, --bench's context cache) in an existing --out")
+                    help="replace only the sections given (--rnicd, --migration, --bench's context cache; --line-rate with "
+                         "--split and --bench: the datapath goals) in an existing --out")
     ap.add_argument("--perftest", help="bench/perftest.sh's lines")
     ap.add_argument("--rnicd", help="bench/rnicd.sh's lines")
+    ap.add_argument("--line-rate", help="bench/line_rate.sh's lines (the datapath goals, with --split and --bench)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--notes", help="a Markdown file appended as is (where the time goes)")
     a = ap.parse_args()
@@ -318,6 +403,9 @@ def main():
             replace_section(a.out, rnicd_section(lines(a.rnicd)))
         if a.migration:
             replace_section(a.out, migration_section(lines(a.migration)))
+        if a.line_rate and a.split and a.bench:
+            replace_section(a.out, goals_section(lines(a.line_rate), lines(a.split), json.load(open(a.bench)),
+                                                 os.path.dirname(os.path.abspath(a.out))))
         if a.bench:
             section = cache_section(json.load(open(a.bench)), os.path.dirname(os.path.abspath(a.out)))
             if section:
@@ -329,6 +417,9 @@ def main():
     outdir = os.path.dirname(os.path.abspath(a.out))
     doc = ["# pushwire benchmark report", "", f"Machine: {machine()}.", "",
            "Written by `make bench-report` (bench/report.py); every figure beside its peer from the same run.", ""]
+    bench_doc = json.load(open(a.bench))
+    if a.line_rate:
+        doc += goals_section(lines(a.line_rate), lines(a.split), bench_doc, outdir)
     doc += split_section(lines(a.split), outdir)
     doc += pingpong_section(lines(a.pingpong), outdir)
     if a.perftest:
@@ -337,7 +428,6 @@ def main():
         doc += rnicd_section(lines(a.rnicd))
     if a.migration:
         doc += migration_section(lines(a.migration))
-    bench_doc = json.load(open(a.bench))
     doc += cache_section(bench_doc, outdir)
     doc += bench_section(bench_doc)
     if a.notes and os.path.exists(a.notes):
