@@ -86,6 +86,8 @@ class sink {
   }
   constexpr void clear() { n_ = 0; }
   constexpr const A& operator[](std::size_t i) const { return p_[i]; }
+  /// The last action pushed (the sink must not be empty).
+  constexpr A& back() { return p_[n_ - 1]; }
   constexpr const A* begin() const { return p_; }
   constexpr const A* end() const { return p_ + n_; }
   constexpr std::span<const A> view() const { return {p_, n_}; }

@@ -6,9 +6,11 @@
 // Decisions (spec/flow.md §2):
 // - PSNs are assigned when a work request is posted; a message takes ceil(length / mtu)
 //   PSNs (at least 1); a READ request takes as many as its responses.
-// - AckReq is set on the last packet of every message, on every `ackreq_every`-th packet, and
-//   on the packet that fills the window.
-//   The responder ACKs only AckReq packets (coalescing the rest) and every READ / atomic.
+// - AckReq is set on the last packet one pump() sends before its send queue is empty or waits
+//   for credits (one cumulative ACK answers a burst of messages), on READ and atomic requests,
+//   DC connects and disconnects, every `ackreq_every`-th packet, and the packet that fills the
+//   window. The responder ACKs only AckReq packets (coalescing the rest) and every READ /
+//   atomic.
 // - Go-back-N: a PSN-sequence-error NAK, a timeout or the end of an RNR / page-fault wait
 //   rewinds to the PSN named (an atomic is re-issued whole; a READ asks again for the rest,
 //   from its first unacknowledged response, as rxe does).
@@ -662,7 +664,7 @@ class requester {
     p.wr_id = wr.id;
     const bool last = i + 1 == w.npkts;
     const bool read_like = is_read_like(wr.op);
-    p.ack_req = reliable() && (last || read_like || wr.op == wr_op::dc_connect || wr.op == wr_op::dc_disconnect ||
+    p.ack_req = reliable() && (read_like || wr.op == wr_op::dc_connect || wr.op == wr_op::dc_disconnect ||
                                (cfg_.ackreq_every && (p.psn % cfg_.ackreq_every) == cfg_.ackreq_every - 1));
     p.se = wr.op == wr_op::dc_disconnect;
     if (!read_like && wr.op != wr_op::dc_connect && wr.op != wr_op::dc_disconnect && wr.op != wr_op::read_as_write) {
@@ -778,14 +780,20 @@ template <std::size_t SQ>
 constexpr void requester<SQ>::pump(time_ns now, qp_sink& out) {
   complete_done(out);
   if (st_ != req_state::active && st_ != req_state::idle) return;
+  qp_action_t* last_sent = nullptr;  // this call's last packet, asked for an ACK if the queue stops here
+  bool blocked = false;
   while (!held_ && cur_ < q_.size() && window_open() && out.room() > timer_room) {
     wqe& w = q_[cur_];
-    if (credit_blocks(w)) break;
+    if (credit_blocks(w)) {
+      blocked = true;
+      break;
+    }
     packet p = make_packet(w, cur_pkt_);
     // The packet that fills the window asks for an ACK too: else, with a window smaller than
     // ackreq_every, nothing in flight would and only the timeout could open it again.
     if (reliable() && static_cast<std::uint32_t>(ib::psn_diff(ib::psn_add(p.psn, 1), una_)) >= cfg_.window) p.ack_req = true;
     out.push(qp_action::transmit{p});
+    last_sent = &out.back();
     ++stats_.sent;
     if (ib::psn_before(p.psn, max_sent_)) ++stats_.retransmitted;
     // a READ request is one packet that takes the PSNs of all its responses
@@ -802,6 +810,8 @@ constexpr void requester<SQ>::pump(time_ns now, qp_sink& out) {
       out.push(qp_action::set_timer{timer_kind::retransmit, *rto_});
     }
   }
+  // Nothing more leaves until an ACK or a new work request: the last packet asks for the ACK.
+  if (last_sent && reliable() && (blocked || cur_ >= q_.size())) std::get<qp_action::transmit>(*last_sent).pkt.ack_req = true;
   if (!reliable()) {
     una_ = nxt_;
     complete_done(out);

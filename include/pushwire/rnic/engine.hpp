@@ -580,20 +580,26 @@ class qp_engine {
     if (q.state != qp_state::rts && q.state != qp_state::err && q.state != qp_state::sqe) return;  // SQD: not now
     sq_memory& ring = *q.init.sq;
     const std::uint32_t p = ring.doorbell().producer.load(std::memory_order_acquire);
+    // The descriptors rung together reach the requester together, and one pump sends them: its
+    // last packet asks for the ACK that answers them all (spec/flow.md §2).
+    bool queued = false;
     while (q.sq_fetched != p) {
-      if (q.state == qp_state::rts && (q.halted || !machine_room(q))) return;
+      if (q.state == qp_state::rts && (q.halted || !machine_room(q))) break;
       const send_wqe& w = ring.ring()[q.sq_fetched & (ring.depth() - 1)];
       ++q.sq_fetched;
-      accept_send(q, w);
+      queued = accept_send(q, w, q.sq_fetched != p) || queued;
     }
+    if (queued && q.req) sender_pump(q);
   }
   static bool machine_room(const qp_context& q) {
     if (q.req) return q.req->queue_room() > 0;
     if (q.dci) return q.dci->transport().queue_room() > dci_t::connect_slots && q.dci->pending() < machine_pending;
     return false;
   }
-  /// Validates a fetched descriptor, records it, and gives it to the machine.
-  void accept_send(qp_context& q, const send_wqe& w) {
+  /// Validates a fetched descriptor, records it, and gives it to the machine. With `more` (further
+  /// descriptors follow at once), an RC / UC requester only queues it; true when it did, and the
+  /// caller pumps.
+  bool accept_send(qp_context& q, const send_wqe& w, bool more = false) {
     send_record r;
     r.seq = q.next_seq++;
     r.wr_id = w.wr_id;
@@ -605,7 +611,7 @@ class qp_engine {
     send_record& rec = q.sends.back();
     if (q.state == qp_state::err || q.state == qp_state::sqe) {  // a failed send queue flushes what is posted
       rec.done = true, rec.status = wc_status::flushed;
-      return;
+      return false;
     }
     if (const errc local = check_send(q, w); local != errc{}) {
       // The device stops at this descriptor; once what was before it completes, it completes
@@ -614,7 +620,7 @@ class qp_engine {
                         : local == errc::out_of_range    ? wc_status::local_length_error
                                                          : wc_status::local_protection_error,
                 static_cast<std::uint32_t>(local));
-      return;
+      return false;
     }
     flow::work_request wr{.id = rec.seq, .op = flow_op(op), .length = send_length(w), .remote_va = w.remote_addr,
                           .rkey = w.rkey, .imm = w.imm, .swap = w.swap, .compare = w.compare_add,
@@ -624,12 +630,17 @@ class qp_engine {
     if (op == wr_opcode::atomic_cmp_and_swp || op == wr_opcode::atomic_fetch_and_add) wr.length = 8;
     flow::step_result s{};
     const std::uint64_t seq = rec.seq;
+    if (more && q.req) {
+      s = q.req->enqueue(wr);
+      if (s.ok()) return true;
+    }
     run_sender(q, [&](flow::qp_sink& out) {
       s = q.dci ? q.dci->post(wr, {.dct = w.remote_qpn, .access_key = w.dc_key}, now_, out) : q.req->post(wr, now_, out);
     });
     if (!s.ok() && s.error != flow::errc::qp_in_error)
       if (send_record* r2 = q.send_of(seq); r2 && !r2->done)
         fail_send(q, *r2, wc_status::local_qp_operation_error, static_cast<std::uint32_t>(s.error));
+    return false;
   }
   static void fail_send(qp_context& q, send_record& r, wc_status st, std::uint32_t vendor) {
     r.done = true, r.fatal = true, r.status = st, r.vendor_err = vendor;
