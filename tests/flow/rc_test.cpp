@@ -102,6 +102,43 @@ TEST_CASE("requester: the packet that fills the window asks for an ACK (window b
   CHECK(p[3].ack_req);  // else no ACK would come before the timeout
 }
 
+TEST_CASE("requester: a burst of messages pumped together asks for one ACK, on its last packet") {
+  requester<8> rq({.mtu = 256, .dest_qp = 0x11, .start_psn = 0, .window = 64, .ackreq_every = 16});
+  for (std::uint64_t i = 1; i <= 5; ++i) REQUIRE(rq.enqueue({.id = i, .op = wr_op::send, .length = 100}).ok());
+  auto p = sent<void>(collect<qp_action_t>([&](qp_sink& o) { rq.pump(0, o); return step_result{}; }));
+  REQUIRE(p.size() == 5);
+  for (std::size_t i = 0; i < 4; ++i) CHECK_FALSE(p[i].ack_req);
+  CHECK(p[4].ack_req);  // the queue is empty after it
+  // one posted alone is its own burst
+  p = sent<void>(collect<qp_action_t>([&](qp_sink& o) { return rq.post({.id = 6, .op = wr_op::write, .length = 300, .rkey = 1}, 0, o); }));
+  REQUIRE(p.size() == 2);
+  CHECK_FALSE(p[0].ack_req);
+  CHECK(p[1].ack_req);
+  // READ and atomics ask whatever follows them
+  for (std::uint64_t i = 7; i <= 8; ++i) REQUIRE(rq.enqueue({.id = i, .op = i == 7 ? wr_op::read : wr_op::send, .length = 8}).ok());
+  p = sent<void>(collect<qp_action_t>([&](qp_sink& o) { rq.pump(0, o); return step_result{}; }));
+  REQUIRE(p.size() == 2);
+  CHECK(p[0].ack_req);
+  CHECK(p[1].ack_req);
+}
+
+TEST_CASE("requester: the last packet before the credits run out asks for the ACK that brings more") {
+  requester_config c{.mtu = 256, .dest_qp = 0x11, .start_psn = 0, .window = 64, .ackreq_every = 16};
+  c.honor_credits = true;
+  requester<8> rq(c);
+  REQUIRE(sent<void>(collect<qp_action_t>([&](qp_sink& o) { return rq.post({.id = 1, .op = wr_op::send, .length = 8}, 0, o); })).size() == 1);
+  // the ACK announces no receive posted: no new SEND starts while packets are outstanding
+  (void)collect<qp_action_t>([&](qp_sink& o) { return rq.on_packet(ack_for(0, ib::syndrome::ack(0).raw), 1, o); });
+  REQUIRE(rq.enqueue({.id = 2, .op = wr_op::write, .length = 8, .rkey = 1}).ok());
+  REQUIRE(rq.enqueue({.id = 3, .op = wr_op::send, .length = 8}).ok());
+  REQUIRE(rq.enqueue({.id = 4, .op = wr_op::send, .length = 8}).ok());
+  const auto p = sent<void>(collect<qp_action_t>([&](qp_sink& o) { rq.pump(2, o); return step_result{}; }));
+  // the WRITE goes; the SEND behind it waits for credits while the WRITE is outstanding
+  REQUIRE(p.size() == 1);
+  CHECK(p[0].opcode == ib::opcode::rc_rdma_write_only);
+  CHECK(p[0].ack_req);
+}
+
 TEST_CASE("requester: every packet builds a valid RoCEv2 frame that parses back") {
   requester<8> rq({.mtu = 256, .window = 64});
   std::vector<packet> all;
