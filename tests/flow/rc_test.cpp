@@ -1,6 +1,8 @@
 // Requester and responder: single transitions from a known state, then scenarios over a link.
 #include <catch2/catch.hpp>
 
+#include <array>
+#include <span>
 #include <tuple>
 #include <vector>
 
@@ -137,6 +139,46 @@ TEST_CASE("requester: the last packet before the credits run out asks for the AC
   REQUIRE(p.size() == 1);
   CHECK(p[0].opcode == ib::opcode::rc_rdma_write_only);
   CHECK(p[0].ack_req);
+}
+
+TEST_CASE("requester: a pump with room for one packet asks for an ACK at each message's end") {
+  // (a paced or classed QP: the RNIC pumps it with room for one packet and the timer's actions)
+  requester_config c{.mtu = 256, .dest_qp = 0x11, .start_psn = 0, .window = 64, .ackreq_every = 16};
+  requester<8> rq(c);
+  REQUIRE(rq.enqueue({.id = 1, .op = wr_op::write, .length = 512, .rkey = 1}).ok());
+  REQUIRE(rq.enqueue({.id = 2, .op = wr_op::write, .length = 8, .rkey = 1}).ok());
+  REQUIRE(rq.enqueue({.id = 3, .op = wr_op::send, .length = 8}).ok());
+  std::vector<packet> p;
+  for (int i = 0; i < 4; ++i) {
+    std::array<qp_action_t, requester<8>::timer_room + 1> st{};
+    qp_sink one{std::span<qp_action_t>(st)};
+    rq.pump(0, one);
+    for (const auto& a : one)
+      if (const auto* t = std::get_if<qp_action::transmit>(&a)) p.push_back(t->pkt);
+  }
+  REQUIRE(p.size() == 4);
+  CHECK_FALSE(p[0].ack_req);  // the first of two: the message goes on
+  CHECK(p[1].ack_req);
+  CHECK(p[2].ack_req);
+  CHECK(p[3].ack_req);
+  // with no credits, the SEND behind a WRITE waits: the WRITE asks even mid-burst
+  c.honor_credits = true;
+  requester<8> rq2(c);
+  REQUIRE(sent<void>(collect<qp_action_t>([&](qp_sink& o) { return rq2.post({.id = 1, .op = wr_op::send, .length = 8}, 0, o); })).size() == 1);
+  (void)collect<qp_action_t>([&](qp_sink& o) { return rq2.on_packet(ack_for(0, ib::syndrome::ack(0).raw), 1, o); });
+  REQUIRE(rq2.enqueue({.id = 2, .op = wr_op::write, .length = 512, .rkey = 1}).ok());
+  REQUIRE(rq2.enqueue({.id = 3, .op = wr_op::send, .length = 8}).ok());
+  std::vector<packet> q;
+  for (int i = 0; i < 3; ++i) {
+    std::array<qp_action_t, requester<8>::timer_room + 1> st{};
+    qp_sink one{std::span<qp_action_t>(st)};
+    rq2.pump(2, one);
+    for (const auto& a : one)
+      if (const auto* t = std::get_if<qp_action::transmit>(&a)) q.push_back(t->pkt);
+  }
+  REQUIRE(q.size() == 2);  // the WRITE's two packets; the SEND waits
+  CHECK_FALSE(q[0].ack_req);
+  CHECK(q[1].ack_req);
 }
 
 TEST_CASE("requester: every packet builds a valid RoCEv2 frame that parses back") {

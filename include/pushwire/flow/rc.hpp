@@ -7,7 +7,8 @@
 // - PSNs are assigned when a work request is posted; a message takes ceil(length / mtu)
 //   PSNs (at least 1); a READ request takes as many as its responses.
 // - AckReq is set on the last packet one pump() sends before its send queue is empty or waits
-//   for credits (one cumulative ACK answers a burst of messages), on READ and atomic requests,
+//   for credits (one cumulative ACK answers a burst of messages), on a message's last packet
+//   when a pump stops for room or a hold, on READ and atomic requests,
 //   DC connects and disconnects, every `ackreq_every`-th packet, and the packet that fills the
 //   window. The responder ACKs only AckReq packets (coalescing the rest) and every READ /
 //   atomic.
@@ -255,7 +256,7 @@ struct requester_config {
   /// lose any number of packets in a row and the question is what happens next).
   bool retry_forever = false;
   std::uint8_t rnr_retry = infinite_retries;  ///< genuine RNR NAKs allowed without progress, 0..7 (7: infinite)
-  std::uint32_t ackreq_every = 16;  ///< AckReq on every n-th packet too (0: last packets only)
+  std::uint32_t ackreq_every = 16;  ///< AckReq on every n-th packet too (0: none by count)
   bool page_fault_aware = true;  ///< read RNR NAKs answering WRITE/READ/atomic as page-fault ACKs
   bool honor_credits = true;     ///< AETH credits limit new SENDs
 };
@@ -780,14 +781,10 @@ template <std::size_t SQ>
 constexpr void requester<SQ>::pump(time_ns now, qp_sink& out) {
   complete_done(out);
   if (st_ != req_state::active && st_ != req_state::idle) return;
-  qp_action_t* last_sent = nullptr;  // this call's last packet, asked for an ACK if the queue stops here
-  bool blocked = false;
+  qp_action_t* last_sent = nullptr;  // this call's last packet
   while (!held_ && cur_ < q_.size() && window_open() && out.room() > timer_room) {
     wqe& w = q_[cur_];
-    if (credit_blocks(w)) {
-      blocked = true;
-      break;
-    }
+    if (credit_blocks(w)) break;
     packet p = make_packet(w, cur_pkt_);
     // The packet that fills the window asks for an ACK too: else, with a window smaller than
     // ackreq_every, nothing in flight would and only the timeout could open it again.
@@ -810,8 +807,13 @@ constexpr void requester<SQ>::pump(time_ns now, qp_sink& out) {
       out.push(qp_action::set_timer{timer_kind::retransmit, *rto_});
     }
   }
-  // Nothing more leaves until an ACK or a new work request: the last packet asks for the ACK.
-  if (last_sent && reliable() && (blocked || cur_ >= q_.size())) std::get<qp_action::transmit>(*last_sent).pkt.ack_req = true;
+  // The last packet asks for the ACK when nothing more leaves until an ACK or a new work request
+  // (the queue is empty, or its next SEND waits for credits), and when it ends a message and the
+  // pump stopped for room or a hold (the caller may not pump again soon: a paced or classed QP).
+  if (last_sent && reliable()) {
+    const bool stops = cur_ >= q_.size() || credit_blocks(q_[cur_]);
+    if (stops || cur_pkt_ == 0) std::get<qp_action::transmit>(*last_sent).pkt.ack_req = true;
+  }
   if (!reliable()) {
     una_ = nxt_;
     complete_done(out);
