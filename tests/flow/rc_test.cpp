@@ -148,14 +148,18 @@ TEST_CASE("requester: a pump with room for one packet asks for an ACK at each me
   REQUIRE(rq.enqueue({.id = 1, .op = wr_op::write, .length = 512, .rkey = 1}).ok());
   REQUIRE(rq.enqueue({.id = 2, .op = wr_op::write, .length = 8, .rkey = 1}).ok());
   REQUIRE(rq.enqueue({.id = 3, .op = wr_op::send, .length = 8}).ok());
-  std::vector<packet> p;
-  for (int i = 0; i < 4; ++i) {
-    std::array<qp_action_t, requester<8>::timer_room + 1> st{};
-    qp_sink one{std::span<qp_action_t>(st)};
-    rq.pump(0, one);
-    for (const auto& a : one)
-      if (const auto* t = std::get_if<qp_action::transmit>(&a)) p.push_back(t->pkt);
-  }
+  const auto pumps = [](requester<8>& r, int n, time_ns now) {  // n pumps, each with room for one packet
+    std::vector<packet> out;
+    for (int i = 0; i < n; ++i) {
+      std::array<qp_action_t, requester<8>::timer_room + 1> st{};
+      qp_sink one{std::span<qp_action_t>(st)};
+      r.pump(now, one);
+      for (const auto& a : one)
+        if (const auto* t = std::get_if<qp_action::transmit>(&a)) out.push_back(t->pkt);
+    }
+    return out;
+  };
+  const auto p = pumps(rq, 4, 0);
   REQUIRE(p.size() == 4);
   CHECK_FALSE(p[0].ack_req);  // the first of two: the message goes on
   CHECK(p[1].ack_req);
@@ -168,14 +172,7 @@ TEST_CASE("requester: a pump with room for one packet asks for an ACK at each me
   (void)collect<qp_action_t>([&](qp_sink& o) { return rq2.on_packet(ack_for(0, ib::syndrome::ack(0).raw), 1, o); });
   REQUIRE(rq2.enqueue({.id = 2, .op = wr_op::write, .length = 512, .rkey = 1}).ok());
   REQUIRE(rq2.enqueue({.id = 3, .op = wr_op::send, .length = 8}).ok());
-  std::vector<packet> q;
-  for (int i = 0; i < 3; ++i) {
-    std::array<qp_action_t, requester<8>::timer_room + 1> st{};
-    qp_sink one{std::span<qp_action_t>(st)};
-    rq2.pump(2, one);
-    for (const auto& a : one)
-      if (const auto* t = std::get_if<qp_action::transmit>(&a)) q.push_back(t->pkt);
-  }
+  const auto q = pumps(rq2, 3, 2);
   REQUIRE(q.size() == 2);  // the WRITE's two packets; the SEND waits
   CHECK_FALSE(q[0].ack_req);
   CHECK(q[1].ack_req);
