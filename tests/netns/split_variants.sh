@@ -67,9 +67,19 @@ PY
 # packet; a 64 MB buffer, so that the kernel drops none at these rates)
 capture() { ip netns exec $i tcpdump -p -n --immediate-mode -i $s-i -s 200 -B 65536 -w "$1" "udp port 4791 ${2:-}" 2>/dev/null & pw_pids+=($!); cap=$!; sleep 0.5; }
 uncapture() { sleep 1; kill -INT $cap; wait $cap 2>/dev/null || true; }
-stop_modules() {
+stop_modules() {  # SIGTERM; each module has its close (Flush) time and 10 s more to exit
   kill -TERM $host $iou
-  local rc_h=0 rc_i=0; wait $host || rc_h=$?; wait $iou || rc_i=$?
+  local rc_h=0 rc_i=0 p _
+  for p in $host $iou; do
+    for _ in $(seq 100); do kill -0 $p 2>/dev/null || break; sleep 0.1; done
+    if kill -0 $p 2>/dev/null; then
+      echo "--- $p still running 10 s after SIGTERM: $(tr '\0' ' ' </proc/$p/cmdline) state $(awk '/^State/ {print $2}' /proc/$p/status)"
+      cat /proc/$p/stack 2>/dev/null || true
+      kill -9 $p
+      fail "a module did not exit after SIGTERM"
+    fi
+  done
+  wait $host || rc_h=$?; wait $iou || rc_i=$?
   [ $rc_h = 0 ] && [ $rc_i = 0 ] || fail "teardown (host $rc_h, iou $rc_i)"
 }
 sink() {  # PORT: a TCP server in the LAN namespace that takes everything
@@ -95,7 +105,11 @@ done
 # The I/O unit pauses for 250 ms mid-burst (well inside the CM's 600 ms): what the host writes
 # meanwhile stays unacknowledged, so its free elements surely fall below low water.
 sleep 0.5; kill -STOP $iou; sleep 0.25; kill -CONT $iou
-wait $(jobs -p | tail -n 4) 2>/dev/null || true
+clients=$(jobs -p | tail -n 4)
+running() { local p; for p in $clients; do kill -0 $p 2>/dev/null && return 0; done; return 1; }
+for _ in $(seq 600); do running || break; sleep 0.1; done  # each has a 30 s socket timeout
+running && { kill -9 $clients 2>/dev/null; fail "the four TCP senders still ran after 60 s"; }
+wait $clients 2>/dev/null || true
 uncapture
 stop_modules
 /usr/bin/python3 "$work/messages.py" "$work/growth.pcap" >"$work/growth.txt"
