@@ -99,17 +99,21 @@ ip netns exec $h ping -c 2 -i 0.2 -w 10 198.18.1.2 >/dev/null || fail "ping thro
 sink 5003
 sleep 0.3
 capture "$work/growth.pcap" "and udp[8] == 4"   # SEND Only: the messages, not the WRITEs
+clients=()  # their PIDs (`jobs -p` would also name the sink and tcpdump once a sender is done)
 for k in 1 2 3 4; do
   ip netns exec $h python3 -c 'import socket; c = socket.create_connection(("198.18.1.2", 5003), timeout=30); c.sendall(bytes(16 << 20)); c.close()' &
+  clients+=($!)
 done
 # The I/O unit pauses for 250 ms mid-burst (well inside the CM's 600 ms): what the host writes
 # meanwhile stays unacknowledged, so its free elements surely fall below low water.
 sleep 0.5; kill -STOP $iou; sleep 0.25; kill -CONT $iou
-clients=$(jobs -p | tail -n 4)
-running() { local p; for p in $clients; do kill -0 $p 2>/dev/null && return 0; done; return 1; }
+running() { local p; for p in "${clients[@]}"; do kill -0 $p 2>/dev/null && return 0; done; return 1; }
 for _ in $(seq 600); do running || break; sleep 0.1; done  # each has a 30 s socket timeout
-running && { kill -9 $clients 2>/dev/null; fail "the four TCP senders still ran after 60 s"; }
-wait $clients 2>/dev/null || true
+if running; then  # the modules' exit lines (their counters) go with the failure
+  kill -9 "${clients[@]}" 2>/dev/null; kill -TERM $host $iou; sleep 3
+  fail "the four TCP senders still ran after 60 s"
+fi
+wait "${clients[@]}" 2>/dev/null || true
 uncapture
 stop_modules
 /usr/bin/python3 "$work/messages.py" "$work/growth.pcap" >"$work/growth.txt"
