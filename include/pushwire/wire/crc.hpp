@@ -81,7 +81,8 @@ namespace detail {
 // out's destination when Out is copy_to, with CRC-32C's crc32 streams `beside` folding. Folding
 // paths take n >= 16; shorter runs portable.
 template <std::uint32_t Poly, class Out>
-inline std::uint32_t run(path which, std::uint32_t reg, const std::byte* p, std::size_t n, Out out, streams beside = {}) {
+inline std::uint32_t run(path which, std::uint32_t reg, const std::byte* p, std::size_t n, Out out,
+                         [[maybe_unused]] streams beside = {}) {
   switch (which) {
 #if PUSHWIRE_CRC_X86
     case path::sse42:
