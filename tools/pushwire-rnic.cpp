@@ -2,11 +2,14 @@
 //
 //   pushwire-rnic soak --messages N [--seed S] [--loss P] [--dup P] [--reorder P] [--corrupt P]
 //                      [--framing roce|cell] [--pcap F] [--json] [--mtu B] [--window N]
+//                      [--xdp IF_A@NETNS_A,IF_B@NETNS_B]
 //   pushwire-rnic pingpong --local IP --peer IP [--server] [--size N] [--iterations N] [--xdp IF] [--json]
 //                      (two processes over UDP: tools/pingpong.hpp)
 //
 // Two devices on a loopback fabric whose link drops, duplicates, reorders and corrupts frames
-// with the given probabilities (fractions, each direction). N messages are mixed over four RC
+// with the given probabilities (fractions, each direction), in virtual time; or, with --xdp, two
+// AF_XDP ports on real interfaces (one in each namespace, a veth pair), in real time, the faults
+// applied where each port sends (net/fault_queue.hpp). N messages are mixed over four RC
 // queue pairs and a DC initiator serving two DC targets: SEND and WRITE, with and without
 // immediate, READ, COMPARE_SWAP and FETCH_ADD, and on RC the read served as a write; 0 B to
 // 64 KiB. Each is checked where it lands: the bytes, the guard bytes around them, the receive
@@ -14,10 +17,11 @@
 // Prints one JSON object (--json) or lines: messages, completed, bytes, lost, duplicated,
 // misplaced_bytes, retransmits, page_faults, virtual_time_us, wall_s. Exit status 0 only when
 // every message completed and lost = duplicated = misplaced_bytes = 0; 1 otherwise; 2 on bad
-// usage. On a terminal, progress goes to stderr. --mtu is the path MTU (RoCE default 4096; cells
-// 512, in 256-byte cells) and --window the packets a requester keeps unacknowledged (RoCE 16,
-// cells 8): go-back-N over a lossy link resends a window per loss, and a cell packet is lost
-// with any of its cells.
+// usage; 3 when --xdp's ports cannot be opened (no privilege, no namespace, no libxdp). On a
+// terminal, progress goes to stderr. --mtu is the path MTU (RoCE default 4096, at most what the
+// AF_XDP ports carry; cells 512, in 256-byte cells) and --window the packets a requester keeps
+// unacknowledged (RoCE 16, cells 8): go-back-N over a lossy link resends a window per loss, and
+// a cell packet is lost with any of its cells. virtual_time_us is real time over --xdp.
 #include <unistd.h>
 
 #include <chrono>
@@ -34,9 +38,15 @@
 #include <string_view>
 #include <vector>
 
+#include <pushwire/net/clock.hpp>
+#include <pushwire/net/loop.hpp>
 #include <pushwire/rnic/connect.hpp>
 #include <pushwire/rnic/fabric.hpp>
 #include <pushwire/wire/json.hpp>
+#ifdef PUSHWIRE_HAVE_XDP
+#include <pushwire/net/netns.hpp>
+#include <pushwire/net/xdp.hpp>
+#endif
 
 #include "pingpong.hpp"
 
@@ -48,6 +58,7 @@ namespace {
 int usage() {
   std::cerr << "usage: pushwire-rnic soak --messages N [--seed S] [--loss P] [--dup P] [--reorder P] [--corrupt P]\n"
                "                          [--framing roce|cell] [--pcap FILE] [--json] [--mtu B] [--window N]\n"
+               "                          [--xdp IF_A@NETNS_A,IF_B@NETNS_B]\n"
                "       pushwire-rnic pingpong --local IP --peer IP [--server] [--size N] [--iterations N] [--xdp IF] [--json]\n";
   return 2;
 }
@@ -59,6 +70,8 @@ struct options {
   std::string pcap;
   bool json = false;
   std::uint32_t mtu = 0, window = 0;  ///< 0: the framing's default
+  /// --xdp: device A's and device B's interfaces and their namespaces ("": this one).
+  std::array<std::string, 2> xdp_if, xdp_ns;
 };
 
 constexpr std::uint32_t max_size = 64 * 1024;
@@ -82,14 +95,15 @@ struct node {
   memory_region mr{};
   std::vector<std::unique_ptr<sq_memory>> sqs;
   std::vector<std::unique_ptr<rq_memory>> rqs;
-  node(std::uint8_t n, framing f, std::size_t bytes, std::uint32_t window) {
+  node(std::uint8_t n, framing f, std::size_t bytes, std::uint32_t window, const wire::mac_address& mac, std::size_t tx_queue) {
     device_config c;
     port_config p;
-    p.mac = {2, 0, 0, 0, 0, n};
+    p.mac = mac;
     p.gid = gid_v4(198, 18, 0, n);
     p.framing = f;
     c.ports = {p};
     c.window = window;
+    c.tx_queue = tx_queue;
     c.retry_forever = true;  // the soak asks whether data arrives intact, not whether a QP gives up (spec/rnic.md §10)
     dev = std::make_unique<device>(c);
     pd = *dev->alloc_pd();
@@ -107,8 +121,8 @@ struct node {
   std::uint64_t addr(std::size_t off) const { return reinterpret_cast<std::uintptr_t>(mem.data() + off); }
 };
 
-errc bring_up(device& d, std::uint32_t qpn, qp_type t, std::uint32_t peer, const address_vector& av, std::uint32_t mtu) {
-  return pushwire::rnic::bring_up(d, qpn, {.type = t, .peer_qpn = peer, .av = av, .mtu = mtu, .timeout = 6});  // 262 us: a lossy link recovers quickly
+errc bring_up(device& d, std::uint32_t qpn, qp_type t, std::uint32_t peer, const address_vector& av, std::uint32_t mtu, std::uint8_t timeout) {
+  return pushwire::rnic::bring_up(d, qpn, {.type = t, .peer_qpn = peer, .av = av, .mtu = mtu, .timeout = timeout});
 }
 
 struct totals {
@@ -127,36 +141,146 @@ struct flight {
   bool send_done = false, recv_needed = false, recv_done = false;
 };
 
-class soak {
+unsigned long long ull(std::uint64_t v) { return v; }
+
+/// The medium asked for cannot be had here (exit status 3).
+struct unavailable : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// Where the two devices' frames travel.
+class medium {
  public:
-  explicit soak(const options& o)
-      : o_(o), a_(1, o.framing, lanes * window * slot_bytes, window_of(o)), b_(2, o.framing, lanes * window * slot_bytes + 4096, window_of(o)), fab_(o.seed),
-        rng_(o.seed * 7919 + 13) {
+  virtual ~medium() = default;
+  /// Device A's and B's port MACs.
+  virtual wire::mac_address mac(int side) const { return {2, 0, 0, 0, 0, static_cast<std::uint8_t>(side + 1)}; }
+  /// The largest path MTU the medium carries.
+  virtual std::uint32_t path_mtu() const { return 4096; }
+  /// The QPs' local ACK timeout (4.096 µs × 2^timeout): 6, 262 µs, in virtual time, where a lossy
+  /// link recovers quickly and nothing else takes time.
+  virtual std::uint8_t timeout() const { return 6; }
+  /// Each device's transmit queue (device_config::tx_queue): frames it holds for the medium.
+  virtual std::size_t tx_queue() const { return device_config{}.tx_queue; }
+  virtual void attach(device& a, device& b, const options& o) = 0;
+  /// Time since the start, ns.
+  virtual time_ns now() const = 0;
+  /// Moves frames and runs the devices' timers, `limit` at the latest; false when nothing was left.
+  virtual bool step(time_ns limit) = 0;
+  /// Runs for `span` ns more.
+  virtual void settle(time_ns span) = 0;
+  /// Lines for stderr at the end: what the medium counted.
+  virtual void report() const {}
+};
+
+/// The loopback fabric, in virtual time: a 2 µs link with the faults in both directions.
+class fabric_medium final : public medium {
+ public:
+  explicit fabric_medium(std::uint64_t seed) : fab_(seed) {}
+  void attach(device& a, device& b, const options& o) override {
     link_config l;
     l.latency = 2000;
     l.a_to_b = l.b_to_a = {.loss = o.loss, .duplicate = o.dup, .reorder = o.reorder, .corrupt = o.corrupt};
-    (void)fab_.link(*a_.dev, 0, *b_.dev, 0, l);
+    (void)fab_.link(a, 0, b, 0, l);
     if (!o.pcap.empty() && fab_.tap(o.pcap) != errc{}) throw std::runtime_error("cannot write " + o.pcap);
-    const std::uint32_t mtu = o.mtu ? o.mtu : o.framing == framing::cell ? 512 : 4096;
+  }
+  time_ns now() const override { return fab_.now(); }
+  bool step(time_ns limit) override { return fab_.step(limit); }
+  void settle(time_ns span) override { fab_.run_until(fab_.now() + span); }
+
+ private:
+  loopback_fabric fab_;
+};
+
+#ifdef PUSHWIRE_HAVE_XDP
+
+/// Two AF_XDP ports (net/xdp.hpp) in real time, each on an interface of its own namespace (opened
+/// there by a thread of its own: net/netns.hpp), the faults applied where each port sends. Frames
+/// leave with the devices' MACs, which are the interfaces' (no neighbour lookups).
+class xdp_medium final : public medium {
+ public:
+  explicit xdp_medium(const options& o) : t0_(net::monotonic_ns()) {
+    const rnic::direction_faults f{.loss = o.loss, .duplicate = o.dup, .reorder = o.reorder, .corrupt = o.corrupt};
+    for (int i = 0; i < 2; ++i) {
+      // Rings of 8192 and a batch of 1024 (4096 frames a turn): a READ answered again after a
+      // loss comes back as a burst of up to 64 KiB in 256-byte cells.
+      const net::xdp_config c{.interface = o.xdp_if[i], .frames = 16384, .ring = 8192, .batch = 1024, .resolve = false, .faults = f,
+                              .seed = o.seed * 2 + static_cast<std::uint64_t>(i)};
+      const auto open = [&] { ports_[i].emplace(c); };
+      const std::string where = o.xdp_if[i] + (o.xdp_ns[i].empty() ? "" : " in namespace " + o.xdp_ns[i]);
+      if (o.xdp_ns[i].empty()) open();
+      else if (const int e = net::in_netns(o.xdp_ns[i], open); e != 0) throw unavailable("namespace " + o.xdp_ns[i] + ": " + std::strerror(e));
+      if (!ports_[i]->ok()) throw unavailable("AF_XDP on " + where + " unavailable (" + ports_[i]->why() + ": " + std::strerror(ports_[i]->error()) + ")");
+      std::fprintf(stderr, "pushwire-rnic: device %c on AF_XDP on %s (%s XDP, %s mode)\n", 'A' + i, where.c_str(),
+                   ports_[i]->native() ? "native" : "generic", ports_[i]->zero_copy() ? "zero-copy" : "copy");
+    }
+  }
+  wire::mac_address mac(int side) const override { return ports_[side]->mac(); }
+  std::uint32_t path_mtu() const override { return std::min(ports_[0]->path_mtu(), ports_[1]->path_mtu()); }
+  /// 10, 4.2 ms: the soak's one thread checks up to 64 KiB a completion between turns, so 262 µs
+  /// would expire on a link that lost nothing; and what waits to be sent must leave within it.
+  std::uint8_t timeout() const override { return 10; }
+  /// 512 frames (a response queue of 1024): the devices build READ responses whole, and every
+  /// duplicate READ is answered again; behind a deep queue the answers come after the requester's
+  /// timeout, which sends the READs again (with 4096, the soak stopped progressing).
+  std::size_t tx_queue() const override { return 512; }
+  void attach(device& a, device& b, const options&) override {
+    loops_[0].emplace(a);
+    loops_[1].emplace(b);
+    for (int i = 0; i < 2; ++i) loops_[i]->attach(0, *ports_[i]);
+  }
+  time_ns now() const override { return net::monotonic_ns() - t0_; }
+  /// A turn of each device's loop, busy-polled (the soak's one thread serves both).
+  bool step(time_ns) override {
+    for (auto& l : loops_) (void)l->turn(now());
+    return true;
+  }
+  void settle(time_ns span) override {
+    for (const time_ns until = now() + span; now() < until;) (void)step(until);
+  }
+  void report() const override {
+    for (int i = 0; i < 2; ++i) {
+      const net::xdp_counters c = ports_[i]->stats();
+      std::fprintf(stderr,
+                   "pushwire-rnic: device %c's port: sent %llu received %llu; injected lost %llu corrupted %llu held %llu duplicated %llu; "
+                   "kernel dropped %llu, RX ring full %llu, fill ring empty %llu, invalid %llu/%llu\n",
+                   'A' + i, ull(c.sent), ull(c.received), ull(c.lost), ull(c.corrupted), ull(c.held), ull(c.duplicated), ull(c.rx_dropped),
+                   ull(c.rx_ring_full), ull(c.fill_ring_empty), ull(c.rx_invalid), ull(c.tx_invalid));
+    }
+  }
+
+ private:
+  time_ns t0_;
+  std::array<std::optional<net::xdp_port>, 2> ports_;
+  std::array<std::optional<net::device_loop>, 2> loops_;
+};
+#endif
+
+class soak {
+ public:
+  soak(const options& o, std::unique_ptr<medium> m)
+      : o_(o), med_(std::move(m)), a_(1, o.framing, lanes * window * slot_bytes, window_of(o), med_->mac(0), med_->tx_queue()),
+        b_(2, o.framing, lanes * window * slot_bytes + 4096, window_of(o), med_->mac(1), med_->tx_queue()), rng_(o.seed * 7919 + 13) {
+    med_->attach(*a_.dev, *b_.dev, o);
+    const std::uint32_t mtu = std::min(o.mtu ? o.mtu : o.framing == framing::cell ? 512 : 4096, med_->path_mtu());
     const address_vector to_b{.dmac = b_.dev->config().ports[0].mac, .dgid = b_.dev->config().ports[0].gid};
     const address_vector to_a{.dmac = a_.dev->config().ports[0].mac, .dgid = a_.dev->config().ports[0].gid};
     for (std::size_t i = 0; i < rc_lanes; ++i) {
       lane& ln = lanes_[i];
       ln.qa = a_.qp(qp_type::rc);
       ln.qb = b_.qp(qp_type::rc);
-      (void)bring_up(*a_.dev, ln.qa, qp_type::rc, ln.qb, to_b, mtu);
-      (void)bring_up(*b_.dev, ln.qb, qp_type::rc, ln.qa, to_a, mtu);
+      (void)bring_up(*a_.dev, ln.qa, qp_type::rc, ln.qb, to_b, mtu, med_->timeout());
+      (void)bring_up(*b_.dev, ln.qb, qp_type::rc, ln.qa, to_a, mtu, med_->timeout());
     }
     {
       const std::uint32_t dci = a_.qp(qp_type::dci);
-      (void)bring_up(*a_.dev, dci, qp_type::dci, 0, {}, mtu);
+      (void)bring_up(*a_.dev, dci, qp_type::dci, 0, {}, mtu, med_->timeout());
       ah_ = *a_.dev->create_ah(a_.pd, to_b);
       for (std::size_t i = rc_lanes; i < lanes; ++i) {
         lane& ln = lanes_[i];
         ln.qa = dci;
         ln.dc_key = 0xD0D0 + i;
         ln.qb = b_.qp(qp_type::dct, ln.dc_key);
-        (void)bring_up(*b_.dev, ln.qb, qp_type::dct, 0, {}, mtu);
+        (void)bring_up(*b_.dev, ln.qb, qp_type::dct, 0, {}, mtu, med_->timeout());
       }
     }
     for (std::size_t i = 0; i < lanes; ++i) {
@@ -174,29 +298,33 @@ class soak {
     totals t;
     t.messages = o_.messages;
     std::uint64_t idle_steps = 0;
-    const time_ns stall = 2'000'000'000;  // 2 s of virtual time without a completion: give up
-    time_ns last_progress = 0;
+    const time_ns stall = 2'000'000'000;  // 2 s without a completion: give up
+    time_ns last_progress = med_->now();
     while (done_ < o_.messages) {
       post_more();
       const std::uint64_t before = done_;
-      if (!fab_.step(fab_.now() + stall)) ++idle_steps;
+      if (!med_->step(med_->now() + stall)) ++idle_steps;
       poll();
-      if (done_ != before) last_progress = fab_.now();
-      if (fab_.now() - last_progress > stall || idle_steps > 1000) break;
+      if (done_ != before) last_progress = med_->now();
+      if (med_->now() - last_progress > stall || idle_steps > 1000) {
+        stalled();
+        break;
+      }
       if (tty) {
         const auto now = std::chrono::steady_clock::now();
         if (now - last_print > std::chrono::milliseconds(500)) {
           last_print = now;
           std::fprintf(stderr, "\r%llu / %llu messages, %.1f MB, virtual %.3f s   ", static_cast<unsigned long long>(done_),
                        static_cast<unsigned long long>(o_.messages), static_cast<double>(bytes_) / 1e6,
-                       static_cast<double>(fab_.now()) / 1e9);
+                       static_cast<double>(med_->now()) / 1e9);
         }
       }
     }
-    fab_.run_until(fab_.now() + 10'000'000);  // let duplicates arrive after the last completion
+    med_->settle(10'000'000);  // let duplicates arrive after the last completion
     poll();
     if (tty) std::fprintf(stderr, "\r%80s\r", "");
     for (const auto& line : failures_) std::fprintf(stderr, "pushwire-rnic: %s\n", line.c_str());
+    med_->report();
     t.completed = completed_;
     t.bytes = bytes_;
     t.lost = o_.messages - completed_;
@@ -204,7 +332,7 @@ class soak {
     t.misplaced = misplaced_ + scan_guards();
     t.retransmits = a_.dev->counters().retransmits + b_.dev->counters().retransmits;
     t.page_faults = a_.dev->counters().page_faults + b_.dev->counters().page_faults;
-    t.virtual_us = fab_.now() / 1000;
+    t.virtual_us = med_->now() / 1000;
     t.wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
     return t;
   }
@@ -363,6 +491,34 @@ class soak {
     ln.free.push_back(f.slot);
     ln.live.erase(f.id);
   }
+  /// On stderr: the run stopped with messages in flight; each lane's oldest and its QPs' states.
+  void stalled() const {
+    med_->report();
+    for (const node* n : {&a_, &b_}) {
+      const device_counters& c = n->dev->counters();
+      std::fprintf(stderr,
+                   "pushwire-rnic: device %c: frames in %llu out %llu; dropped: bad %llu not mine %llu no QP %llu wrong source %llu by QP %llu "
+                   "TX full %llu RX full %llu\n",
+                   n == &a_ ? 'A' : 'B', ull(c.frames_in), ull(c.frames_out), ull(c.dropped_bad_frame), ull(c.dropped_not_mine),
+                   ull(c.dropped_no_qp), ull(c.dropped_wrong_source), ull(c.dropped_by_qp), ull(c.dropped_tx_full), ull(c.dropped_rx_full));
+    }
+    std::fprintf(stderr, "pushwire-rnic: no completion for 2 s at %.3f s; %llu of %llu messages done\n", static_cast<double>(med_->now()) / 1e9,
+                 static_cast<unsigned long long>(done_), static_cast<unsigned long long>(o_.messages));
+    for (std::size_t l = 0; l < lanes; ++l) {
+      const lane& ln = lanes_[l];
+      if (ln.live.empty()) continue;
+      const flight& f = ln.live.begin()->second;
+      const auto va = a_.dev->view(ln.qa), vb = b_.dev->view(ln.qb);
+      if (!va || !vb) continue;
+      std::fprintf(stderr,
+                   "pushwire-rnic:   lane %zu: %zu in flight, oldest message %llu (%s, %u B, sent %d, received %d); "
+                   "A QP 0x%x %s, requester %s una %u next %u queued %zu, retransmits %llu timeouts %llu; B QP 0x%x %s expects %u\n",
+                   l, ln.live.size(), static_cast<unsigned long long>(f.id), std::string{wire::enum_name(f.op)}.c_str(), f.len, f.send_done,
+                   f.recv_done, ln.qa, std::string{wire::enum_name(va->state)}.c_str(), std::string{wire::enum_name(va->sender_state)}.c_str(),
+                   va->una, va->next_psn, va->queued, static_cast<unsigned long long>(va->retransmits),
+                   static_cast<unsigned long long>(va->timeouts), ln.qb, std::string{wire::enum_name(vb->state)}.c_str(), vb->expected_psn);
+    }
+  }
   /// Restores slot's region of n to the sentinel as far as its last message reached.
   void reset(node& n, std::size_t slot, std::vector<std::uint32_t>& dirty) {
     const std::size_t at = region(slot);
@@ -389,8 +545,8 @@ class soak {
   }
 
   options o_;
+  std::unique_ptr<medium> med_;
   node a_, b_;
-  loopback_fabric fab_;
   std::mt19937_64 rng_;
   std::array<lane, lanes> lanes_{};
   std::uint32_t ah_ = 0;
@@ -467,6 +623,19 @@ int main(int argc, char** argv) {
       if (v == "roce") o.framing = framing::roce;
       else if (v == "cell") o.framing = framing::cell;
       else return usage();
+    } else if (a == "--xdp") {
+      // IF_A@NETNS_A,IF_B@NETNS_B (either @NETNS may be left out: this namespace)
+      const auto v = value();
+      const std::string_view list = v ? *v : std::string_view{};
+      const auto comma = list.find(',');
+      if (comma == std::string_view::npos) return usage();
+      const std::string_view ends[2] = {list.substr(0, comma), list.substr(comma + 1)};
+      for (int k = 0; k < 2; ++k) {
+        const auto at = ends[k].find('@');
+        o.xdp_if[k] = std::string{ends[k].substr(0, at)};
+        if (at != std::string_view::npos) o.xdp_ns[k] = std::string{ends[k].substr(at + 1)};
+        if (o.xdp_if[k].empty() || (at != std::string_view::npos && o.xdp_ns[k].empty())) return usage();
+      }
     } else if (a == "--pcap") {
       const auto v = value();
       if (!v) return usage();
@@ -475,10 +644,27 @@ int main(int argc, char** argv) {
       return usage();
     }
   }
+  if (!o.pcap.empty() && !o.xdp_if[0].empty()) {
+    std::cerr << "pushwire-rnic: --pcap records the loopback fabric; over --xdp, capture the interfaces\n";
+    return 2;
+  }
   totals t;
   try {
-    soak s(o);
+    std::unique_ptr<medium> m;
+    if (o.xdp_if[0].empty()) {
+      m = std::make_unique<fabric_medium>(o.seed);
+    } else {
+#ifdef PUSHWIRE_HAVE_XDP
+      m = std::make_unique<xdp_medium>(o);
+#else
+      throw unavailable("AF_XDP unavailable (built without libxdp)");
+#endif
+    }
+    soak s(o, std::move(m));
     t = s.run();
+  } catch (const unavailable& e) {
+    std::cerr << "pushwire-rnic: " << e.what() << "\n";
+    return 3;
   } catch (const std::exception& e) {
     std::cerr << "pushwire-rnic: " << e.what() << "\n";
     return 2;

@@ -21,8 +21,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include <pushwire/net/netns.hpp>
 #include <pushwire/net/tap.hpp>
 #include <pushwire/net/udp.hpp>
 
@@ -157,5 +159,48 @@ int moved_away() {
 
 TEST_CASE("tap: moved to another namespace, it is still set and read there, and link_watch reports only its own changes", "[net]") {
   const std::optional<int> failed_step = test::in_new_netns(moved_away, "no network namespace or /dev/net/tun here (needs root)");
+  if (failed_step) CHECK(*failed_step == 0);
+}
+
+namespace {
+
+// The child's body for net::in_netns: 0, or the step that failed. The child is in a namespace of
+// its own with a dummy interface; the step runs in init's namespace (/proc/1/ns/net), where the
+// interface is not, on a thread of its own, and a socket it opens stays there.
+int enter_init_netns() {
+  if (std::system("ip link add pwns0 type dummy 2>/dev/null") != 0) return 101;
+  if (::if_nametoindex("pwns0") == 0) return 11;
+  const auto caller = std::this_thread::get_id();
+  bool ran = false, other_thread = false;
+  unsigned there = 1;
+  int s = -1;
+  if (net::in_netns(std::string{"/proc/1/ns/net"}, [&] {
+        ran = true;
+        other_thread = std::this_thread::get_id() != caller;
+        there = ::if_nametoindex("pwns0");
+        s = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+      }) != 0)
+    return 12;
+  if (!ran || !other_thread) return 13;
+  if (there != 0) return 14;                     // the step saw init's namespace
+  if (::if_nametoindex("pwns0") == 0) return 15;  // the caller stayed here
+  // The socket is init's: SIOCGIFINDEX for pwns0 fails through it, and succeeds through one made here.
+  ifreq r{};
+  std::strncpy(r.ifr_name, "pwns0", IFNAMSIZ - 1);
+  if (s < 0 || ::ioctl(s, SIOCGIFINDEX, &r) == 0) return 16;
+  ::close(s);
+  const int here = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (here < 0 || ::ioctl(here, SIOCGIFINDEX, &r) != 0) return 17;
+  ::close(here);
+  // No such namespace: ENOENT, and the step does not run.
+  ran = false;
+  if (net::in_netns(std::string{"pushwire-no-such-namespace"}, [&] { ran = true; }) != ENOENT || ran) return 18;
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("netns: in_netns runs a step on a thread in another namespace; the caller stays; a missing namespace is ENOENT", "[net]") {
+  const std::optional<int> failed_step = test::in_new_netns(enter_init_netns, "no network namespace here (needs root)");
   if (failed_step) CHECK(*failed_step == 0);
 }

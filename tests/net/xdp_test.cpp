@@ -176,7 +176,31 @@ int transfer(double loss) {
   return 0;
 }
 
+// One device on one end of a veth pair, two of its QPs connected to each other through the
+// interface's own address: 0 when the transfer completes with every frame looped back in the
+// port and none sent to the wire; else the step that failed.
+int loopback() {
+  if (std::system("ip link add pwxa type veth peer name pwxb && ip addr add 198.18.6.1/24 dev pwxa &&"
+                  " ip link set pwxa mtu 3000 up && ip link set pwxb mtu 3000 up") != 0)
+    return 101;
+  xnode a("pwxa", 1, 0);
+  if (!a.link.ok()) return a.link.error() == EPERM || a.link.error() == EACCES ? 101 : 11;
+  rnic::address_vector self{};
+  self.dgid = rnic::gid_v4(198, 18, 6, 1);
+  if (const int failed = test::write_then_send(a, a, self, self, 2048)) return failed;
+  const auto st = a.link.stats();
+  if (st.looped < 100) return 24;  // 98 packets of the WRITE, the SEND, and their ACKs
+  if (st.sent != 0 || st.resolving != 0 || st.unresolved != 0) return 25;
+  if (a.dev.counters().dropped_bad_frame != 0) return 26;
+  return 0;
+}
+
 }  // namespace
+
+TEST_CASE("xdp: a device's frames to its interface's own address loop back in the port, none to the wire", "[net][xdp]") {
+  const auto failed_step = test::in_new_netns(loopback, "no network namespace, veth or BPF here (needs root: CAP_NET_ADMIN and CAP_BPF)");
+  if (failed_step) CHECK(*failed_step == 0);
+}
 
 TEST_CASE("xdp: the steering program sends RoCEv2 and cells to the socket and passes the rest to the kernel", "[net][xdp]") {
   const auto failed_case = test::in_new_netns(steering, "no network namespace, veth or BPF here (needs root: CAP_NET_ADMIN and CAP_BPF)");

@@ -191,3 +191,20 @@ TEST_CASE("pushwire-conform: what it cannot read exits 2 with one line", "[tools
   CHECK(h.err.find("usage: pushwire-conform FILE") != std::string::npos);
   CHECK(h.err.find("--complete") != std::string::npos);
 }
+
+TEST_CASE("pushwire-rnic soak --xdp: malformed forms exit 2; a namespace or interface that is not there exits 3, named", "[tools][rnic]") {
+  for (const char* bad : {"--xdp", "--xdp a", "--xdp a,", "--xdp ,b", "--xdp a@,b", "--xdp a,b@", "--xdp @n,b@m"}) {
+    INFO(bad);
+    CHECK(test::run_rnic(std::string{"soak --messages 1 "} + bad).status == 2);
+  }
+  const auto ns = test::run_rnic("soak --messages 1 --xdp a@pushwire-no-such-ns,b@pushwire-no-such-ns");
+  CHECK(ns.status == 3);
+  CHECK(ns.err.find("pushwire-no-such-ns") != std::string::npos);
+  const auto dev = test::run_rnic("soak --messages 1 --xdp pwnosuch0,pwnosuch1");
+  CHECK(dev.status == 3);
+  CHECK(dev.err.find("pwnosuch0") != std::string::npos);
+  // --pcap is the loopback fabric's capture: refused before any port opens.
+  const auto pcap = test::run_rnic("soak --messages 1 --pcap /dev/null --xdp pwnosuch0,pwnosuch1");
+  CHECK(pcap.status == 2);
+  CHECK(pcap.err.find("--pcap") != std::string::npos);
+}

@@ -9,6 +9,8 @@
 # at a time (only one process can bind [::1]:4791).
 # With `attached`: the module runs twice, in-process (pw0:auto) and attached to the PF of a
 # pushwire-rnicd on 127.0.3.N (spec/rnicd.md), and both runs must pass and skip the same tests.
+# With PUSHWIRE_VERBS set (GID 0), on the devices it names (tests/netns/xdp_verbs.sh: a port over
+# AF_XDP, which must not fall back to its UDP socket).
 # usage: pyverbs.sh BUILD SPEC_VERBS_MD MODULE [GID | attached]
 build=$(cd "$1" && pwd); spec=$2; module=$3; gid=${4:-0}
 attached=
@@ -62,6 +64,10 @@ if [ -n "$attached" ]; then
   echo "pyverbs $module: attached to pushwire-rnicd as in-process: ran/skipped $now"
 fi
 if grep -qE 'ERROR: AddressSanitizer|runtime error:' "$log"; then cat "$log"; echo "FAIL: a sanitizer report"; exit 1; fi
+# Ports over AF_XDP (PUSHWIRE_VERBS ... /xdp=IF, tests/netns/xdp_verbs.sh) must not have fallen back.
+if [[ "${PUSHWIRE_VERBS:-}" == */xdp=* ]] && grep -q 'AF_XDP on .* unavailable' "$log"; then
+  grep -m3 'AF_XDP on' "$log"; echo "FAIL: pyverbs $module: a port fell back to its UDP socket"; exit 1
+fi
 # the counts from unittest's summary ("Ran N tests", "OK (skipped=M)"): a test whose process
 # forks may print its verdict apart from its name
 ran=$(sed -n 's/^Ran \([0-9]*\) tests\{0,1\} in .*/\1/p' "$log" | tail -1)

@@ -9,14 +9,20 @@ them as datagrams to the device's UDP port 4791.
   IPv6 (GID 1, the device configured NAME:auto@::1): loopback has one IPv6 address, so the
     sender is always ::1. The first QP is connected to fd00::2: nothing written; the second to
     ::1: written.
-usage (under the provider): source_check.py rc|uc [v6]    exit 0 pass, 1 fail, 77 a tool is missing"""
+  Over AF_XDP (xdp NETNS IFACE: the device's port is over AF_XDP on an interface whose veth peer
+    IFACE is in namespace NETNS, 198.18.11.2 there): both QPs are connected to 198.18.11.2, and the
+    packets are whole Ethernet frames to the device's MAC, sent onto IFACE from NETNS (scapy's
+    sendp), from 198.18.11.3 and from 198.18.11.2.
+usage (under the provider): source_check.py rc|uc [v6 | xdp NETNS IFACE]    exit 0 pass, 1 fail,
+77 a tool is missing"""
 import socket
 import struct
+import subprocess
 import sys
 import time
 
 try:
-    from scapy.all import IP, IPv6, UDP, Raw, raw
+    from scapy.all import Ether, IP, IPv6, UDP, Raw, raw
     from scapy.contrib.roce import BTH
     from roce_icrc import icrc_v6
     import pyverbs.enums as e
@@ -32,6 +38,7 @@ except ImportError as x:
 
 kind = sys.argv[1] if len(sys.argv) > 1 else "rc"
 v6 = len(sys.argv) > 2 and sys.argv[2] == "v6"
+wire = sys.argv[3:5] if len(sys.argv) > 4 and sys.argv[2] == "xdp" else None  # NETNS, IFACE
 WRITE_ONLY = {"rc": 0x0A, "uc": 0x2A}[kind]
 QP_TYPE = {"rc": e.IBV_QPT_RC, "uc": e.IBV_QPT_UC}[kind]
 RQ_PSN = 100
@@ -57,6 +64,9 @@ if v6:
     sender = "::1"
     peers = {"other": "fd00::2", "peer": "::1"}  # the first QP's peer is not the sender, the second's is
     sources = {"other": sender, "peer": sender}
+elif wire:
+    peers = {"other": "198.18.11.2", "peer": "198.18.11.2"}
+    sources = {"other": "198.18.11.3", "peer": "198.18.11.2"}
 else:
     peers = {"other": "127.0.0.2", "peer": "127.0.0.2"}
     sources = {"other": "127.0.0.3", "peer": "127.0.0.2"}
@@ -83,6 +93,9 @@ def connected_qp(peer):
 
 
 qps = {role: connected_qp(peer) for role, peer in peers.items()}
+if wire:  # the interface with the device's address (its port's AF_XDP socket is on it)
+    dev_iface = next(n for n in socket.if_nameindex() if n[1] != "lo" and
+                     subprocess.run(["ip", "-o", "-4", "addr", "show", "dev", n[1]], capture_output=True, text=True).stdout.find(f" {dev_ip}/") >= 0)[1]
 print(f"device {names[0]} at {dev_ip}: {kind.upper()} QPs 0x{qps['other'].qp_num:06x} (peer {peers['other']}) and "
       f"0x{qps['peer'].qp_num:06x} (peer {peers['peer']}), expecting PSN {RQ_PSN}; region 0x{mr.buf:x} R_Key 0x{mr.rkey:08x}")
 
@@ -90,6 +103,19 @@ print(f"device {names[0]} at {dev_ip}: {kind.upper()} QPs 0x{qps['other'].qp_num
 def write(role, offset, fill):
     """One RDMA WRITE ONLY of 64 bytes of `fill` to offset `offset` of the region, to QP `role`."""
     src = sources[role]
+    reth = struct.pack(">QII", mr.buf + offset, mr.rkey, 64)
+    if wire:
+        # To the MAC of the interface the port is on (the device's); any source MAC.
+        dev_mac = open(f"/sys/class/net/{dev_iface}/address").read().strip()
+        frame = Ether(dst=dev_mac, src="02:00:00:00:11:02") / IP(src=src, dst=dev_ip, flags="DF", id=7, ttl=64) / \
+            UDP(sport=49152 + offset, dport=4791) / BTH(opcode=WRITE_ONLY, dqpn=qps[role].qp_num, psn=RQ_PSN, ackreq=1) / \
+            Raw(reth + bytes([fill]) * 64)
+        hexed = raw(frame).hex()
+        subprocess.run(["ip", "netns", "exec", wire[0], "/usr/bin/python3", "-c",
+                        "import sys; from scapy.all import sendp, Raw; sendp(Raw(bytes.fromhex(sys.argv[1])), iface=sys.argv[2], verbose=0)",
+                        hexed, wire[1]], check=True)
+        time.sleep(0.5)
+        return
     s = socket.socket(socket.AF_INET6 if v6 else socket.AF_INET, socket.SOCK_DGRAM)
     if v6:
         s.setsockopt(socket.IPPROTO_IPV6, 23, 2)  # IPV6_MTU_DISCOVER = IPV6_PMTUDISC_DO
@@ -97,7 +123,6 @@ def write(role, offset, fill):
         s.setsockopt(socket.IPPROTO_IP, 10, 2)  # IP_MTU_DISCOVER = IP_PMTUDISC_DO: DF, identification 0
     s.bind((src, 0))
     sport = s.getsockname()[1]
-    reth = struct.pack(">QII", mr.buf + offset, mr.rkey, 64)
     bth = BTH(opcode=WRITE_ONLY, dqpn=qps[role].qp_num, psn=RQ_PSN, ackreq=1, icrc=0 if v6 else None)
     net = IPv6(src=src, dst=dev_ip, hlim=64) if v6 else IP(src=src, dst=dev_ip, flags="DF", id=0, ttl=64)
     pkt = net / UDP(sport=sport, dport=4791) / bth / Raw(reth + bytes([fill]) * 64)

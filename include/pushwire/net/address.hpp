@@ -87,6 +87,23 @@ inline std::optional<local_address> find_local(const wire::ip_address<4>& ip) {
   return found;
 }
 
+/// Whether `ip` (4 bytes IPv4, 16 bytes IPv6) is configured on the interface named `interface`
+/// in this network namespace (getifaddrs).
+inline bool configured_on(const std::string& interface, std::span<const std::uint8_t> ip) {
+  ifaddrs* all = nullptr;
+  if ((ip.size() != 4 && ip.size() != 16) || ::getifaddrs(&all) != 0) return false;
+  bool found = false;
+  for (ifaddrs* a = all; a && !found; a = a->ifa_next) {
+    if (!a->ifa_addr || interface != a->ifa_name) continue;
+    if (ip.size() == 4 && a->ifa_addr->sa_family == AF_INET)
+      found = std::memcmp(&reinterpret_cast<const sockaddr_in*>(a->ifa_addr)->sin_addr, ip.data(), 4) == 0;
+    else if (ip.size() == 16 && a->ifa_addr->sa_family == AF_INET6)
+      found = std::memcmp(&reinterpret_cast<const sockaddr_in6*>(a->ifa_addr)->sin6_addr, ip.data(), 16) == 0;
+  }
+  ::freeifaddrs(all);
+  return found;
+}
+
 namespace detail {
 /// One rtnetlink request `req` (nlmsg_len bytes, NLM_F_REQUEST set by the caller), and its
 /// answer: the first message's type, copied into `answer` (at most its size). 0, or an errno

@@ -75,14 +75,22 @@ void apply_faults(send_queue<Pending>& q, const rnic::direction_faults& f, std::
   }
 }
 
-/// Gives every frame device `d` has for its port `port` to `queue(std::span<const std::byte>)`,
-/// and the frame's buffer back to the device.
-template <class Queue>
-void take_frames(rnic::device& d, std::size_t port, Queue&& queue) {
-  while (auto f = d.take_frame(port)) {
+/// Gives the frames device `d` has for its port `port` to `queue(std::span<const std::byte>)`,
+/// and each frame's buffer back to the device: every frame, or while `room()` holds (a port whose
+/// own queue is full leaves the rest in the device's transmit queue, whose limit holds its
+/// requesters back: spec/net.md §2).
+template <class Queue, class Room>
+void take_frames(rnic::device& d, std::size_t port, Queue&& queue, Room&& room) {
+  while (room()) {
+    auto f = d.take_frame(port);
+    if (!f) return;
     queue(std::span<const std::byte>(f->data(), f->size()));
     d.recycle(std::move(*f));
   }
+}
+template <class Queue>
+void take_frames(rnic::device& d, std::size_t port, Queue&& queue) {
+  take_frames(d, port, static_cast<Queue&&>(queue), [] { return true; });
 }
 
 /// When the earliest frame of `q` is due, or nullopt.

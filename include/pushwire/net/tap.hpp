@@ -14,7 +14,6 @@
 #include <linux/rtnetlink.h>
 #include <linux/sockios.h>
 #include <net/if_arp.h>
-#include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -26,9 +25,8 @@
 #include <cstring>
 #include <span>
 #include <string>
-#include <system_error>
-#include <thread>
 
+#include <pushwire/net/netns.hpp>
 #include <pushwire/wire/endian.hpp>
 #include <pushwire/wire/ethernet.hpp>
 
@@ -215,12 +213,7 @@ class tap {
     const int ns = ::ioctl(fd_, TUNGETDEVNETNS);
     if (ns < 0) return false;
     int s = -1;
-    try {
-      std::thread([&] {
-        if (::setns(ns, CLONE_NEWNET) == 0) s = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-      }).join();
-    } catch (const std::system_error&) {
-    }
+    (void)in_netns(ns, [&] { s = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0); });
     ::close(ns);
     if (s < 0) return false;
     ifreq r{};

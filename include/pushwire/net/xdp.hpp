@@ -10,7 +10,9 @@
 // - Whole Ethernet frames move both ways, so the ICRC covers the IP headers as they were on the
 //   wire, whoever built them. An IP frame the device sends gets the interface's MAC as its source
 //   and, as its destination, the MAC the kernel's neighbour table holds for its destination IP
-//   (asked for, and waited for, when absent); cells keep the MACs the device gave them.
+//   (asked for, and waited for, when absent); cells keep the MACs the device gave them. A frame
+//   for one of the interface's own addresses does not leave: the next receive() gives it back
+//   (a NIC's local loopback; two QPs of one device, as rdma-core's tests connect them).
 // - UMEM: `frames` frames of 4096 bytes, half for receiving and half for sending. A received
 //   frame is given to the device from the UMEM and its frame goes back to the fill ring at once.
 // - Needs CAP_NET_ADMIN and CAP_BPF (or root). ok() is false otherwise, with error() and why():
@@ -264,6 +266,7 @@ struct xdp_counters {
   std::uint64_t too_large = 0;   ///< frames over frame_size bytes or the interface's MTU (with a tag), not sent
   std::uint64_t not_sendable = 0;  ///< frames shorter than an Ethernet header, not sent
   std::uint64_t resolving = 0;   ///< neighbour resolutions asked of the kernel
+  std::uint64_t looped = 0;      ///< frames for the interface's own addresses, given back to receive()
   std::uint64_t unresolved = 0;  ///< frames dropped after resolve_timeout with no neighbour
   std::uint64_t lost = 0, corrupted = 0, duplicated = 0, held = 0;  ///< injected faults
   /// The kernel's (XDP_STATISTICS): frames dropped (too big for a frame, or no room),
@@ -279,6 +282,8 @@ class xdp_port {
   static constexpr std::uint32_t max_receive = frame_size - XDP_PACKET_HEADROOM;
   /// How long a frame waits for its destination's neighbour before it is dropped, ns.
   static constexpr rnic::time_ns resolve_timeout = 3'000'000'000;
+  /// How long opening retries a queue that is busy (EBUSY), ns.
+  static constexpr rnic::time_ns busy_wait = 500'000'000;
 
   /// Loads and attaches the program and binds the socket. On failure ok() is false, error() is
   /// the errno and why() names the step (interface, map, program, umem, socket, attach).
@@ -329,11 +334,18 @@ class xdp_port {
     area_ = static_cast<std::byte*>(area);
     const bool try_zero_copy = cfg_.copy != xdp_copy::copy, try_copy = cfg_.copy != xdp_copy::zero_copy;
     int e = EINVAL;
-    if (try_zero_copy) {
-      e = open_socket(XDP_ZEROCOPY);
-      zero_copy_ = e == 0;
+    // EBUSY: a socket on the queue; the kernel releases a closed socket's queue in the
+    // background (its buffer pool is freed by a work item), so a port opened right after this
+    // process closed one finds the queue busy for a moment: tried again for up to busy_wait.
+    for (const rnic::time_ns until = monotonic_ns() + busy_wait;;) {
+      if (try_zero_copy) {
+        e = open_socket(XDP_ZEROCOPY);
+        zero_copy_ = e == 0;
+      }
+      if (e != 0 && try_copy) e = open_socket(XDP_COPY);
+      if (e != EBUSY || monotonic_ns() >= until) break;
+      ::usleep(2000);
     }
-    if (e != 0 && try_copy) e = open_socket(XDP_COPY);
     if (e != 0) {
       fail(e, xsk_ ? "socket" : umem_ ? "socket" : "umem");
       return;
@@ -399,11 +411,15 @@ class xdp_port {
     return s;
   }
 
-  /// Sends every frame the device has for its port `port` (and held-back frames now due).
-  /// Returns the frames handed to the TX ring.
+  /// Sends the frames the device has for its port `port` (and held-back frames now due). The
+  /// port takes them while fewer than `ring` frames wait in its own queue (held back, or refused
+  /// by a full TX ring); the rest stay in the device's transmit queue, whose limit holds its
+  /// requesters back, rather than here, where they would only wait longer. Returns the frames
+  /// handed to the TX ring.
   std::size_t send_from(rnic::device& d, std::size_t port, rnic::time_ns now) {
-    take_frames(d, port, [&](std::span<const std::byte> f) { queue(f, now); });
-    return flush(now);
+    std::size_t sent = q_.empty() ? 0 : flush(now);
+    take_frames(d, port, [&](std::span<const std::byte> f) { queue(f, now); }, [&] { return q_.size() < cfg_.ring; });
+    return sent + flush(now);
   }
   /// Receives what waits in the RX ring (up to `rounds` batches) and gives each frame to the
   /// device at time now. Returns the frames taken.
@@ -416,6 +432,15 @@ class xdp_port {
   std::size_t receive(Sink&& sink, int rounds = 4) {
     if (!ok()) return 0;
     std::size_t total = 0;
+    if (!looped_.empty()) {  // (frames the sink's work loops back wait for the next call)
+      std::swap(looped_, delivering_);
+      for (auto& b : delivering_) {
+        sink(std::span<std::byte>(b.data(), b.size()));
+        loop_spare_.push_back(std::move(b));
+      }
+      total += delivering_.size();
+      delivering_.clear();
+    }
     for (int k = 0; k < rounds; ++k) {
       std::uint32_t idx = 0;
       const std::uint32_t n = ::xsk_ring_cons__peek(&rx_, cfg_.batch, &idx);
@@ -476,12 +501,16 @@ class xdp_port {
     reclaim();
     return sent;
   }
+  /// For net::device_loop: the loop may sleep unless frames looped back wait (arm()), and it
+  /// reads the port after every sleep (disarm()), since those frames make no descriptor readable.
+  bool arm() const { return looped_.empty(); }
+  void disarm(bool) const {}
   /// Frames waiting (held back, refused by a full ring, or waiting for a neighbour).
   std::size_t waiting() const { return q_.size(); }
   /// When the next waiting frame is due (for a caller's poll timeout), if any: at once while the
   /// kernel has left descriptors on the TX ring and asked to be woken again.
   std::optional<rnic::time_ns> next_due() const {
-    if (kick_again_) return rnic::time_ns{0};
+    if (kick_again_ || !looped_.empty()) return rnic::time_ns{0};
     return net::next_due(q_);
   }
 
@@ -497,6 +526,7 @@ class xdp_port {
   struct neighbour_state {
     std::array<std::uint8_t, 16> ip{};
     bool v6 = false, known = false;
+    bool local = false;  ///< an address of the interface's own: its frames loop back
     wire::mac_address mac{};
     rnic::time_ns checked = 0, asked = 0;
   };
@@ -612,6 +642,10 @@ class xdp_port {
     wire::mac_address dst{};
     const neighbour_found found = cfg_.resolve ? destination_mac(f, now, dst) : neighbour_found::not_ip;
     if (found == neighbour_found::unknown) return emit_result::unresolved;
+    if (found == neighbour_found::local) {
+      loop_back(f);
+      return emit_result::sent;
+    }
     const bool rewrite = found == neighbour_found::known;
     if (tx_free_.empty()) reclaim();
     if (tx_free_.empty()) return emit_result::no_room;
@@ -633,7 +667,21 @@ class xdp_port {
     ++outstanding_;
     return emit_result::sent;
   }
-  enum class neighbour_found { not_ip, known, unknown };
+  enum class neighbour_found { not_ip, known, unknown, local };
+  // A frame for one of the interface's own addresses, kept for the next receive() with the
+  // interface's MAC as both addresses (buffers reused).
+  void loop_back(std::span<const std::byte> f) {
+    std::vector<std::byte> b;
+    if (!loop_spare_.empty()) {
+      b = std::move(loop_spare_.back());
+      loop_spare_.pop_back();
+    }
+    b.assign(f.begin(), f.end());
+    std::memcpy(b.data(), mac_.data(), 6);
+    std::memcpy(b.data() + 6, mac_.data(), 6);
+    looped_.push_back(std::move(b));
+    ++stats_.looped;
+  }
   // The MAC of an IP frame's destination (into `out`), from the kernel's neighbour table (asked
   // for when absent): known, not known yet, or not_ip (another frame, which keeps its MACs).
   neighbour_found destination_mac(std::span<const std::byte> f, rnic::time_ns now, wire::mac_address& out) {
@@ -657,6 +705,11 @@ class xdp_port {
     const rnic::time_ns again = n->known ? neighbour_ttl : recheck_interval;
     if (now - n->checked >= again) {
       n->checked = now;
+      n->local = configured_on(cfg_.interface, std::span<const std::uint8_t>(ip.data(), len));
+      if (n->local) {
+        n->known = true;
+        return neighbour_found::local;
+      }
       const auto e = neighbour(ifindex_, std::span<const std::uint8_t>(ip.data(), len));
       n->known = e.has_value();
       if (e) n->mac = e->mac;
@@ -666,6 +719,7 @@ class xdp_port {
         (void)resolve_neighbour(ifindex_, std::span<const std::uint8_t>(ip.data(), len));
       }
     }
+    if (n->local) return neighbour_found::local;
     if (!n->known) return neighbour_found::unknown;
     out = n->mac;
     return neighbour_found::known;
@@ -692,6 +746,7 @@ class xdp_port {
   bool kick_again_ = false;                        ///< the last kick left descriptors the kernel asked to be woken for
   send_queue<pending> q_;
   std::vector<neighbour_state> neighbours_;
+  std::vector<std::vector<std::byte>> looped_, loop_spare_, delivering_;  ///< frames looped back
   xdp_counters stats_{};
 };
 

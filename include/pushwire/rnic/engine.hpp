@@ -248,6 +248,11 @@ class qp_engine {
   struct qp_view {
     qp_state state;
     std::uint64_t retransmits, page_faults, timeouts;
+    /// The requester's state, its oldest unacknowledged and next new PSN, the requests it holds;
+    /// the responder's expected PSN (0 where the QP has none).
+    flow::req_state sender_state = flow::req_state::idle;
+    std::uint32_t una = 0, next_psn = 0, expected_psn = 0;
+    std::size_t queued = 0;
   };
   /// A QP's state and its requester's counters (a lingering QP's too). Errors: not_found (no
   /// such QP).
@@ -256,7 +261,11 @@ class qp_engine {
     if (it == qps_.end()) return errc::not_found;
     const qp_context& q = *it->second;
     qp_view v{q.state, 0, 0, 0};
-    if (const requester_t* r = q.sender()) v.retransmits = r->stats().retransmitted, v.page_faults = r->stats().page_faults, v.timeouts = r->stats().timeouts;
+    if (const requester_t* r = q.sender()) {
+      v.retransmits = r->stats().retransmitted, v.page_faults = r->stats().page_faults, v.timeouts = r->stats().timeouts;
+      v.sender_state = r->state(), v.una = r->una(), v.next_psn = r->next_psn(), v.queued = r->queued();
+    }
+    if (q.resp) v.expected_psn = q.resp->expected_psn();
     return v;
   }
 
