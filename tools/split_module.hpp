@@ -11,6 +11,7 @@
 #pragma once
 
 #include <arpa/inet.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -30,12 +31,11 @@
 
 #include <deque>
 #include <list>
-#include <fstream>
 #include <functional>
-#include <sstream>
 
 #include <pushwire/flow/tcp_agg.hpp>
 
+#include <pushwire/net/address.hpp>
 #include <pushwire/net/fault_queue.hpp>
 #include <pushwire/net/loop.hpp>
 #include <pushwire/net/packet.hpp>
@@ -299,25 +299,6 @@ inline std::optional<module_options> parse_module(int argc, char** argv, pp::rol
       return std::nullopt;  // a host twice
   if (o.mac[5] + o.peers.size() - 1 > 0xFF) return std::nullopt;  // the hosts' MACs would wrap
   return o;
-}
-
-/// The MAC the kernel's ARP table holds for ip (after the CM's hellos went to it), if any.
-inline std::optional<wire::mac_address> arp_lookup(const std::array<std::uint8_t, 4>& ip) {
-  std::ifstream f("/proc/net/arp");
-  std::string line;
-  char want[16];
-  std::snprintf(want, sizeof want, "%u.%u.%u.%u", ip[0], ip[1], ip[2], ip[3]);
-  while (std::getline(f, line)) {
-    std::istringstream in(line);
-    std::string addr, type, flags, hw;
-    if (!(in >> addr >> type >> flags >> hw) || addr != want || flags == "0x0") continue;
-    unsigned m[6];
-    if (std::sscanf(hw.c_str(), "%x:%x:%x:%x:%x:%x", &m[0], &m[1], &m[2], &m[3], &m[4], &m[5]) != 6) continue;
-    wire::mac_address r;
-    for (std::size_t i = 0; i < 6; ++i) r[i] = static_cast<std::uint8_t>(m[i]);
-    return r;
-  }
-  return std::nullopt;
 }
 
 /// A module's fabric: RoCEv2 on a UDP socket (net/udp.hpp), cells on an interface over AF_PACKET
@@ -732,9 +713,10 @@ class module {
       rnic::address_vector av{};
       av.dgid = rnic::gid_v4(s.peer[0], s.peer[1], s.peer[2], s.peer[3]);
       if (link_.cells()) {  // cells are addressed by MAC: the peer's, as ARP found it for the hellos
-        const auto mac = arp_lookup(s.peer);
-        av.dmac = mac ? *mac : wire::broadcast_mac;
-        if (!mac) log(s, "no ARP entry for the peer: cells go to the broadcast MAC");
+        const std::string& ifname = o_.xdp.empty() ? o_.interface : o_.xdp;
+        const auto mac = net::neighbour(::if_nametoindex(ifname.c_str()), std::span<const std::uint8_t>(s.peer.data(), s.peer.size()));
+        av.dmac = mac ? mac->mac : wire::broadcast_mac;
+        if (!mac) log(s, "no neighbour entry for the peer: cells go to the broadcast MAC");
       }
       if (s.ep->connect({.control_qpn = a.connect->control_qpn, .data_qpn = a.connect->data_qpn, .av = av, .send_max = a.connect->send_max}) ==
           pp::errc{}) {

@@ -28,6 +28,8 @@ round() {  # NAME [module ARGS...]
   pw_tcp_file $s-lan $s-host 198.18.1.1 "$work/down.bin" "$work" || { show; echo "FAIL: $name: LAN -> host over TCP"; exit 1; }
   ip -n $s-host -d link show $s-h | grep -q 'prog/xdp' && ip -n $s-iou -d link show $s-i | grep -q 'prog/xdp' ||
     { show; echo "FAIL: $name: no XDP program on the fabric"; exit 1; }
+  # cells are addressed by MAC: each module found its peer's in the kernel's neighbour table
+  if grep -q 'no neighbour entry' "$work/$name-host.log" "$work/$name-iou.log"; then show; echo "FAIL: $name: a module sent cells to the broadcast MAC"; exit 1; fi
   echo "ok: $name over AF_XDP: $(grep -E 'rtt' "$work/$name-ping.log"); 3000000 bytes each way over TCP intact"
   kill -TERM $pw_host $pw_iou; wait $pw_host $pw_iou 2>/dev/null || true
 }

@@ -161,6 +161,46 @@ TEST_CASE("ACK coalescing: a lone ACK waits ack_delay, or leaves behind the requ
   CHECK(take_all(*p.b.dev, t).size() >= 1);
 }
 
+TEST_CASE("requests to one RC QP received in one burst leave one ACK: a plain ACK replaces its QP's older one still queued", "[rnic][ack]") {
+  device_config cfg;
+  cfg.window = 64;  // 40 SENDs leave in one pump, asking for an ACK at PSN 15, 31 and the last
+  hand_pair p(cfg);
+  const time_ns t = 1'000'000;
+  for (int i = 0; i < 40; ++i) p.recv_on_b(100 + static_cast<std::uint64_t>(i), 128);
+  for (int i = 0; i < 40; ++i) p.send_a_to_b(static_cast<std::uint64_t>(i));
+  const auto req = take_all(*p.a.dev, t);
+  REQUIRE(req.size() == 40);
+  std::uint64_t asked = 0;
+  for (const auto& f : req) asked += packet_of(f).ack_req;
+  REQUIRE(asked >= 2);
+  deliver(req, *p.b.dev, t);
+  const auto acks = take_all(*p.b.dev, t);
+  REQUIRE(acks.size() == 1);
+  CHECK(opcode_of(acks[0]) == ib::opcode::rc_acknowledge);
+  CHECK(syndrome_of_frame(acks[0]).kind() == ib::aeth_kind::ack);
+  CHECK(packet_of(acks[0]).psn == packet_of(req.back()).psn);  // the newest
+  CHECK(p.b.dev->acks_superseded(0) == asked - 1);
+  CHECK(p.b.poll_recv().size() == 40);
+  deliver(acks, *p.a.dev, t);
+  CHECK(p.a.poll_send().size() == 40);
+  // Two QPs' ACKs do not replace each other.
+  hand_pair q(cfg);
+  const std::uint32_t qa2 = q.a.qp(qp_type::rc), qb2 = q.b.qp(qp_type::rc);
+  REQUIRE(bring_up(*q.a.dev, qa2, qp_type::rc, qb2, av_to(*q.b.dev)) == errc{});
+  REQUIRE(bring_up(*q.b.dev, qb2, qp_type::rc, qa2, av_to(*q.a.dev)) == errc{});
+  q.recv_on_b(1);
+  const sge r2 = q.b.at(0, 4096);
+  REQUIRE(q.b.dev->post_recv(qb2, {.wr_id = 2, .sg_list = std::span(&r2, 1)}) == errc{});
+  q.send_a_to_b(3);
+  const sge s2 = q.a.at(0, 100);
+  REQUIRE(q.a.dev->post_send(qa2, {.wr_id = 4, .opcode = wr_opcode::send, .sg_list = std::span(&s2, 1)}) == errc{});
+  deliver(take_all(*q.a.dev, t), *q.b.dev, t);
+  const auto two = take_all(*q.b.dev, t);
+  REQUIRE(two.size() == 2);
+  CHECK(packet_of(two[0]).dest_qp != packet_of(two[1]).dest_qp);
+  CHECK(q.b.dev->acks_superseded(0) == 0);
+}
+
 TEST_CASE("a NAK is never held by ACK coalescing", "[rnic][ack_delay]") {
   device_config cfg;
   cfg.ack_delay = 50'000;

@@ -179,6 +179,9 @@ class qp_engine {
   const host_bus& placement_bus() const { return placements_; }
   /// Port `port`'s counters per traffic class (spec/qos.md §4).
   const std::array<class_counters, flow::traffic_classes>& class_stats(std::size_t port) const { return ports_.at(port).class_stats(); }
+  /// Plain ACKs port `port` dropped because a newer one of the same RC QP was queued behind them
+  /// before they left (spec/rnic.md §7).
+  std::uint64_t acks_superseded(std::size_t port) const { return ports_.at(port).acks_superseded(); }
   /// QPs waiting in traffic class tc of port `port` (0 without a class model).
   std::size_t class_waiting(std::size_t port, std::uint8_t tc) const { return port < sched_.size() && sched_[port] ? sched_[port]->waiting(tc) : 0; }
   /// Returns a frame buffer to the device's pools (after the wire took it): the port's that

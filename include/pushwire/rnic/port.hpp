@@ -123,6 +123,7 @@ class port {
     bool response;            ///< a responder's frame (ACK, NAK, READ or atomic response)
     bool urgent;              ///< a response that is not a plain ACK
     std::uint32_t bytes;      ///< what its gather reads from host memory: its payload's bytes
+    std::uint32_t ack_of;     ///< a plain RC ACK: its QP (ready()), else no_ack
   };
   bool has_staged() const { return !staged_.empty(); }
   staged take_staged() {
@@ -135,7 +136,7 @@ class port {
   std::size_t requests_on_bus() const { return requests_on_bus_; }
   void release(staged&& s, time_ns now) {
     --(s.response ? responses_on_bus_ : requests_on_bus_);
-    ready(s.response, s.urgent, std::move(s.frame), s.tc, now);
+    ready(s.response, s.urgent, std::move(s.frame), s.tc, now, s.ack_of);
   }
 
   /// Whether the port's responses are plain ACKs still held for coalescing at `now`.
@@ -161,6 +162,7 @@ class port {
     std::deque<std::uint8_t>& tcs = &q == &tx_ ? tx_tc_ : responses_tc_;
     class_counters& c = classes_[tcs.front()];
     tcs.pop_front();
+    if (&q == &responses_) responses_ack_.pop_front();
     ++c.frames;
     c.bytes += f.size();
     c.held -= f.size();
@@ -349,24 +351,48 @@ class port {
     const bool response = !p.info().request;
     const bool urgent = response && !(p.info().is(ib::op_class::ack) && !p.info().is(ib::op_class::atomic) &&
                                       ib::syndrome_of(p.aeth).kind() == ib::aeth_kind::ack);
+    // An RC QP's plain ACK may replace its older one still queued (an RC QP has one peer).
+    const std::uint32_t ack_of = p.opcode == ib::opcode::rc_acknowledge && !urgent ? qpn : no_ack;
     if (staging_) {
-      staged_.push_back({std::move(f), static_cast<std::uint8_t>(tc & 7), qpn, response, urgent, len});
+      staged_.push_back({std::move(f), static_cast<std::uint8_t>(tc & 7), qpn, response, urgent, len, ack_of});
       return;
     }
-    ready(response, urgent, std::move(f), tc & 7, now);
+    ready(response, urgent, std::move(f), tc & 7, now, ack_of);
   }
-  /// A frame ready for the wire joins its queue.
-  void ready(bool response, bool urgent, frame_bytes&& f, std::uint8_t tc, time_ns now) {
+  static constexpr std::uint32_t no_ack = ~std::uint32_t{0};
+  /// How far back among the queued responses a plain ACK looks for an older one of its QP.
+  static constexpr std::size_t supersede_window = 64;
+  /// A frame ready for the wire joins its queue. A plain ACK of RC QP `ack_of` (no_ack: any
+  /// other frame) takes the place of one of the same QP's among the last supersede_window
+  /// responses queued: ACKs are cumulative, and the newer one says all the older one did (its
+  /// PSN, MSN and credits are the responder's latest). So receives for a QP handled in one
+  /// burst leave one ACK.
+  void ready(bool response, bool urgent, frame_bytes&& f, std::uint8_t tc, time_ns now, std::uint32_t ack_of = no_ack) {
     if (!response) {
       tx_.push_back(std::move(f));
       tx_tc_.push_back(tc);
       return;
     }
+    if (ack_of != no_ack) {
+      const std::size_t n = responses_.size(), from = n > supersede_window ? n - supersede_window : 0;
+      for (std::size_t i = n; i-- > from;)
+        if (responses_ack_[i] == ack_of) {
+          classes_[responses_tc_[i]].held -= responses_[i].size();
+          recycle(std::move(responses_[i]));
+          responses_[i] = std::move(f);
+          responses_tc_[i] = tc;
+          ++superseded_;
+          return;
+        }
+    }
     responses_tc_.push_back(tc);
+    responses_ack_.push_back(ack_of);
     if (responses_.empty()) responses_since_ = now, urgent_ = false, released_ = false;
     if (urgent) urgent_ = true;
     responses_.push_back(std::move(f));
   }
+  /// Plain ACKs replaced by a newer one of their QP before they left (ready()).
+  std::uint64_t acks_superseded() const { return superseded_; }
   std::deque<frame_bytes>* next_queue(time_ns now) {
     if (acks_held(now)) return nullptr;
     const bool behind = !urgent_ && ack_delay_ && !tx_.empty() && tx_.size() <= short_burst;
@@ -465,6 +491,8 @@ class port {
   std::deque<frame_bytes> tx_{};         ///< requests (the QPs' sends, the device's own WRITEs)
   std::deque<frame_bytes> responses_{};  ///< ACKs, NAKs, READ and atomic responses: sent first
   std::deque<std::uint8_t> tx_tc_{}, responses_tc_{};  ///< each queued frame's traffic class
+  std::deque<std::uint32_t> responses_ack_{};          ///< each queued response's ack_of (ready())
+  std::uint64_t superseded_ = 0;
   bool staging_ = false;                 ///< frames go to the host bus first
   std::size_t responses_on_bus_ = 0, requests_on_bus_ = 0;  ///< frames taken from staged_, not yet released
   std::deque<staged> staged_{};
