@@ -2,7 +2,7 @@
 # pushwire-rnicd between two network namespaces (spec/rnicd.md §7, §9). Each namespace has one
 # address and one device process with four VFs; programs attach to its functions through the
 # provider (PUSHWIRE_VERBS=pw0@SOCKET#vfN). The veth carries 9000 bytes: the ports' MTU is 4096.
-# usage: rnicd.sh BUILD share | faults | isolation | limits | classes   (root; skips, visibly, without
+# usage: rnicd.sh BUILD share | faults | isolation | isolation-xdp | limits | classes   (root; skips, visibly, without
 # namespaces; on a failure PW_KEEP=DIR keeps the logs and the capture in DIR)
 #   share      four ib_write_bw pairs, two ibv_rc_pingpong -c pairs and one ib_send_bw -c UD pair at
 #              once, all through the two shared addresses, while dumpcap records the veth: stock
@@ -15,6 +15,8 @@
 #              one leaves; a ring index past the end and a slot of length 0 detach with their named
 #              error; garbage on the control socket is refused and the device lives; random
 #              traffic to two VFs reaches only the ring it is addressed to
+#   isolation-xdp  the same with a's device process's port over AF_XDP (--xdp, spec/net.md §6;
+#              the veth at MTU 3000, which veth's native XDP takes)
 #   limits     a function's QP, MR and CQ limits hold across two programs (ENOMEM past them); its
 #              registered bytes too; a rate limit holds within 5% over 5 s (ib_write_bw)
 #   classes    the port's egress at 800 Mb/s with ETS classes 1 and 2 weighted 75/25 (spec/qos.md
@@ -160,8 +162,15 @@ faults)
   echo "PASS: kill -9 of a program and of the device process, SIGTERM: reclaimed, failed cleanly, nothing hung"
   ;;
 
-isolation)
-  start_daemon a
+isolation|isolation-xdp)
+  if [ $what = isolation-xdp ]; then
+    ip -n $s-a link set $s-a mtu 3000; ip -n $s-b link set $s-b mtu 3000
+    start_daemon a --xdp $s-a
+    if grep -q 'AF_XDP on .* unavailable' "$work/rnicd-a.log"; then cat "$work/rnicd-a.log"; echo "SKIPPED: AF_XDP unavailable here"; exit 0; fi
+    grep -q "AF_XDP on $s-a (native XDP" "$work/rnicd-a.log" || { cat "$work/rnicd-a.log"; fail "a's port is not over native AF_XDP"; }
+  else
+    start_daemon a
+  fi
   # A function is a device of its own to an unmodified program: its GID and node GUID (EUI-64 of
   # its MAC, 02:01:c6:12:1f:01 for VF 1 of 198.18.31.1).
   run a vf1 "$work/devinfo.log" ibv_devinfo -v || fail "ibv_devinfo attached to vf1"

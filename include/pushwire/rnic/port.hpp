@@ -111,6 +111,8 @@ class port {
   }
   /// Per traffic class: frames and bytes sent, bytes held.
   const std::array<class_counters, flow::traffic_classes>& class_stats() const { return classes_; }
+  /// Plain ACKs replaced by a newer one of their QP before they left (ready()).
+  std::uint64_t acks_superseded() const { return superseded_; }
   /// Whether request frames wait for the wire (a class scheduler builds the next only then).
   bool requests_queued() const { return !tx_.empty() || !staged_.empty(); }
 
@@ -391,8 +393,7 @@ class port {
     if (urgent) urgent_ = true;
     responses_.push_back(std::move(f));
   }
-  /// Plain ACKs replaced by a newer one of their QP before they left (ready()).
-  std::uint64_t acks_superseded() const { return superseded_; }
+
   std::deque<frame_bytes>* next_queue(time_ns now) {
     if (acks_held(now)) return nullptr;
     const bool behind = !urgent_ && ack_delay_ && !tx_.empty() && tx_.size() <= short_burst;
