@@ -365,32 +365,40 @@ class port {
   /// How far back among the queued responses a plain ACK looks for an older one of its QP.
   static constexpr std::size_t supersede_window = 64;
   /// A frame ready for the wire joins its queue. A plain ACK of RC QP `ack_of` (no_ack: any
-  /// other frame) takes the place of one of the same QP's among the last supersede_window
-  /// responses queued: ACKs are cumulative, and the newer one says all the older one did (its
-  /// PSN, MSN and credits are the responder's latest). So receives for a QP handled in one
-  /// burst leave one ACK.
+  /// other frame) removes one of the same QP's among the last supersede_window responses
+  /// queued: ACKs are cumulative, and the newer one says all the older one did (its PSN, MSN and
+  /// credits are the responder's latest). So receives for a QP handled in one burst leave one
+  /// ACK.
   void ready(bool response, bool urgent, frame_bytes&& f, std::uint8_t tc, time_ns now, std::uint32_t ack_of = no_ack) {
     if (!response) {
       tx_.push_back(std::move(f));
       tx_tc_.push_back(tc);
       return;
     }
+    bool stream = false;
     if (ack_of != no_ack) {
       const std::size_t n = responses_.size(), from = n > supersede_window ? n - supersede_window : 0;
       for (std::size_t i = n; i-- > from;)
         if (responses_ack_[i] == ack_of) {
+          // The older one goes; the newer one joins at the end, behind whatever the QP queued
+          // after the older (READ responses carry MSNs the ACK's must not precede). Two ACKs are
+          // a stream, which ACK coalescing does not hold.
           classes_[responses_tc_[i]].held -= responses_[i].size();
           recycle(std::move(responses_[i]));
-          responses_[i] = std::move(f);
-          responses_tc_[i] = tc;
+          const auto at = static_cast<std::ptrdiff_t>(i);
+          responses_.erase(responses_.begin() + at);
+          responses_tc_.erase(responses_tc_.begin() + at);
+          responses_ack_.erase(responses_ack_.begin() + at);
+          stream = true;
           ++superseded_;
-          return;
+          break;
         }
     }
     responses_tc_.push_back(tc);
     responses_ack_.push_back(ack_of);
     if (responses_.empty()) responses_since_ = now, urgent_ = false, released_ = false;
     if (urgent) urgent_ = true;
+    if (stream) released_ = true;
     responses_.push_back(std::move(f));
   }
 
