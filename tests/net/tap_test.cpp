@@ -165,16 +165,16 @@ TEST_CASE("tap: moved to another namespace, it is still set and read there, and 
 namespace {
 
 // The child's body for net::in_netns: 0, or the step that failed. The child is in a namespace of
-// its own with a dummy interface; the step runs in init's namespace (/proc/1/ns/net), where the
-// interface is not, on a thread of its own, and a socket it opens stays there.
-int enter_init_netns() {
-  if (std::system("ip link add pwns0 type dummy 2>/dev/null") != 0) return 101;
+// its own with a veth interface; the step runs in its parent's namespace (/proc/PPID/ns/net),
+// where the interface is not, on a thread of its own, and a socket it opens stays there.
+int enter_parent_netns() {
+  if (std::system("ip link add pwns0 type veth peer name pwns1 2>/dev/null") != 0) return 101;
   if (::if_nametoindex("pwns0") == 0) return 11;
   const auto caller = std::this_thread::get_id();
   bool ran = false, other_thread = false;
   unsigned there = 1;
   int s = -1;
-  if (net::in_netns(std::string{"/proc/1/ns/net"}, [&] {
+  if (net::in_netns("/proc/" + std::to_string(::getppid()) + "/ns/net", [&] {
         ran = true;
         other_thread = std::this_thread::get_id() != caller;
         there = ::if_nametoindex("pwns0");
@@ -182,9 +182,9 @@ int enter_init_netns() {
       }) != 0)
     return 12;
   if (!ran || !other_thread) return 13;
-  if (there != 0) return 14;                     // the step saw init's namespace
+  if (there != 0) return 14;                     // the step saw the parent's namespace
   if (::if_nametoindex("pwns0") == 0) return 15;  // the caller stayed here
-  // The socket is init's: SIOCGIFINDEX for pwns0 fails through it, and succeeds through one made here.
+  // The socket is the parent namespace's: SIOCGIFINDEX for pwns0 fails through it, and succeeds through one made here.
   ifreq r{};
   std::strncpy(r.ifr_name, "pwns0", IFNAMSIZ - 1);
   if (s < 0 || ::ioctl(s, SIOCGIFINDEX, &r) == 0) return 16;
@@ -200,7 +200,7 @@ int enter_init_netns() {
 
 }  // namespace
 
-TEST_CASE("netns: in_netns runs a step on a thread in another namespace; the caller stays; a missing namespace is ENOENT", "[net]") {
-  const std::optional<int> failed_step = test::in_new_netns(enter_init_netns, "no network namespace here (needs root)");
+TEST_CASE("netns: in_netns runs a step on a thread in another namespace, the caller stays, a missing namespace is ENOENT", "[net]") {
+  const std::optional<int> failed_step = test::in_new_netns(enter_parent_netns, "no network namespace here (needs root)");
   if (failed_step) CHECK(*failed_step == 0);
 }
