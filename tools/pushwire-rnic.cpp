@@ -220,8 +220,8 @@ class xdp_medium final : public medium {
   /// would expire on a link that lost nothing; and what waits to be sent must leave within it.
   std::uint8_t timeout() const override { return 10; }
   /// 512 frames (a response queue of 1024): the devices build READ responses whole, and every
-  /// duplicate READ is answered again; behind a deep queue the answers come after the requester's
-  /// timeout, which sends the READs again (with 4096, the soak stopped progressing).
+  /// duplicate READ is answered again; behind a deeper queue the answers come after the
+  /// requester's timeout, which sends the READs again, and the soak stops progressing.
   std::size_t tx_queue() const override { return 512; }
   void attach(device& a, device& b, const options&) override {
     loops_[0].emplace(a);
@@ -307,7 +307,7 @@ class soak {
       poll();
       if (done_ != before) last_progress = med_->now();
       if (med_->now() - last_progress > stall || idle_steps > 1000) {
-        stalled();
+        stalled(idle_steps > 1000);
         break;
       }
       if (tty) {
@@ -491,9 +491,10 @@ class soak {
     ln.free.push_back(f.slot);
     ln.live.erase(f.id);
   }
-  /// On stderr: the run stopped with messages in flight; each lane's oldest and its QPs' states.
-  void stalled() const {
-    med_->report();
+  /// On stderr: the run stopped with messages in flight (`idle`: the medium had nothing left to
+  /// do); each device's drops, each lane's oldest message and its QPs' states. (The medium's own
+  /// counters follow at the end.)
+  void stalled(bool idle) const {
     for (const node* n : {&a_, &b_}) {
       const device_counters& c = n->dev->counters();
       std::fprintf(stderr,
@@ -502,8 +503,8 @@ class soak {
                    n == &a_ ? 'A' : 'B', ull(c.frames_in), ull(c.frames_out), ull(c.dropped_bad_frame), ull(c.dropped_not_mine),
                    ull(c.dropped_no_qp), ull(c.dropped_wrong_source), ull(c.dropped_by_qp), ull(c.dropped_tx_full), ull(c.dropped_rx_full));
     }
-    std::fprintf(stderr, "pushwire-rnic: no completion for 2 s at %.3f s; %llu of %llu messages done\n", static_cast<double>(med_->now()) / 1e9,
-                 static_cast<unsigned long long>(done_), static_cast<unsigned long long>(o_.messages));
+    std::fprintf(stderr, "pushwire-rnic: %s at %.3f s; %llu of %llu messages done\n", idle ? "nothing left to do" : "no completion for 2 s",
+                 static_cast<double>(med_->now()) / 1e9, static_cast<unsigned long long>(done_), static_cast<unsigned long long>(o_.messages));
     for (std::size_t l = 0; l < lanes; ++l) {
       const lane& ln = lanes_[l];
       if (ln.live.empty()) continue;
@@ -630,6 +631,7 @@ int main(int argc, char** argv) {
       const auto comma = list.find(',');
       if (comma == std::string_view::npos) return usage();
       const std::string_view ends[2] = {list.substr(0, comma), list.substr(comma + 1)};
+      if (ends[1].find(',') != std::string_view::npos) return usage();
       for (int k = 0; k < 2; ++k) {
         const auto at = ends[k].find('@');
         o.xdp_if[k] = std::string{ends[k].substr(0, at)};
@@ -657,7 +659,8 @@ int main(int argc, char** argv) {
 #ifdef PUSHWIRE_HAVE_XDP
       m = std::make_unique<xdp_medium>(o);
 #else
-      throw unavailable("AF_XDP unavailable (built without libxdp)");
+      throw unavailable("AF_XDP on " + o.xdp_if[0] + (o.xdp_ns[0].empty() ? "" : "@" + o.xdp_ns[0]) + " and " + o.xdp_if[1] +
+                        (o.xdp_ns[1].empty() ? "" : "@" + o.xdp_ns[1]) + " unavailable (built without libxdp)");
 #endif
     }
     soak s(o, std::move(m));

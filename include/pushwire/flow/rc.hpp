@@ -1221,7 +1221,8 @@ class responder {
       out.push(qp_action::transmit{a});
       return;
     }
-    // A plain ACK behind another plain ACK replaces it (the later one acknowledges more).
+    // A plain ACK behind another plain ACK replaces it (the later one acknowledges more); a
+    // device port does the same for the ACKs it has queued across calls.
     pending& b = tx_.back();
     if (!b.stream && b.ready && s.kind() == ib::aeth_kind::ack && ib::syndrome{b.single.aeth.syndrome}.kind() == ib::aeth_kind::ack) {
       b.single = a;

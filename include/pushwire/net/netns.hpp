@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <exception>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -17,21 +18,27 @@ namespace pushwire::net {
 
 /// Runs `step()` on a thread that first enters the network namespace descriptor `ns_fd` refers
 /// to. Returns 0 once `step` has run, else the errno (the thread could not be made, or setns()
-/// refused) and `step` has not run.
+/// refused) and `step` has not run. An exception `step` throws is thrown again here.
 template <class Step>
 int in_netns(int ns_fd, Step&& step) {
   int err = 0;
+  std::exception_ptr thrown;
   try {
     std::thread([&] {
       if (::setns(ns_fd, CLONE_NEWNET) != 0) {
         err = errno;
         return;
       }
-      step();
+      try {
+        step();
+      } catch (...) {
+        thrown = std::current_exception();
+      }
     }).join();
   } catch (const std::system_error& e) {
     err = e.code().value() ? e.code().value() : EAGAIN;
   }
+  if (thrown) std::rethrow_exception(thrown);
   return err;
 }
 

@@ -413,12 +413,13 @@ class xdp_port {
 
   /// Sends the frames the device has for its port `port` (and held-back frames now due). The
   /// port takes them while fewer than `ring` frames wait in its own queue (held back, or refused
-  /// by a full TX ring); the rest stay in the device's transmit queue, whose limit holds its
+  /// by a full TX ring; frames waiting for a neighbour do not count, so one unreachable peer does
+  /// not hold back the others); the rest stay in the device's transmit queue, whose limit holds its
   /// requesters back, rather than here, where they would only wait longer. Returns the frames
   /// handed to the TX ring.
   std::size_t send_from(rnic::device& d, std::size_t port, rnic::time_ns now) {
     std::size_t sent = q_.empty() ? 0 : flush(now);
-    take_frames(d, port, [&](std::span<const std::byte> f) { queue(f, now); }, [&] { return q_.size() < cfg_.ring; });
+    take_frames(d, port, [&](std::span<const std::byte> f) { queue(f, now); }, [&] { return q_.size() - resolving_ < cfg_.ring; });
     return sent + flush(now);
   }
   /// Receives what waits in the RX ring (up to `rounds` batches) and gives each frame to the
@@ -482,14 +483,15 @@ class xdp_port {
       if (r == emit_result::unresolved) {
         if (now - it->since >= resolve_timeout) {
           ++stats_.unresolved;
-          q_.retire(it++);
+          retire(it++);
         } else {
+          if (!it->resolving) it->resolving = true, ++resolving_;
           it->at = now + recheck_interval;
           ++it;
         }
         continue;
       }
-      q_.retire(it++);
+      retire(it++);
     }
     const std::size_t sent = unsubmitted_;
     if (unsubmitted_ > 0) {
@@ -522,11 +524,13 @@ class xdp_port {
   struct pending {
     rnic::time_ns at = 0, since = 0;
     std::vector<std::byte> bytes;
+    bool resolving = false;  ///< waits for its destination's neighbour (counted in resolving_)
   };
   struct neighbour_state {
     std::array<std::uint8_t, 16> ip{};
     bool v6 = false, known = false;
     bool local = false;  ///< an address of the interface's own: its frames loop back
+    rnic::time_ns local_checked = 0;  ///< when `local` was last looked up (getifaddrs)
     wire::mac_address mac{};
     rnic::time_ns checked = 0, asked = 0;
   };
@@ -631,11 +635,18 @@ class xdp_port {
       pending& p = q_.push(f);
       p.at = r == emit_result::unresolved ? now + recheck_interval : now;
       p.since = now;
+      p.resolving = r == emit_result::unresolved;
+      resolving_ += p.resolving;
       return;
     }
     pending& p = q_.push(f);
     p.at = p.since = now;
+    p.resolving = false;
     apply_faults(q_, cfg_.faults, rng_, stats_);
+  }
+  void retire(send_queue<pending>::iterator it) {
+    resolving_ -= it->resolving;
+    q_.retire(it);
   }
   // One frame into a free UMEM frame and onto the TX ring (submitted by flush()).
   emit_result emit(std::span<const std::byte> f, rnic::time_ns now) {
@@ -701,11 +712,15 @@ class xdp_port {
       n = &neighbours_.back();
       n->checked = now - neighbour_ttl;  // look it up now
       n->asked = now - neighbour_ttl;
+      n->local_checked = now - neighbour_ttl;
     }
     const rnic::time_ns again = n->known ? neighbour_ttl : recheck_interval;
     if (now - n->checked >= again) {
       n->checked = now;
-      n->local = configured_on(cfg_.interface, std::span<const std::uint8_t>(ip.data(), len));
+      if (now - n->local_checked >= neighbour_ttl) {
+        n->local_checked = now;
+        n->local = configured_on(cfg_.interface, std::span<const std::uint8_t>(ip.data(), len));
+      }
       if (n->local) {
         n->known = true;
         return neighbour_found::local;
@@ -745,6 +760,7 @@ class xdp_port {
   std::size_t outstanding_ = 0;                    ///< TX frames the kernel has not completed
   bool kick_again_ = false;                        ///< the last kick left descriptors the kernel asked to be woken for
   send_queue<pending> q_;
+  std::size_t resolving_ = 0;  ///< frames of q_ waiting for a neighbour
   std::vector<neighbour_state> neighbours_;
   std::vector<std::vector<std::byte>> looped_, loop_spare_, delivering_;  ///< frames looped back
   xdp_counters stats_{};
