@@ -193,7 +193,7 @@ TEST_CASE("pushwire-conform: what it cannot read exits 2 with one line", "[tools
 }
 
 TEST_CASE("pushwire-rnic soak --xdp: malformed forms exit 2, a namespace or interface that is not there exits 3, named", "[tools][rnic]") {
-  for (const char* bad : {"--xdp", "--xdp a", "--xdp a,", "--xdp ,b", "--xdp a@,b", "--xdp a,b@", "--xdp @n,b@m"}) {
+  for (const char* bad : {"--xdp", "--xdp a", "--xdp a,", "--xdp ,b", "--xdp a@,b", "--xdp a,b@", "--xdp @n,b@m", "--xdp a,b,c"}) {
     INFO(bad);
     CHECK(test::run_rnic(std::string{"soak --messages 1 "} + bad).status == 2);
   }
