@@ -1221,8 +1221,7 @@ class responder {
       out.push(qp_action::transmit{a});
       return;
     }
-    // A plain ACK behind another plain ACK replaces it (the later one acknowledges more); a
-    // device port does the same for the ACKs it has queued across calls.
+    // A plain ACK behind another plain ACK replaces it (the later one acknowledges more).
     pending& b = tx_.back();
     if (!b.stream && b.ready && s.kind() == ib::aeth_kind::ack && ib::syndrome{b.single.aeth.syndrome}.kind() == ib::aeth_kind::ack) {
       b.single = a;

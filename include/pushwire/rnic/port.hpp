@@ -368,8 +368,7 @@ class port {
   /// other frame) removes one of the same QP's among the last supersede_window responses
   /// queued: ACKs are cumulative, and the newer one says all the older one did (its PSN, MSN and
   /// credits are the responder's latest). So receives for a QP handled in one burst leave one
-  /// ACK. (flow::responder drops an ACK behind a newer one within one call's actions; this is
-  /// the port's queue, across calls.)
+  /// ACK.
   void ready(bool response, bool urgent, frame_bytes&& f, std::uint8_t tc, time_ns now, std::uint32_t ack_of = no_ack) {
     if (!response) {
       tx_.push_back(std::move(f));
@@ -509,7 +508,7 @@ class port {
   std::array<class_counters, flow::traffic_classes> classes_{};
   time_ns responses_since_ = 0;          ///< when `responses_` last became non-empty
   bool urgent_ = false;                  ///< `responses_` holds more than plain ACKs
-  bool released_ = false;                ///< a request left since, or a second ACK came: the held ACKs go too
+  bool released_ = false;                ///< a request left since: the held ACKs go too
   std::vector<frame_bytes> pool_{};
   std::deque<frame_bytes> rx_{};         ///< arrived frames waiting for the receive pipeline
   std::unique_ptr<cell::reassembler> reasm_{};
