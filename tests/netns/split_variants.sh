@@ -101,12 +101,14 @@ sleep 0.3
 capture "$work/growth.pcap" "and udp[8] == 4"   # SEND Only: the messages, not the WRITEs
 clients=()  # their PIDs (`jobs -p` would also name the sink and tcpdump once a sender is done)
 for k in 1 2 3 4; do
-  ip netns exec $h python3 -c 'import socket; c = socket.create_connection(("198.18.1.2", 5003), timeout=30); c.sendall(bytes(16 << 20)); c.close()' &
+  ip netns exec $h python3 -c 'import socket; c = socket.create_connection(("198.18.1.2", 5003), timeout=30); c.sendall(bytes(32 << 20)); c.close()' &
   clients+=($!)
 done
-# The I/O unit pauses for 250 ms mid-burst (well inside the CM's 600 ms): what the host writes
-# meanwhile stays unacknowledged, so its free elements surely fall below low water.
-sleep 0.5; kill -STOP $iou; sleep 0.25; kill -CONT $iou
+# The I/O unit pauses for 250 ms (well inside the CM's 600 ms) once the burst has begun, and
+# before it can have ended (128 MB): what the host writes meanwhile stays unacknowledged, so its
+# free elements surely fall below low water.
+for _ in $(seq 100); do [ "$(ip netns exec $h ss -tnH state established dst 198.18.1.2 | wc -l)" -ge 4 ] && break; sleep 0.01; done
+sleep 0.05; kill -STOP $iou; sleep 0.25; kill -CONT $iou
 running() { local p; for p in "${clients[@]}"; do kill -0 $p 2>/dev/null && return 0; done; return 1; }
 for _ in $(seq 600); do running || break; sleep 0.1; done  # each has a 30 s socket timeout
 if running; then  # the modules' exit lines (their counters) go with the failure
@@ -122,7 +124,7 @@ get=$(grep -c '^BufferRecvPoolGet 198.18.0.1 198.18.0.2 0x10000 0x40$' "$work/gr
 grep -q '^BufferRecvPool 198.18.0.2 198.18.0.1 0x82$' "$work/growth.txt" || fail "no new pool 0x82 from the I/O unit on the wire"
 tail -n1 "$work/host1.log" | grep -q 'pools asked for [1-9]' || fail "the host's exit line shows no Get"
 tail -n1 "$work/iou1.log" | grep -q 'granted [1-9]' || fail "the I/O unit's exit line shows no pool granted"
-echo "pool growth: 64 MB in four TCP streams host -> LAN: $get BufferRecvPoolGet on the wire, answered by pool 0x82 ($(grep -c '^BufferRecvPool 198.18.0.2' "$work/growth.txt") BufferRecvPool from the I/O unit)"
+echo "pool growth: 128 MB in four TCP streams host -> LAN: $get BufferRecvPoolGet on the wire, answered by pool 0x82 ($(grep -c '^BufferRecvPool 198.18.0.2' "$work/growth.txt") BufferRecvPool from the I/O unit)"
 
 # both_ways N WHAT "IOU ARGS" "HOST ARGS": both modules started with those arguments, ping, 3 MB
 # through TCP each way (SHA-256 compared) with the fabric captured, both stopped; the capture's
