@@ -316,7 +316,8 @@ def replace_section(path, section):
 # (benchmark, its peer) pairs from the same pushwire-bench run.
 PEERS = [(r"BM_crc32/(\d+)", ["BM_zlib_crc32/{}", "BM_isal_crc32/{}"]), (r"BM_crc32c/(\d+)", ["BM_isal_crc32c/{}"]),
          (r"BM_rnic_write/(\d+)", ["BM_memcpy/{}"]), (r"BM_rnic_write_cell/(\d+)", ["BM_memcpy/{}"]),
-         (r"BM_cell_sar/(\d+)", ["BM_memcpy/{}"]), (r"BM_cell_sar_jumbo/(\d+)", ["BM_memcpy/{}"])]
+         (r"BM_cell_sar/(\d+)", ["BM_memcpy/{}"]), (r"BM_cell_sar_percell/(\d+)", ["BM_memcpy/{}"]),
+         (r"BM_cell_sar_jumbo/(\d+)", ["BM_memcpy/{}"]), (r"BM_crc32c_cells_batch/(\d+)", ["BM_crc32c_cells_each/{}"])]
 
 
 def bench_section(doc):

@@ -448,3 +448,83 @@ TEST_CASE("crc: PUSHWIRE_CRC_PATH forces a path, and a bad value stops the proce
   }
 }
 #endif
+
+TEST_CASE("crc: crc32c_shift combines as crc32c_combine does, at compile time and run time", "[wire][crc]") {
+  static_assert(crc::crc32c_shift(8).combine(crc::reference::crc32c("1"), crc::reference::crc32c("23456789")) == 0xE3069283);
+  static_assert(crc::crc32c_shift(0).combine(0x12345678, 0) == 0x12345678);
+  std::mt19937_64 rng(10);
+  for (std::uint64_t n = 0; n <= 2000; ++n) {
+    const crc::crc32c_shift s(n);
+    REQUIRE(s.length() == n);
+    for (int i = 0; i < 3; ++i) {
+      const auto a = static_cast<std::uint32_t>(rng()), b = static_cast<std::uint32_t>(rng());
+      if (s.combine(a, b) != crc::reference::crc32c_combine(a, b, n)) FAIL("n " << n);
+    }
+  }
+  for (int i = 0; i < 3000; ++i) {
+    const std::uint64_t n = rng() >> (rng() % 64);
+    const auto a = static_cast<std::uint32_t>(rng()), b = static_cast<std::uint32_t>(rng());
+    if (crc::crc32c_shift(n).combine(a, b) != crc::reference::crc32c_combine(a, b, n)) FAIL("n " << n);
+  }
+}
+
+TEST_CASE("crc: crc32c_batch equals the reference job by job, copies exactly, writes nothing else", "[wire][crc]") {
+  const auto buf = random_bytes(4096 + max_align, 21);
+  std::mt19937 rng(22);
+  std::size_t jobs_total = 0, copies = 0, long_jobs = 0;
+  for (int round = 0; round < 3000; ++round) {
+    const std::size_t count = rng() % 24;
+    // Mostly equal lengths (cells), sometimes anything up to past batch_job_max.
+    const bool alike = rng() % 2;
+    const std::size_t hn0 = rng() % 80, sn0 = rng() % 600;
+    std::vector<crc::crc32c_job> jobs(count);
+    std::vector<std::vector<std::byte>> dsts(count);
+    std::vector<std::uint32_t> want(count);
+    std::vector<std::size_t> at(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      std::size_t hn = alike ? hn0 + rng() % 2 * 4 : rng() % 100;
+      std::size_t sn = alike ? sn0 - (rng() % 4 == 0 ? std::min<std::size_t>(sn0, rng() % 40) : 0) : rng() % 1400;
+      const std::size_t ha = rng() % max_align, sa = rng() % max_align;
+      if (alike && hn0 % 5 == 0) hn = 64 * (1 + sn0 % 10) + hn0 % 40, sn = 0;  // a received cell: its whole packet part as head
+      const auto head = std::span<const std::byte>(buf).subspan(ha, hn), src = std::span<const std::byte>(buf).subspan(1000 + sa, sn);
+      const auto start = static_cast<std::uint32_t>(rng());
+      jobs[i] = {head, src, nullptr, start};
+      if (sn && rng() % 4) {
+        at[i] = rng() % max_align;
+        dsts[i].assign(sn + at[i] + max_align, std::byte{0xEE});
+        jobs[i].dst = dsts[i].data() + at[i];
+        ++copies;
+      }
+      want[i] = crc::reference::crc32c(src, crc::reference::crc32c(head, start));
+      long_jobs += hn + sn > crc::batch_job_max;
+    }
+    crc::crc32c_batch(jobs);
+    for (std::size_t i = 0; i < count; ++i) {
+      INFO("round " << round << " job " << i << " head " << jobs[i].head.size() << " src " << jobs[i].src.size());
+      if (jobs[i].crc != want[i]) FAIL("CRC");
+      if (!jobs[i].dst) continue;
+      const auto& d = dsts[i];
+      const auto from = d.begin() + static_cast<std::ptrdiff_t>(at[i]);
+      if (!std::equal(jobs[i].src.begin(), jobs[i].src.end(), from)) FAIL("copy");
+      const auto untouched = [](auto first, auto last) {
+        return std::all_of(first, last, [](std::byte b) { return b == std::byte{0xEE}; });
+      };
+      if (!untouched(d.begin(), from) || !untouched(from + static_cast<std::ptrdiff_t>(jobs[i].src.size()), d.end()))
+        FAIL("a byte outside the destination was written");
+    }
+    jobs_total += count;
+  }
+  CHECK(jobs_total > 30000);
+  CHECK(copies > 15000);
+  CHECK(long_jobs > 1000);
+  static_assert([] {
+    std::array<std::byte, 9> d{};
+    const std::array<std::byte, 9> s{std::byte{'1'}, std::byte{'2'}, std::byte{'3'}, std::byte{'4'}, std::byte{'5'},
+                                     std::byte{'6'}, std::byte{'7'}, std::byte{'8'}, std::byte{'9'}};
+    std::array<crc::crc32c_job, 2> j{{{std::span(s).first(3), std::span(s).subspan(3), d.data(), 0},
+                                      {{}, std::span(s), nullptr, 0}}};
+    crc::crc32c_batch(j);
+    return j[0].crc == 0xE3069283 && j[1].crc == 0xE3069283 && d[0] == std::byte{'4'} && d[5] == std::byte{'9'} &&
+           d[6] == std::byte{0};
+  }());
+}

@@ -6,6 +6,7 @@
 // Rules and errors: spec/cells.md §5.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -104,6 +105,50 @@ class reassembler {
     if (inspect(frame, v, {.crc = wire::crc_check::skip, .max_cell_payload = lim_.max_cell_payload}).code != errc{})
       return reject(inspect(frame, v, {.crc = wire::crc_check::require, .max_cell_payload = lim_.max_cell_payload}));
     return push(v, now_ns, dest);
+  }
+
+  /// Frames per round of push(frames, now_ns, dest, on_result).
+  static constexpr std::size_t batch_round = 16;
+
+  /// Takes frames in order, as push(frames[i], now_ns, dest) one at a time would, and calls
+  /// on_result(i, result) after each, while the packet it delivered is valid (on_result must
+  /// not give this reassembler frames). The cell CRCs of
+  /// each round of batch_round frames are computed together first (wire::crc::crc32c_batch);
+  /// a frame that does not decode is taken alone, and a cell longer than batch_job_max has its
+  /// CRC computed as its data is placed.
+  /// Every cell of the batch that starts a packet is given `dest`, as push() is.
+  template <class F>
+  void push(std::span<const std::span<const std::byte>> frames, std::uint64_t now_ns, std::span<std::byte> dest,
+            F&& on_result) {
+    const codec_options opt{.crc = wire::crc_check::skip, .max_cell_payload = lim_.max_cell_payload};
+    if (batch_.empty()) batch_.resize(1);
+    auto& [views, jobs, ok] = batch_.front();
+    for (std::size_t base = 0; base < frames.size(); base += batch_round) {
+      const std::size_t k = std::min(batch_round, frames.size() - base);
+      std::size_t m = 0;
+      for (std::size_t i = 0; i < k; ++i) {
+        cell_view& v = views[i];
+        ok[i] = inspect(frames[base + i], v, opt).code != errc{} ? decoded::no
+                : v.at.packet_part() > wire::crc::batch_job_max ? decoded::large
+                                                                : decoded::small;
+        if (ok[i] == decoded::small) jobs[m++] = {v.frame.first(v.at.packet_part()), {}, nullptr, 0};
+      }
+      wire::crc::crc32c_batch(std::span(jobs).first(m));
+      for (std::size_t i = 0, j = 0; i < k; ++i) {
+        cell_view& v = views[i];
+        if (ok[i] == decoded::no) {
+          on_result(base + i, push(frames[base + i], now_ns, dest));
+          continue;
+        }
+        if (ok[i] == decoded::small) {  // (a large cell's CRC is computed as its data is placed)
+          v.packet_part_crc = jobs[j++].crc;
+          v.crc_computed = v.at.packet_crc ? wire::crc::crc32c(v.frame.subspan(v.at.packet_crc, crc_size), v.packet_part_crc)
+                                           : v.packet_part_crc;
+          v.crc_state = v.crc_computed == v.crc ? wire::crc_status::good : wire::crc_status::bad;
+        }
+        on_result(base + i, push(v, now_ns, dest));
+      }
+    }
   }
 
   /// Takes one decoded cell at time now_ns. `dest`, used when the cell starts a packet, is where
@@ -323,7 +368,8 @@ class reassembler {
   // The cell's data is in place: account for it, and deliver on the last cell.
   push_result take(slot& s, const cell_view& c, std::uint32_t part_crc) {
     const std::size_t n = c.data.size();
-    s.crc = extend_packet_crc(s.crc, part_crc, c.at.packet_part());
+    if (shift_.length() != c.at.packet_part()) shift_ = wire::crc::crc32c_shift(c.at.packet_part());
+    s.crc = shift_.combine(s.crc, part_crc);
     s.bytes += n;
     held_ += n;
     ++s.next_csn;
@@ -392,6 +438,17 @@ class reassembler {
   std::size_t in_flight_ = 0, held_ = 0, hint_ = 0;
   error_t open_error_{};
   delivered_packet delivered_{};  // what the last delivering push() returned
+  wire::crc::crc32c_shift shift_{};  // by the last packet part's size
+  // How a frame of a round decoded: not at all (taken alone), a cell whose CRC is computed with
+  // the round's, or one longer than crc32c_batch batches (its CRC computed as it is placed).
+  enum class decoded : std::uint8_t { no, small, large };
+  // A round of push(frames, ...), allocated by the first (a round's views are 3 KiB).
+  struct batch_space {
+    std::array<cell_view, batch_round> views{};
+    std::array<wire::crc::crc32c_job, batch_round> jobs{};
+    std::array<decoded, batch_round> ok{};
+  };
+  std::vector<batch_space> batch_{};
   counters stats_{};
 };
 

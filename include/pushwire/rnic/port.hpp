@@ -335,14 +335,23 @@ class port {
     if (form->head_len) pieces.insert(pieces.begin(), form->header_bytes());
     auto seg = cell::segmenter::make(form->spec, std::span<const std::span<const std::byte>>(pieces), cfg_.cell_payload);
     if (!seg) return false;
+    // In rounds: the cells' CRCs are computed together (cell::segmenter::next(frames, sizes)).
+    constexpr std::size_t round = cell::segmenter::batch_round;
+    std::array<frame_bytes, round> fs;
+    std::array<std::span<std::byte>, round> outs;
+    std::array<std::size_t, round> sizes{};
     while (!seg->done()) {
-      frame_bytes f = buffer(seg->next_size());
-      const auto n = seg->next(f);
-      if (!n) return false;
-      f.resize(*n);
-      stats.bytes_out += f.size();
-      const auto part = static_cast<std::uint32_t>(len ? f.size() : 0);  // (a cell's share of the payload, its header counted)
-      queue(p, std::move(f), now, tc, qpn, part);
+      const std::size_t k = std::min(round, seg->cells_left());
+      for (std::size_t i = 0; i < k; ++i) fs[i] = buffer(seg->max_frame_size()), outs[i] = fs[i];
+      const auto n = seg->next(std::span<const std::span<std::byte>>(outs.data(), k), sizes);
+      if (!n || *n != k) return false;
+      for (std::size_t i = 0; i < k; ++i) {
+        frame_bytes& f = fs[i];
+        f.resize(sizes[i]);
+        stats.bytes_out += f.size();
+        const auto part = static_cast<std::uint32_t>(len ? f.size() : 0);  // (a cell's share of the payload, its header counted)
+        queue(p, std::move(f), now, tc, qpn, part);
+      }
     }
     return true;
   }

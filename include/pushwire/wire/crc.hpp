@@ -454,4 +454,133 @@ constexpr std::uint32_t crc32c_combine(std::uint32_t crc_a, std::uint32_t crc_b,
   return detail::crc32c_combine_runtime(crc_a, crc_b, len_b);
 }
 
+/// Moving a CRC-32C forward by a fixed number of bytes, prepared once: combine(a, b) is
+/// crc32c_combine(a, b, len) at the cost of one carry-less multiply (with PCLMULQDQ), where
+/// crc32c_combine spends one per set bit of len. For CRCs assembled from equal pieces (cells).
+class crc32c_shift {
+ public:
+  constexpr crc32c_shift() = default;
+  constexpr explicit crc32c_shift(std::uint64_t len) : len_(len) {
+#if PUSHWIRE_CRC_X86
+    if (!std::is_constant_evaluated() && detail::features().pclmul) {
+      fast_ = true;
+      if (len) mont_ = detail::x8n_mont_pclmul(len);
+      return;
+    }
+#endif
+    x_ = detail::x8nmodp<crc32c_poly>(len);
+  }
+  constexpr std::uint64_t length() const { return len_; }
+  /// CRC-32C of a||b from crc32c(a) and crc32c(b), b being length() bytes long.
+  constexpr std::uint32_t combine(std::uint32_t crc_a, std::uint32_t crc_b) const {
+#if PUSHWIRE_CRC_X86
+    if (!std::is_constant_evaluated() && fast_) return (len_ ? detail::mul_mont_pclmul(crc_a, mont_) : crc_a) ^ crc_b;
+#endif
+    return detail::multmodp(x_, crc_a, crc32c_poly) ^ crc_b;
+  }
+
+ private:
+  std::uint64_t len_ = 0;
+  std::uint32_t x_ = 1u << 31;  // x^(8 len) mod P (without PCLMULQDQ)
+  std::uint32_t mont_ = 0;      // the same times x^-33 (mulx33's form; with PCLMULQDQ)
+  bool fast_ = false;
+};
+
+/// One CRC-32C of a batch: of head || src, continuing from crc (0 to start). When dst is not
+/// null, src is copied to dst (src.size() bytes, overlapping neither) in the same pass.
+struct crc32c_job {
+  std::span<const std::byte> head{};
+  std::span<const std::byte> src{};
+  std::byte* dst = nullptr;
+  std::uint32_t crc = 0;  ///< in: the CRC to continue; out: the result
+};
+
+/// Jobs up to this many bytes (head and src) run four at a time on vpclmul_avx512; longer ones
+/// run alone, where one job already keeps the units busy (spec/crc.md §5).
+inline constexpr std::size_t batch_job_max = 1024;
+
+namespace detail {
+inline void crc32c_job_alone(crc32c_job& j) {
+  std::uint32_t c = crc32c_runtime(j.head, j.crc);
+  j.crc = j.dst ? crc32c_copy_runtime({j.dst, j.src.size()}, j.src, c) : crc32c_runtime(j.src, c);
+}
+#if PUSHWIRE_CRC_X86
+// A job as batch_avx512 takes it: head, mid, and the message's last 64-byte blocks (the
+// source's, or a plain job's head's when it has no source). 0 blocks: the job runs alone.
+inline std::size_t batch_split(const crc32c_job& j, batch_lane& l) {
+  const std::size_t hn = j.head.size(), sn = j.src.size();
+  if (hn + sn > batch_job_max) return 0;
+  l.reg = ~j.crc;
+  if (sn >= 64) {
+    const std::size_t mn = sn % 64;
+    l.head = j.head.data(), l.hn = hn, l.mid = j.src.data(), l.mn = mn, l.body = j.src.data() + mn;
+    l.delta = j.dst ? j.dst - j.src.data() : 0;
+    return sn / 64;
+  }
+  if (sn || j.dst || hn < 64) return 0;
+  const std::size_t blocks = hn / 64, rest = hn - 64 * blocks;
+  l.head = j.head.data(), l.hn = rest, l.mid = nullptr, l.mn = 0, l.body = j.head.data() + rest, l.delta = 0;
+  return blocks;
+}
+template <std::size_t K>
+inline void crc32c_batch_group(crc32c_job* const* g, batch_lane* l, std::size_t blocks, bool copy) {
+  if (copy) batch_avx512<true>(l, blocks, std::make_index_sequence<K>{});
+  else batch_avx512<false>(l, blocks, std::make_index_sequence<K>{});
+  for (std::size_t k = 0; k < K; ++k) g[k]->crc = ~static_cast<std::uint32_t>(l[k].reg);
+}
+#endif
+}  // namespace detail
+
+/// Every job's CRC (and copy), as crc32c(head, crc) then crc32c_copy(dst, src, ·) or
+/// crc32c(src, ·) job by job would give. Where the selected CRC-32C path for long input is
+/// vpclmul_avx512, jobs of at most batch_job_max bytes whose message ends in 64-byte blocks of
+/// the source (or, with no source and no copy, of the head) run up to four at a time, alike ones
+/// (as many blocks, all copying or none) together: their heads' crc32 chains in lockstep, then
+/// their blocks folded in lockstep, one 512-bit lane each (several cells, spec/cells.md §7, §8).
+/// Every other job, and every job on other paths, runs alone (spec/crc.md §5).
+constexpr void crc32c_batch(std::span<crc32c_job> jobs) {
+  if (std::is_constant_evaluated()) {
+    for (auto& j : jobs) {
+      const std::uint32_t c = reference::crc32c(j.head, j.crc);
+      if (j.dst)
+        for (std::size_t i = 0; i < j.src.size(); ++i) j.dst[i] = j.src[i];
+      j.crc = reference::crc32c(j.src, c);
+    }
+    return;
+  }
+#if PUSHWIRE_CRC_X86
+  if (selected().crc32c.large == path::vpclmul_avx512) {
+    crc32c_job* g[4];
+    detail::batch_lane l[4];
+    std::size_t k = 0, blocks = 0;
+    bool copy = false;
+    const auto flush = [&] {
+      switch (k) {
+        case 4: detail::crc32c_batch_group<4>(g, l, blocks, copy); break;
+        case 3: detail::crc32c_batch_group<3>(g, l, blocks, copy); break;
+        case 2: detail::crc32c_batch_group<2>(g, l, blocks, copy); break;
+        case 1: detail::crc32c_job_alone(*g[0]); break;
+        default: break;
+      }
+      k = 0;
+    };
+    for (auto& j : jobs) {
+      detail::batch_lane lane{};
+      const std::size_t b = detail::batch_split(j, lane);
+      if (b == 0) {
+        detail::crc32c_job_alone(j);
+        continue;
+      }
+      if (k && (b != blocks || (j.dst != nullptr) != copy)) flush();
+      blocks = b, copy = j.dst != nullptr;
+      g[k] = &j, l[k] = lane, ++k;
+      if (k == 4) flush();
+    }
+    flush();
+    return;
+  }
+#endif
+  for (auto& j : jobs) detail::crc32c_job_alone(j);
+}
+
 }  // namespace pushwire::wire::crc

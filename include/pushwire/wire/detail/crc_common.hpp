@@ -177,6 +177,13 @@ template <std::uint32_t Poly>
 inline constexpr std::uint32_t x_inverse = ((Poly & 0x7FFFFFFFu) << 1) | 1u;
 static_assert(multmodp(x_inverse<crc32c_poly>, 1u << 30, crc32c_poly) == 1u << 31);
 static_assert(multmodp(x_inverse<crc32_poly>, 1u << 30, crc32_poly) == 1u << 31);
+// x^-33 mod P: a constant X kept as X·x^-33 is what mulx33 multiplies by (crc_x86.hpp).
+template <std::uint32_t Poly>
+inline constexpr std::uint32_t x_minus33 = [] {
+  std::uint32_t x = 1u << 31;
+  for (int i = 0; i < 33; ++i) x = multmodp(x, x_inverse<Poly>, Poly);
+  return x;
+}();
 
 // x^n mod P in normal bit order (bit d = coefficient of x^d).
 constexpr std::uint64_t xpow_normal(unsigned n, std::uint32_t reflected_poly) {
@@ -237,9 +244,7 @@ alignas(64) inline constexpr std::uint8_t shuffle[48] = {
 inline constexpr std::size_t stream_words_max = 256;
 template <std::uint32_t Poly, bool Mont>
 inline constexpr auto stream_shift = [] {
-  std::uint32_t scale = 1u << 31;  // x^0
-  if constexpr (Mont)
-    for (int i = 0; i < 33; ++i) scale = multmodp(scale, x_inverse<Poly>, Poly);
+  const std::uint32_t scale = Mont ? x_minus33<Poly> : 1u << 31;
   std::array<std::uint32_t, 2 * stream_words_max + 1> t{};
   for (std::size_t w = 0; w < t.size(); ++w) t[w] = multmodp(x8nmodp<Poly>(8 * w), scale, Poly);
   return t;

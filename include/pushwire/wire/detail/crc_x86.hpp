@@ -10,6 +10,8 @@
 // slice-by-4 lookup (CRC-32); a tail of 1..15 bytes is merged by the overlapping-load shuffle.
 #pragma once
 
+#include <utility>
+
 #include <pushwire/wire/detail/crc_common.hpp>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -528,10 +530,8 @@ PUSHWIRE_ENTRY_PCLMUL inline std::uint32_t run_sse42(std::uint32_t reg, const st
 
 // CRC-32C combine: x^(8n) as a product of x8pow2 powers in the mulx33 form.
 inline constexpr auto x8pow2_mont = [] {
-  std::uint32_t xm33 = 1u << 31;
-  for (int i = 0; i < 33; ++i) xm33 = multmodp(xm33, x_inverse<crc32c_poly>, crc32c_poly);
   std::array<std::uint32_t, 64> t{};
-  for (std::size_t k = 0; k < t.size(); ++k) t[k] = multmodp(x8pow2<crc32c_poly>[k], xm33, crc32c_poly);
+  for (std::size_t k = 0; k < t.size(); ++k) t[k] = multmodp(x8pow2<crc32c_poly>[k], x_minus33<crc32c_poly>, crc32c_poly);
   return t;
 }();
 
@@ -551,6 +551,11 @@ PUSHWIRE_ENTRY_PCLMUL inline std::uint32_t combine_crc32c_pclmul(std::uint32_t a
   if (n == 0) return a ^ b;
   return mulx33(a, x8n_mont(n)) ^ b;
 }
+
+// A prepared shift (crc::crc32c_shift): x^(8n)·x^-33 mod P for n >= 1, and a·X mod P from a
+// and X·x^-33.
+PUSHWIRE_ENTRY_PCLMUL inline std::uint32_t x8n_mont_pclmul(std::uint64_t n) { return x8n_mont(n); }
+PUSHWIRE_ENTRY_PCLMUL inline std::uint32_t mul_mont_pclmul(std::uint32_t a, std::uint32_t k) { return mulx33(a, k); }
 
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
@@ -680,6 +685,92 @@ PUSHWIRE_ENTRY_AVX512 inline std::uint32_t run_avx512(std::uint32_t reg, const s
         default: break;  // 0: folding alone
       }
   return avx512_lanes<Poly>(_mm_cvtsi32_si128(static_cast<int>(reg)), p, n, out);
+}
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+// ---- Batches (crc::crc32c_batch): several short CRC-32Cs at once ----
+// One short CRC alone is a chain: its head's crc32 instructions, then folds each waiting for the
+// one before, a reduction, and the call and dispatch around them (about 100 cycles for a 256-byte
+// cell). K jobs in lockstep let those chains overlap.
+
+// One job: the register continues over head (crc32 instructions, not copied), then mid (the
+// same, copied to mid + delta when the batch copies), then `blocks` 64-byte blocks at body
+// (folded on one 512-bit lane, copied likewise).
+struct batch_lane {
+  const std::byte* head;
+  std::size_t hn;
+  const std::byte* mid;
+  std::size_t mn;
+  const std::byte* body;
+  std::ptrdiff_t delta;
+  std::uint64_t reg;
+};
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
+// `words` 8-byte words at each p[j], continuing c[j]: the K chains in lockstep.
+template <std::size_t... J>
+PUSHWIRE_TARGET_PCLMUL inline void crc32_lockstep(const std::byte* const* p, std::uint64_t* c, std::size_t words,
+                                                  std::index_sequence<J...>) {
+  const std::byte* q[] = {p[J]...};
+  std::uint64_t r[] = {c[J]...};
+  for (std::size_t at = 0, end = 8 * words; at != end; at += 8) ((r[J] = _mm_crc32_u64(r[J], load64le(q[J] + at))), ...);
+  ((c[J] = r[J]), ...);
+}
+
+// The register after a 512-bit lane z that covers a message's last 64 bytes: its four 128-bit
+// lanes to one (as avx512_four ends), then the 128-bit reduction.
+PUSHWIRE_TARGET_AVX512 inline std::uint32_t reduce512_crc32c(__m512i z) {
+  using F = folding<crc32c_poly>;
+  const __m512i kl = _mm512_set_epi64(0, 0, static_cast<long long>(F::k128.hi), static_cast<long long>(F::k128.lo),
+                                      static_cast<long long>(F::k256.hi), static_cast<long long>(F::k256.lo),
+                                      static_cast<long long>(F::k384.hi), static_cast<long long>(F::k384.lo));
+  const __m512i moved = _mm512_xor_si512(_mm512_clmulepi64_epi128(z, kl, 0x00), _mm512_clmulepi64_epi128(z, kl, 0x11));
+  const __m256i m256 = _mm256_xor_si256(_mm512_maskz_extracti64x4_epi64(0xF, moved, 0), _mm512_maskz_extracti64x4_epi64(0xF, moved, 1));
+  __m128i r = _mm_xor_si128(_mm256_castsi256_si128(m256), _mm256_extracti128_si256(m256, 1));
+  r = _mm_xor_si128(r, _mm512_maskz_extracti32x4_epi32(0xF, z, 3));
+  return reduce<crc32c_poly>(r);
+}
+
+// K lanes of `blocks` >= 1 blocks each: the heads' crc32 chains in lockstep over the words all
+// have, each head's rest and mid alone; then the bodies, one 512-bit lane each, folded in
+// lockstep; then each reduced.
+template <bool Copy, std::size_t... J>
+PUSHWIRE_ENTRY_AVX512 inline void batch_avx512(batch_lane* l, std::size_t blocks, std::index_sequence<J...> js) {
+  constexpr std::size_t K = sizeof...(J);
+  const std::byte* p[K];
+  std::uint64_t c[K];
+  std::size_t words = SIZE_MAX;
+  for (std::size_t j = 0; j < K; ++j) p[j] = l[j].head, c[j] = l[j].reg, words = std::min(words, l[j].hn / 8);
+  crc32_lockstep(p, c, words, js);
+  const auto start = [&](batch_lane& b, std::uint64_t reg) PUSHWIRE_TARGET_AVX512 {
+    auto r = sse42_tail(reg, b.head + 8 * words, b.hn - 8 * words, no_copy{});
+    const __m512i v = load512(b.body);
+    if constexpr (Copy) {
+      r = sse42_tail(r, b.mid, b.mn, copy_to{b.delta});
+      put512(copy_to{b.delta}, b.body, v);
+    } else {
+      r = sse42_tail(r, b.mid, b.mn, no_copy{});
+    }
+    return _mm512_xor_si512(v, _mm512_zextsi128_si512(_mm_cvtsi32_si128(static_cast<int>(r))));
+  };
+  __m512i z[] = {start(l[J], c[J])...};
+  const std::byte* q[] = {l[J].body...};
+  [[maybe_unused]] const std::ptrdiff_t d[] = {l[J].delta...};
+  const __m512i k512 = kreg512(folding<crc32c_poly>::k512);
+  const auto step = [&](std::size_t j, std::size_t at) PUSHWIRE_TARGET_AVX512 {
+    const __m512i v = load512(q[j] + at);
+    if constexpr (Copy) put512(copy_to{d[j]}, q[j] + at, v);
+    z[j] = fold512(z[j], k512, v);
+  };
+  for (std::size_t at = 64, end = 64 * blocks; at != end; at += 64) (step(J, at), ...);
+  ((l[J].reg = reduce512_crc32c(z[J])), ...);
 }
 
 #if defined(__GNUC__) && !defined(__clang__)
