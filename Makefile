@@ -212,7 +212,7 @@ bench-report: deps
 	bench/perftest.sh $(DIR_gcc) >$(DIR_gcc)/perftest.jsonl
 	bench/line_rate.sh $(DIR_gcc) $(BENCH_SECONDS) >$(DIR_gcc)/line_rate.jsonl
 	bench/rnicd.sh $(DIR_gcc) >$(DIR_gcc)/rnicd.jsonl
-	bench/migration.sh $(DIR_gcc) >$(DIR_gcc)/migration.jsonl
+	-bench/migration.sh $(DIR_gcc) >$(DIR_gcc)/migration.jsonl  # a failed count is a row of the report
 	./$(DIR_gcc)/bench/pushwire-bench --benchmark_format=json >$(DIR_gcc)/bench.json
 	bench/report.py --split $(DIR_gcc)/split_model.jsonl --pingpong $(DIR_gcc)/pingpong.jsonl \
 	  --perftest $(DIR_gcc)/perftest.jsonl --line-rate $(DIR_gcc)/line_rate.jsonl --rnicd $(DIR_gcc)/rnicd.jsonl --migration $(DIR_gcc)/migration.jsonl --bench $(DIR_gcc)/bench.json \

@@ -25,7 +25,7 @@ for p in ib_write_bw dumpcap tshark; do
   command -v $p >/dev/null || { echo "migration bench: $p missing (perftest, tshark)" >&2; exit 1; }
 done
 [ -x "$build/verbs/pushwire-rnicd" ] || { echo "migration bench: build $build first (libibverbs-dev)" >&2; exit 1; }
-daemon_args=() peer_env=()
+daemon_args=() peer_env=() failed=0
 . "$bench/../tests/verbs/migrate_env.sh"
 tests=$bench/../tests/verbs
 for n in "${qps[@]}"; do
@@ -43,14 +43,26 @@ for n in "${qps[@]}"; do
     say "$n QPs: move $k: $(tail -1 "$work/moves.txt" | sed 's/.*attachments: //')"
     sleep 1.5
   done
-  wait $client || fail "ib_write_bw -q $n across the moves (guest)"
-  wait $server || fail "ib_write_bw -q $n across the moves (peer)"
+  crc=0 src=0
+  wait $client || crc=$?
+  wait $server || src=$?
   sleep 0.5; kill -INT $cap; wait $cap 2>/dev/null || true
-  /usr/bin/python3 "$tests/downtime.py" "$work/q$n.pcapng" "$G" "$work/moves.txt" "$moves" --json "$n" >"$work/q$n.jsonl" ||
-    fail "$n QPs: fewer than $moves moves in the capture"
-  /usr/bin/python3 -c "import json,sys
+  if [ $crc != 0 ] || [ $src != 0 ]; then
+    # A count whose programs failed is a row of the report (with the guest's first error and the
+    # moves done before it), not the end of the run; the script exits 1 after the other counts.
+    why=$(grep -m1 -E 'Failed status|Failed to|Unable|error' "$work/bw-client-$n.log" | sed 's/^ *//; s/"/'"'"'/g')
+    printf '{"qps": %d, "failed": "guest ib_write_bw exit %d, peer exit %d: %s", "moves_done": %d}\n' \
+      "$n" "$crc" "$src" "${why:-no message}" "$(grep -c 'with [1-9][0-9]* attachments' "$work/moves.txt")"
+    for f in "$work/bw-client-$n.log" "$work/bw-server-$n.log" "$work/moves.txt"; do echo "--- $f" >&2; grep -v 'GID\|address' "$f" | tail -20 >&2; done
+    failed=1
+  else
+    /usr/bin/python3 "$tests/downtime.py" "$work/q$n.pcapng" "$G" "$work/moves.txt" "$moves" --json "$n" >"$work/q$n.jsonl" ||
+      fail "$n QPs: fewer than $moves moves in the capture"
+    /usr/bin/python3 -c "import json,sys
 for l in open(sys.argv[1]):
     r = json.loads(l); r['qps'] = int(r.pop('label')); print(json.dumps(r))" "$work/q$n.jsonl"
+  fi
   # the function is on a again for the next count
   [ $where = a ] || move
 done
+exit $failed

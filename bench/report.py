@@ -289,6 +289,9 @@ def migration_section(rows):
            "| QPs | Moves | Downtime p50 | Downtime max | Quiesce p50 | Move p50 | Move max | Resume p50 | Resume max |",
            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
+        if r.get("failed"):
+            out.append(f"| {r['qps']} | failed after {r['moves_done']} moves: {r['failed']} | | | | | | | |")
+            continue
         if not r.get("summary"):
             continue
         out.append(f"| {r['qps']} | {r['moves']} | {r['downtime_p50_ms']:.1f} | {r['downtime_max_ms']:.1f} | "

@@ -90,7 +90,7 @@ class reassembler {
   };
 
   explicit reassembler(const reassembly_limits& lim = {})
-      : lim_(lim), slots_(lim.max_packets), history_(lim.history), storage_(lim.max_packets * lim.max_packet_bytes) {}
+      : lim_(lim), slots_(lim.max_packets), history_(lim.history), storage_(lim.max_packets * lim.max_packet_bytes), batch_(1) {}
 
   const reassembly_limits& limits() const { return lim_; }
   const counters& stats() const { return stats_; }
@@ -121,7 +121,6 @@ class reassembler {
   void push(std::span<const std::span<const std::byte>> frames, std::uint64_t now_ns, std::span<std::byte> dest,
             F&& on_result) {
     const codec_options opt{.crc = wire::crc_check::skip, .max_cell_payload = lim_.max_cell_payload};
-    if (batch_.empty()) batch_.resize(1);
     auto& [views, jobs, ok] = batch_.front();
     for (std::size_t base = 0; base < frames.size(); base += batch_round) {
       const std::size_t k = std::min(batch_round, frames.size() - base);
@@ -179,6 +178,7 @@ class reassembler {
       error_t e{};
       if (recently_delivered(k)) e = {errc::cell_duplicate, c.at.header + csn_offset, "csn"};
       else if (!c.hdr.first) e = {errc::cell_missing, c.at.header + csn_offset, "csn"};
+      else if (in_flight_ == slots_.size() && !intact()) return bad_crc(c);  // (it must not make open() expire packets)
       else if (!(s = open(c, k, now_ns, dest))) e = open_error_;
       if (e.code != errc{}) return intact() ? reject(e, k) : bad_crc(c);
       opened = true;
@@ -442,7 +442,7 @@ class reassembler {
   // How a frame of a round decoded: not at all (taken alone), a cell whose CRC is computed with
   // the round's, or one longer than crc32c_batch batches (its CRC computed as it is placed).
   enum class decoded : std::uint8_t { no, small, large };
-  // A round of push(frames, ...), allocated by the first (a round's views are 3 KiB).
+  // A round of push(frames, ...) (3 KiB of views).
   struct batch_space {
     std::array<cell_view, batch_round> views{};
     std::array<wire::crc::crc32c_job, batch_round> jobs{};

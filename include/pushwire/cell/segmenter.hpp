@@ -100,7 +100,7 @@ class segmenter {
 
   /// The next cells at once: cell i is written into the front of frames[i] and its frame size
   /// stored in sizes[i], for as many as both spans hold. Their CRCs are computed together
-  /// (wire::crc::crc32c_batch), so several cells' crc32 chains run interleaved. The frames are
+  /// (wire::crc::crc32c_batch: on vpclmul_avx512, four alike cells at a time). The frames are
   /// those next() would write one at a time. Returns how many were written: fewer when the
   /// packet ends, or at the first buffer too small for its cell (errc::no_space when that is
   /// frames[0]; that cell comes next).

@@ -2,7 +2,8 @@
 // (spec/migration.md §4): where an address is configured (interface, prefix length, the
 // interface's MAC), adding and removing it (rtnetlink RTM_NEWADDR / RTM_DELADDR, CAP_NET_ADMIN),
 // and announcing it with a gratuitous ARP (AF_PACKET, CAP_NET_RAW) so that neighbours and bridges
-// learn where it is now; the kernel's neighbour table (a neighbour's MAC, and asking for one).
+// learn where it is now; the kernel's neighbour table (a neighbour's MAC, and asking for one)
+// and its routes (the gateway to a destination).
 // Real I/O, in the caller's network namespace: nothing sans-IO includes it.
 #pragma once
 
@@ -240,6 +241,60 @@ inline int resolve_neighbour(unsigned ifindex, std::span<const std::uint8_t> ip)
   alignas(nlmsghdr) std::array<std::uint8_t, 1024> buf{};
   std::uint16_t type = 0;
   return detail::rtnl_exchange(&req, req.h.nlmsg_len, buf, type);
+}
+
+/// The gateway the kernel's route to `ip` (4 bytes IPv4, 16 bytes IPv6) through interface
+/// ifindex names (RTM_GETROUTE with RTA_DST and RTA_OIF, as `ip route get IP oif IF`), in the
+/// same family; nullopt when the destination is on the interface's link, when no route leaves
+/// through it, or the gateway is of another family (RTA_VIA).
+inline std::optional<std::array<std::uint8_t, 16>> gateway(unsigned ifindex, std::span<const std::uint8_t> ip) {
+  if (ip.size() != 4 && ip.size() != 16) return std::nullopt;
+  struct {
+    nlmsghdr h;
+    rtmsg m;
+    alignas(NLMSG_ALIGNTO) std::array<std::uint8_t, RTA_SPACE(16) + RTA_SPACE(4)> attrs;
+  } req{};
+  req.h.nlmsg_len = static_cast<std::uint32_t>(NLMSG_LENGTH(sizeof(rtmsg)) + RTA_SPACE(ip.size()) + RTA_SPACE(4));
+  req.h.nlmsg_type = RTM_GETROUTE;
+  req.h.nlmsg_flags = NLM_F_REQUEST;
+  req.h.nlmsg_seq = 1;
+  req.m.rtm_family = ip.size() == 16 ? AF_INET6 : AF_INET;
+  req.m.rtm_dst_len = static_cast<unsigned char>(8 * ip.size());
+  rtattr a{};
+  a.rta_len = static_cast<unsigned short>(RTA_LENGTH(ip.size()));
+  a.rta_type = RTA_DST;
+  std::memcpy(req.attrs.data(), &a, sizeof a);
+  std::memcpy(req.attrs.data() + RTA_LENGTH(0), ip.data(), ip.size());
+  const std::size_t oif_at = RTA_SPACE(ip.size());
+  a.rta_len = RTA_LENGTH(4);
+  a.rta_type = RTA_OIF;
+  const auto oif = static_cast<std::uint32_t>(ifindex);
+  std::memcpy(req.attrs.data() + oif_at, &a, sizeof a);
+  std::memcpy(req.attrs.data() + oif_at + RTA_LENGTH(0), &oif, 4);
+  alignas(nlmsghdr) std::array<std::uint8_t, 4096> buf{};
+  std::uint16_t type = 0;
+  if (detail::rtnl_exchange(&req, req.h.nlmsg_len, buf, type) != 0 || type != RTM_NEWROUTE) return std::nullopt;
+  nlmsghdr h;
+  std::memcpy(&h, buf.data(), sizeof h);
+  if (h.nlmsg_len > buf.size() || h.nlmsg_len < NLMSG_LENGTH(sizeof(rtmsg))) return std::nullopt;
+  std::optional<std::array<std::uint8_t, 16>> gw;
+  std::optional<std::uint32_t> out;
+  for (std::size_t at = NLMSG_LENGTH(sizeof(rtmsg)); at + sizeof(rtattr) <= h.nlmsg_len;) {
+    rtattr r;
+    std::memcpy(&r, buf.data() + at, sizeof r);
+    if (r.rta_len < sizeof r || at + r.rta_len > h.nlmsg_len) break;
+    if (r.rta_type == RTA_GATEWAY && r.rta_len == RTA_LENGTH(ip.size())) {
+      gw.emplace();
+      std::memcpy(gw->data(), buf.data() + at + RTA_LENGTH(0), ip.size());
+    } else if (r.rta_type == RTA_OIF && r.rta_len == RTA_LENGTH(4)) {
+      std::uint32_t v;
+      std::memcpy(&v, buf.data() + at + RTA_LENGTH(0), 4);
+      out = v;
+    }
+    at += RTA_ALIGN(r.rta_len);
+  }
+  if (out && *out != ifindex) return std::nullopt;
+  return gw;
 }
 
 /// Broadcasts gratuitous ARPs. Its packet socket is opened once and kept: closing one waits

@@ -267,6 +267,7 @@ struct xdp_counters {
   std::uint64_t not_sendable = 0;  ///< frames shorter than an Ethernet header, not sent
   std::uint64_t resolving = 0;   ///< neighbour resolutions asked of the kernel
   std::uint64_t looped = 0;      ///< frames for the interface's own addresses, given back to receive()
+  std::uint64_t routed = 0;      ///< destinations found behind a gateway (their frames take its MAC)
   std::uint64_t unresolved = 0;  ///< frames dropped after resolve_timeout with no neighbour
   std::uint64_t lost = 0, corrupted = 0, duplicated = 0, held = 0;  ///< injected faults
   /// The kernel's (XDP_STATISTICS): frames dropped (too big for a frame, or no room),
@@ -533,6 +534,9 @@ class xdp_port {
     rnic::time_ns local_checked = 0;  ///< when `local` was last looked up (getifaddrs)
     wire::mac_address mac{};
     rnic::time_ns checked = 0, asked = 0;
+    /// The address whose MAC frames for `ip` take: ip, or the gateway of the route to it
+    /// (net::gateway; looked up again with `local`).
+    std::array<std::uint8_t, 16> hop{};
   };
   enum class emit_result { sent, no_room, unresolved };
 
@@ -720,18 +724,22 @@ class xdp_port {
       if (now - n->local_checked >= neighbour_ttl) {
         n->local_checked = now;
         n->local = configured_on(cfg_.interface, std::span<const std::uint8_t>(ip.data(), len));
+        const auto gw = n->local ? std::nullopt : gateway(ifindex_, std::span<const std::uint8_t>(ip.data(), len));
+        if (gw && n->hop != *gw) ++stats_.routed;
+        n->hop = gw.value_or(ip);
       }
       if (n->local) {
         n->known = true;
         return neighbour_found::local;
       }
-      const auto e = neighbour(ifindex_, std::span<const std::uint8_t>(ip.data(), len));
+      const auto hop = std::span<const std::uint8_t>(n->hop.data(), len);
+      const auto e = neighbour(ifindex_, hop);
       n->known = e.has_value();
       if (e) n->mac = e->mac;
       else if (now - n->asked >= neighbour_ttl) {
         n->asked = now;
         ++stats_.resolving;
-        (void)resolve_neighbour(ifindex_, std::span<const std::uint8_t>(ip.data(), len));
+        (void)resolve_neighbour(ifindex_, hop);
       }
     }
     if (n->local) return neighbour_found::local;

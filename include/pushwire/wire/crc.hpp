@@ -532,10 +532,10 @@ inline void crc32c_batch_group(crc32c_job* const* g, batch_lane* l, std::size_t 
 }  // namespace detail
 
 /// Every job's CRC (and copy), as crc32c(head, crc) then crc32c_copy(dst, src, ·) or
-/// crc32c(src, ·) job by job would give. Where the selected CRC-32C path for long input is
+/// crc32c(src, ·) job by job would give, in any order (no job may read another's dst). Where the selected CRC-32C path for long input is
 /// vpclmul_avx512, jobs of at most batch_job_max bytes whose message ends in 64-byte blocks of
-/// the source (or, with no source and no copy, of the head) run up to four at a time, alike ones
-/// (as many blocks, all copying or none) together: their heads' crc32 chains in lockstep, then
+/// the source (or, with no source and no copy, of the head) run up to four at a time, consecutive
+/// alike ones (as many blocks, all copying or none) together: their heads' crc32 chains in lockstep, then
 /// their blocks folded in lockstep, one 512-bit lane each (several cells, spec/cells.md §7, §8).
 /// Every other job, and every job on other paths, runs alone (spec/crc.md §5).
 constexpr void crc32c_batch(std::span<crc32c_job> jobs) {
