@@ -7,6 +7,8 @@
 
 #include <pushwire/cell/testing.hpp>
 
+#include "sar_support.hpp"
+
 #include <algorithm>
 #include <random>
 #include <vector>
@@ -16,25 +18,6 @@ using namespace pushwire::test::cells;
 using wire::errc;
 
 namespace {
-
-using frame = std::vector<std::byte>;
-
-std::vector<std::byte> burst_payload(std::size_t n, std::mt19937& rng) {
-  std::vector<std::byte> p(n);
-  for (auto& b : p) b = static_cast<std::byte>(rng());
-  return p;
-}
-
-std::vector<frame> one_at_a_time(cell::segmenter s) {
-  std::vector<frame> cells;
-  while (!s.done()) {
-    frame f(s.next_size());
-    const auto n = s.next(f);
-    REQUIRE(n);
-    cells.push_back(std::move(f));
-  }
-  return cells;
-}
 
 // Random cuts of p into pieces (some empty).
 std::vector<std::span<const std::byte>> burst_pieces(std::span<const std::byte> p, std::mt19937& rng) {
@@ -88,14 +71,14 @@ TEST_CASE("batch next writes the frames next writes, and stops where it would", 
     INFO("seed " << seed);
     const std::size_t cell_payload = std::array<std::size_t, 5>{1, 16, 64, 256, 1000}[rng() % 5];
     const auto spec = random_spec(rng, seed);
-    const auto payload = burst_payload(rng() % 5 == 0 || cell::is_control(spec.type) ? 0 : rng() % (40 * cell_payload + 1), rng);
+    const auto payload = random_payload(rng() % 5 == 0 || cell::is_control(spec.type) ? 0 : rng() % (40 * cell_payload + 1), rng);
     const auto pieces = burst_pieces(payload, rng);
     const bool scattered = rng() % 2;
     auto make = [&] {
       return scattered ? cell::segmenter::make(spec, std::span<const std::span<const std::byte>>(pieces), cell_payload)
                        : cell::segmenter::make(spec, std::span<const std::byte>(payload), cell_payload);
     };
-    const auto want = one_at_a_time(*make());
+    const auto want = segment_all(*make());
     auto seg = *make();
     std::vector<frame> got;
     while (!seg.done()) {
@@ -174,13 +157,13 @@ TEST_CASE("batch push gives the results push gives, under faults", "[cells][sar]
     std::vector<frame> stream;
     for (std::size_t p = 0, packets = 1 + rng() % 8; p < packets; ++p) {
       auto spec = random_spec(rng, static_cast<std::uint32_t>(100 + p));
-      payloads.push_back(burst_payload(cell::is_control(spec.type) ? 0 : rng() % (8 * cell_payload), rng));
-      for (auto& f : one_at_a_time(*cell::segmenter::make(spec, std::span<const std::byte>(payloads.back()), cell_payload)))
+      payloads.push_back(random_payload(cell::is_control(spec.type) ? 0 : rng() % (8 * cell_payload), rng));
+      for (auto& f : segment_all(*cell::segmenter::make(spec, std::span<const std::byte>(payloads.back()), cell_payload)))
         stream.push_back(std::move(f));
     }
     if (rng() % 3 == 0) {  // an ACK among them
       stream.insert(stream.begin() + static_cast<std::ptrdiff_t>(rng() % stream.size()),
-                    one_at_a_time(*cell::segmenter::make(ack_spec(), std::span<const std::byte>{}))[0]);
+                    segment_all(*cell::segmenter::make(ack_spec(), std::span<const std::byte>{}))[0]);
     }
     bool flipped = false;
     for (int i = 0, faults = static_cast<int>(rng() % 6); i < faults; ++i) {

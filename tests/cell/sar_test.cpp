@@ -5,6 +5,8 @@
 
 #include <pushwire/cell/testing.hpp>
 
+#include "sar_support.hpp"
+
 #include <algorithm>
 #include <map>
 #include <random>
@@ -15,26 +17,6 @@ using namespace pushwire::test::cells;
 using wire::errc;
 
 namespace {
-
-using frame = std::vector<std::byte>;
-
-std::vector<std::byte> random_payload(std::size_t n, std::mt19937& rng) {
-  std::vector<std::byte> p(n);
-  for (auto& b : p) b = static_cast<std::byte>(rng());
-  return p;
-}
-
-std::vector<frame> segment_all(cell::segmenter s) {
-  std::vector<frame> cells;
-  while (!s.done()) {
-    frame f(s.next_size());
-    auto n = s.next(f);
-    REQUIRE(n);
-    REQUIRE(*n == f.size());
-    cells.push_back(std::move(f));
-  }
-  return cells;
-}
 
 // Random cuts of p into pieces (some empty).
 std::vector<std::span<const std::byte>> random_pieces(std::span<const std::byte> p, std::mt19937& rng) {
