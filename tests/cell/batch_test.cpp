@@ -19,20 +19,6 @@ using wire::errc;
 
 namespace {
 
-// Random cuts of p into pieces (some empty).
-std::vector<std::span<const std::byte>> burst_pieces(std::span<const std::byte> p, std::mt19937& rng) {
-  std::vector<std::span<const std::byte>> out;
-  if (rng() % 4 == 0) out.push_back({});
-  std::size_t at = 0;
-  while (at < p.size()) {
-    const std::size_t k = std::min<std::size_t>(p.size() - at, rng() % 3 == 0 ? 0 : rng() % 700 + 1);
-    out.push_back(p.subspan(at, k));
-    at += k;
-  }
-  if (rng() % 2) out.push_back({});
-  return out;
-}
-
 // Any type: Send and RDMA write with or without idata, Transport requests and responses, ACK,
 // NAK and page-fault delay (control types carry no payload).
 cell::packet_spec random_spec(std::mt19937& rng, std::uint32_t psn) {
@@ -72,7 +58,7 @@ TEST_CASE("batch next writes the frames next writes, and stops where it would", 
     const std::size_t cell_payload = std::array<std::size_t, 5>{1, 16, 64, 256, 1000}[rng() % 5];
     const auto spec = random_spec(rng, seed);
     const auto payload = random_payload(rng() % 5 == 0 || cell::is_control(spec.type) ? 0 : rng() % (40 * cell_payload + 1), rng);
-    const auto pieces = burst_pieces(payload, rng);
+    const auto pieces = random_pieces(payload, rng, true);
     const bool scattered = rng() % 2;
     auto make = [&] {
       return scattered ? cell::segmenter::make(spec, std::span<const std::span<const std::byte>>(pieces), cell_payload)

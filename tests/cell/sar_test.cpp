@@ -18,19 +18,6 @@ using wire::errc;
 
 namespace {
 
-// Random cuts of p into pieces (some empty).
-std::vector<std::span<const std::byte>> random_pieces(std::span<const std::byte> p, std::mt19937& rng) {
-  std::vector<std::span<const std::byte>> out;
-  std::size_t at = 0;
-  while (at < p.size()) {
-    const std::size_t k = std::min<std::size_t>(p.size() - at, rng() % 3 == 0 ? 0 : rng() % 700 + 1);
-    out.push_back(p.subspan(at, k));
-    at += k;
-  }
-  if (rng() % 2) out.push_back({});
-  return out;
-}
-
 cell::packet_spec spec_for(cell_type t, std::uint32_t psn, bool idata, std::uint32_t src_wqp = 0x11) {
   auto p = t == cell_type::rdma_write ? write_spec() : send_spec();
   p.psn = psn;
