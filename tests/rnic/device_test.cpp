@@ -878,3 +878,54 @@ TEST_CASE("a device told it moved resends and NAKs at once: what the move lost i
   CHECK(b.poll_send().empty());
   CHECK(b.dev->view(qb)->state == qp_state::rts);
 }
+
+TEST_CASE("a requester waits for its port's room: after a move, 8 QPs' resends lose nothing in the device", "[rnic][rc][migration]") {
+  // a's port holds 8 frames (tx_queue) and its wire takes 2 a microsecond. 8 RC QPs WRITE 4 x 16
+  // KiB each (512 packets). Halfway, a is told it moved: every requester resends its window at
+  // once, and its ACKs open more windows. Each waits for room in the port, so the device drops
+  // nothing it counted as sent (dropped_tx_full) and no timer (67 ms) ever fires.
+  device_config cfg;
+  cfg.tx_queue = 8;
+  side a(port_n(1), 1 << 20, 1024, cfg), b(2, framing::roce);
+  constexpr int qps = 8, writes = 4;
+  constexpr std::uint32_t len = 16384;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> q;
+  for (int i = 0; i < qps; ++i) {
+    const std::uint32_t qa = a.qp(qp_type::rc), qb = b.qp(qp_type::rc);
+    REQUIRE(pushwire::rnic::bring_up(*a.dev, qa, {.type = qp_type::rc, .peer_qpn = qb, .av = av_to(*b.dev), .mtu = 1024, .timeout = 14}) == errc{});
+    REQUIRE(pushwire::rnic::bring_up(*b.dev, qb, {.type = qp_type::rc, .peer_qpn = qa, .av = av_to(*a.dev), .mtu = 1024, .timeout = 14}) == errc{});
+    q.emplace_back(qa, qb);
+  }
+  const auto data = pattern_bytes(a.buf.size(), 11);
+  std::copy(data.begin(), data.end(), a.buf.begin());
+  for (int i = 0; i < qps; ++i)
+    for (int w = 0; w < writes; ++w) {
+      const std::size_t off = (std::size_t(i) * writes + w) * len;
+      const sge s = a.at(off, len);
+      REQUIRE(a.dev->post_send(q[i].first, {.wr_id = std::uint64_t(off), .opcode = wr_opcode::rdma_write, .sg_list = std::span(&s, 1),
+                                            .remote_addr = b.addr(off), .rkey = b.mr.rkey}) == errc{});
+    }
+  std::vector<work_completion> done;
+  std::size_t frames = 0, moves = 0;
+  time_ns t = 1000;
+  for (int round = 0; round < 300'000 && done.size() < qps * writes; ++round) {
+    t += 1000;
+    a.dev->progress(t);
+    b.dev->progress(t);
+    for (int k = 0; k < 2; ++k)
+      if (auto f = a.dev->take_frame(0)) b.dev->receive(0, *f, t), ++frames;
+    while (auto f = b.dev->take_frame(0)) a.dev->receive(0, *f, t);
+    if (frames >= 256 && !moves) moves = a.dev->moved(t);
+    for (auto& x : a.poll_send()) done.push_back(x);
+  }
+  CHECK(moves > 0);  // the requesters with packets outstanding resend, the responders NAK
+  INFO("t " << t << " dropped " << a.dev->counters().dropped_tx_full << " retransmits " << a.dev->counters().retransmits);
+  for (const auto& [qa, qb] : q) INFO("qp " << qa << " timeouts " << a.dev->view(qa)->timeouts);
+  REQUIRE(done.size() == qps * writes);
+  for (const auto& c : done) CHECK(c.status == wc_status::success);
+  CHECK(a.dev->counters().dropped_tx_full == 0);
+  CHECK(a.dev->counters().retransmits > 0);  // the move's resends
+  for (const auto& [qa, qb] : q) CHECK(a.dev->view(qa)->timeouts == 0);
+  CHECK(t < 10'000'000);
+  CHECK(std::equal(data.begin(), data.begin() + qps * writes * len, b.buf.begin()));
+}

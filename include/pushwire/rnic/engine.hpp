@@ -691,13 +691,19 @@ class qp_engine {
   template <class F>
   void run_sender(qp_context& q, F&& f, const flow::packet* in = nullptr) {
     scratch a(*this);
-    run_sender_into(q, a.out(), f, in);
+    // no more packets than the port still takes (the rest wait for the next pump)
+    const requester_t* r = q.sender();
+    std::size_t n = sink_size;
+    if (r && tx_room(q)) n = std::clamp(requester_t::timer_room + ports_[q.port()].request_room(r->config().mtu), requester_t::min_room, n);
+    flow::qp_sink out{a.storage().first(n)};
+    run_sender_into(q, out, f, in);
   }
   /// run_sender() with the caller's sink.
   template <class F>
   void run_sender_into(qp_context& q, flow::qp_sink& out, F&& f, const flow::packet* in = nullptr) {
     const requester_t* r = q.sender();
     const auto before = r ? r->stats() : typename requester_t::counters{};
+    pace(q);
     f(out);
     if (const requester_t* after = q.sender()) {
       stats_.retransmits += after->stats().retransmitted - before.retransmitted;
@@ -922,9 +928,10 @@ class qp_engine {
     // room for one packet beside the requester's timer actions
     flow::qp_sink one{std::span<flow::qp_action_t>(a.storage()).first(requester_t::timer_room + 1)};
     const std::uint64_t before = stats_.bytes_out;
-    if (q.req) q.req->hold(false);
-    if (q.dci) q.dci->hold(false);
-    run_sender_into(q, one, [&](flow::qp_sink& out) { q.req ? q.req->pump(now_, out) : q.dci->pump(now_, out); });
+    run_sender_into(q, one, [&](flow::qp_sink& out) {
+      q.req ? q.req->hold(false) : q.dci->hold(false);
+      q.req ? q.req->pump(now_, out) : q.dci->pump(now_, out);
+    });
     const std::uint64_t bytes = stats_.bytes_out - before;
     if (!q.req && !q.dci) return bytes;  // it failed on the way
     if (paced(q)) {
@@ -934,11 +941,14 @@ class qp_engine {
     pace(q);
     return bytes;
   }
-  /// The requester is held while the rate machine is below line rate, or while its port
-  /// schedules by class.
+  /// The requester is held while the rate machine is below line rate, while its port schedules
+  /// by class, or while its port has no room (run_sender_into sets this before every call that
+  /// may send). A requester never builds a packet its port would drop: its timers, ACKs and posts
+  /// wait for the wire as its pumps do, and none of what it counts as sent is lost in the device.
   void pace(qp_context& q) const {
-    if (q.req) q.req->hold(paced(q) || classed(q));
-    if (q.dci) q.dci->hold(classed(q));
+    const bool full = !tx_room(q);
+    if (q.req) q.req->hold(paced(q) || classed(q) || full);
+    if (q.dci) q.dci->hold(classed(q) || full);
   }
   /// q's send-side machine (requester or DC initiator) has packets or completions to give.
   static bool sender_wants(const qp_context& q) { return (q.req && q.req->wants_to_send()) || (q.dci && q.dci->wants_to_send()); }

@@ -361,6 +361,20 @@ PUSHWIRE_TARGET_AVX512 inline __m512i fold512(__m512i r, __m512i k, __m512i next
                                    _mm512_clmulepi64_epi128(r, k, 0x11), next, 0x96);
 }
 
+// Four consecutive 128-bit lanes L0..L3 of z -> one: L0 moves 384 bits, L1 256, L2 128; L3 stays.
+template <std::uint32_t Poly>
+PUSHWIRE_TARGET_AVX512 inline __m128i lanes_to_one(__m512i z) {
+  using F = folding<Poly>;
+  const __m512i kl = _mm512_set_epi64(0, 0, static_cast<long long>(F::k128.hi), static_cast<long long>(F::k128.lo),
+                                      static_cast<long long>(F::k256.hi), static_cast<long long>(F::k256.lo),
+                                      static_cast<long long>(F::k384.hi), static_cast<long long>(F::k384.lo));
+  const __m512i moved = _mm512_xor_si512(_mm512_clmulepi64_epi128(z, kl, 0x00), _mm512_clmulepi64_epi128(z, kl, 0x11));
+  // (maskz extracts: g++-12 flags the plain ones' undefined operand as maybe-uninitialized)
+  const __m256i m256 = _mm256_xor_si256(_mm512_maskz_extracti64x4_epi64(0xF, moved, 0), _mm512_maskz_extracti64x4_epi64(0xF, moved, 1));
+  const __m128i r = _mm_xor_si128(_mm256_castsi256_si128(m256), _mm256_extracti128_si256(m256, 1));
+  return _mm_xor_si128(r, _mm512_maskz_extracti32x4_epi32(0xF, z, 3));
+}
+
 // Four lanes covering the 256 bytes before p, then the rest of the input: four lanes while 256
 // bytes remain, one while 64 do, then the 128-bit finish.
 template <std::uint32_t Poly, class Out>
@@ -388,16 +402,7 @@ PUSHWIRE_TARGET_AVX512 inline std::uint32_t avx512_four(__m512i z0, __m512i z1, 
     p += 64;
     n -= 64;
   }
-  // Four consecutive lanes L0..L3 -> one: L0 moves 384 bits, L1 256, L2 128; L3 stays.
-  const __m512i kl = _mm512_set_epi64(0, 0, static_cast<long long>(F::k128.hi), static_cast<long long>(F::k128.lo),
-                                      static_cast<long long>(F::k256.hi), static_cast<long long>(F::k256.lo),
-                                      static_cast<long long>(F::k384.hi), static_cast<long long>(F::k384.lo));
-  const __m512i moved = _mm512_xor_si512(_mm512_clmulepi64_epi128(z, kl, 0x00), _mm512_clmulepi64_epi128(z, kl, 0x11));
-  // (maskz extracts: g++-12 flags the plain ones' undefined operand as maybe-uninitialized)
-  const __m256i m256 = _mm256_xor_si256(_mm512_maskz_extracti64x4_epi64(0xF, moved, 0), _mm512_maskz_extracti64x4_epi64(0xF, moved, 1));
-  __m128i r = _mm_xor_si128(_mm256_castsi256_si128(m256), _mm256_extracti128_si256(m256, 1));
-  r = _mm_xor_si128(r, _mm512_maskz_extracti32x4_epi32(0xF, z, 3));
-  return finish<Poly>(r, p, n, nullptr, out);
+  return finish<Poly>(lanes_to_one<Poly>(z), p, n, nullptr, out);
 }
 
 // Eight lanes (covering the 512 bytes before p) merged to four, then avx512_four.
@@ -725,18 +730,8 @@ PUSHWIRE_TARGET_PCLMUL inline void crc32_lockstep(const std::byte* const* p, std
 }
 
 // The register after a 512-bit lane z that covers a message's last 64 bytes: its four 128-bit
-// lanes to one (as avx512_four ends), then the 128-bit reduction.
-PUSHWIRE_TARGET_AVX512 inline std::uint32_t reduce512_crc32c(__m512i z) {
-  using F = folding<crc32c_poly>;
-  const __m512i kl = _mm512_set_epi64(0, 0, static_cast<long long>(F::k128.hi), static_cast<long long>(F::k128.lo),
-                                      static_cast<long long>(F::k256.hi), static_cast<long long>(F::k256.lo),
-                                      static_cast<long long>(F::k384.hi), static_cast<long long>(F::k384.lo));
-  const __m512i moved = _mm512_xor_si512(_mm512_clmulepi64_epi128(z, kl, 0x00), _mm512_clmulepi64_epi128(z, kl, 0x11));
-  const __m256i m256 = _mm256_xor_si256(_mm512_maskz_extracti64x4_epi64(0xF, moved, 0), _mm512_maskz_extracti64x4_epi64(0xF, moved, 1));
-  __m128i r = _mm_xor_si128(_mm256_castsi256_si128(m256), _mm256_extracti128_si256(m256, 1));
-  r = _mm_xor_si128(r, _mm512_maskz_extracti32x4_epi32(0xF, z, 3));
-  return reduce<crc32c_poly>(r);
-}
+// lanes to one, then the 128-bit reduction.
+PUSHWIRE_TARGET_AVX512 inline std::uint32_t reduce512_crc32c(__m512i z) { return reduce<crc32c_poly>(lanes_to_one<crc32c_poly>(z)); }
 
 // K lanes of `blocks` >= 1 blocks each: the heads' crc32 chains in lockstep over the words all
 // have, each head's rest and mid alone; then the bodies, one 512-bit lane each, folded in
