@@ -355,6 +355,17 @@ class daemon_state {
     for (auto& x : p.extra) moved += x.udp->receive(p.mac, [&](std::span<std::byte> f) { deliver(p, f); });
     return moved;
   }
+  /// The port's transport holds all it takes (spec/net.md §1, §6): frames stay in the rings,
+  /// whose limit holds the programs' requesters back, rather than wait longer in its queue.
+  static bool transport_full(const port_device& p) {
+#ifdef PUSHWIRE_HAVE_XDP
+    if (p.xdp) return p.xdp->full();
+#endif
+    if (p.udp->full()) return true;
+    for (const auto& x : p.extra)
+      if (x.udp->full()) return true;
+    return false;
+  }
   /// A checked frame out: the AF_XDP socket, or the UDP socket of its source address.
   static void send_out(port_device& p, std::span<const std::byte> f, rnic::time_ns now) {
 #ifdef PUSHWIRE_HAVE_XDP
@@ -410,7 +421,7 @@ class daemon_state {
     if (!avail) return broken(p, c, e);
     const std::uint16_t f = p.sw->find(c.attachment)->function;
     std::size_t n = 0;
-    for (; n < std::min<std::uint32_t>(*avail, 64); ++n) {
+    for (; n < std::min<std::uint32_t>(*avail, 64) && !transport_full(p); ++n) {
       auto frame = c.tx.peek(e);
       if (!frame) return broken(p, c, e);
       const std::size_t len = frame->size();
@@ -440,7 +451,7 @@ class daemon_state {
       std::uint8_t tc;
     };
     std::vector<head> heads;
-    for (int round = 0; round < 256; ++round) {
+    for (int round = 0; round < 256 && !transport_full(p); ++round) {
       if (!p.sw->uplink_ready(now)) {
         // back when 16 KiB more may go, not one frame: a sleep overshoots by tens of
         // microseconds, which the bucket's 64 KiB absorbs

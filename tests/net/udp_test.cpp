@@ -39,9 +39,10 @@ struct node {
   rnic::device dev;
   net::udp_port udp;
   net::device_loop loop{dev};
-  node(std::uint8_t host, const rnic::direction_faults& f = {}, std::uint64_t seed = 1, bool gso = false, bool gro = true)
+  node(std::uint8_t host, const rnic::direction_faults& f = {}, std::uint64_t seed = 1, bool gso = false, bool gro = true,
+       std::uint32_t backlog = 1024)
       : dev({.ports = {port_at(host)}, .retry_forever = true}),
-        udp({.address = {127, 0, 79, host}, .faults = f, .seed = seed, .gso = gso, .gro = gro}) {
+        udp({.address = {127, 0, 79, host}, .backlog = backlog, .faults = f, .seed = seed, .gso = gso, .gro = gro}) {
     loop.attach(0, udp);
   }
   void step() { (void)loop.turn(net::monotonic_ns()); }
@@ -480,4 +481,44 @@ TEST_CASE("udp: DSCP and ECN leave with each datagram and come back into the reb
   CHECK(v.ipv4().dsfield_ecn == 3);
   CHECK(ib::ecn_of(got) == ib::ecn::ce);
   CHECK(v.ip_checksum_ok());
+}
+
+TEST_CASE("udp: the port takes frames while fewer than its backlog wait, the rest stay in the device's queue, and all arrive", "[net]") {
+  // Every frame a sends is held back 1..100 us (a delay fault), so none leaves at once: the port
+  // takes 4 (backlog) and the device keeps the other 6 of the WRITE's 10 packets until they go.
+  node a(1, {.delay = 1.0}, 5, false, true, 4), b(2);
+  REQUIRE(a.udp.ok());
+  REQUIRE(b.udp.ok());
+  rnic::cq_memory acq(16), bcq(16);
+  rnic::sq_memory asq(16), bsq(16);
+  rnic::rq_memory arq(16), brq(16);
+  const auto apd = *a.dev.alloc_pd(), bpd = *b.dev.alloc_pd();
+  std::vector<std::byte> src(10000), dst(10000);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<std::byte>(i * 7 + 1);
+  const auto smr = *a.dev.reg_mr(apd, src.data(), src.size(), rnic::access::local_write);
+  const auto dmr = *b.dev.reg_mr(bpd, dst.data(), dst.size(), rnic::access::local_write | rnic::access::remote_write);
+  const auto ac = *a.dev.create_cq(acq), bc = *b.dev.create_cq(bcq);
+  const auto qa = *a.dev.create_qp({.pd = apd, .send_cq = ac, .recv_cq = ac, .sq = &asq, .rq = &arq});
+  const auto qb = *b.dev.create_qp({.pd = bpd, .send_cq = bc, .recv_cq = bc, .sq = &bsq, .rq = &brq});
+  REQUIRE(rnic::bring_up(a.dev, qa, {.peer_qpn = qb, .av = rnic::address_of(b.dev), .mtu = 1024}) == rnic::errc{});
+  REQUIRE(rnic::bring_up(b.dev, qb, {.peer_qpn = qa, .av = rnic::address_of(a.dev), .mtu = 1024}) == rnic::errc{});
+  const rnic::sge s{smr.addr, 10000, smr.lkey};
+  REQUIRE(a.dev.post_send(qa, {.wr_id = 1, .opcode = rnic::wr_opcode::rdma_write, .sg_list = {&s, 1}, .remote_addr = dmr.addr, .rkey = dmr.rkey}) ==
+          rnic::errc{});
+  const rnic::time_ns t0 = net::monotonic_ns();
+  a.dev.progress(t0);
+  REQUIRE(a.dev.pending_frames(0) == 10);
+  CHECK(a.udp.send_from(a.dev, 0, t0) == 0);  // all held back
+  CHECK(a.udp.waiting() == 4);
+  CHECK(a.udp.full());
+  CHECK(a.dev.pending_frames(0) == 6);
+  CHECK(a.udp.send_from(a.dev, 0, t0) == 0);  // full: nothing more taken
+  CHECK(a.dev.pending_frames(0) == 6);
+  rnic::work_completion wc[4];
+  std::size_t done = 0;
+  REQUIRE(run(a, b, [&] { return (done += acq.poll(wc)) == 1; }));
+  CHECK(wc[0].status == rnic::wc_status::success);
+  CHECK(dst == src);
+  CHECK(a.udp.stats().held >= 10);
+  CHECK(a.dev.counters().dropped_tx_full == 0);
 }

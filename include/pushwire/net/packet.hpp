@@ -36,6 +36,9 @@ struct packet_config {
   std::string interface = "eth0";
   /// Frames per sendmmsg / recvmmsg call: 1..1024.
   std::uint32_t batch = 64;
+  /// Frames the port's own queue holds (held back by a fault, refused by a full socket buffer)
+  /// before send_from() stops taking the device's (spec/net.md §5): 1..65536.
+  std::uint32_t backlog = 1024;
   /// Faults applied to what this side sends, and their seed.
   rnic::direction_faults faults{};
   std::uint64_t seed = 1;
@@ -55,6 +58,7 @@ class packet_port {
   /// error() is errno (ENODEV: no such interface; EPERM: not allowed).
   explicit packet_port(const packet_config& c) : cfg_(c), rng_(c.seed) {
     cfg_.batch = std::clamp<std::uint32_t>(cfg_.batch, 1, 1024);
+    cfg_.backlog = std::clamp<std::uint32_t>(cfg_.backlog, 1, 65536);
     ifindex_ = static_cast<int>(::if_nametoindex(cfg_.interface.c_str()));
     if (ifindex_ == 0 || cfg_.interface.size() >= IFNAMSIZ) {
       err_ = ENODEV;
@@ -97,12 +101,15 @@ class packet_port {
   const wire::mac_address& mac() const { return mac_; }
   const packet_counters& stats() const { return stats_; }
 
-  /// Sends every frame the device has for port `port` (and held-back frames now due); returns
-  /// the frames handed to the kernel.
+  /// Sends the frames the device has for port `port` (and held-back frames now due), taking
+  /// them while fewer than `backlog` wait here (full()); returns the frames handed to the kernel.
   std::size_t send_from(rnic::device& d, std::size_t port, rnic::time_ns now) {
-    take_frames(d, port, [&](std::span<const std::byte> f) { queue(f, now); });
-    return flush(now);
+    const std::size_t sent = q_.empty() ? 0 : flush(now);
+    take_frames(d, port, [&](std::span<const std::byte> f) { queue(f, now); }, [&] { return !full(); });
+    return sent + flush(now);
   }
+  /// `backlog` frames wait here (held back, or refused by a full socket).
+  bool full() const { return q_.size() >= cfg_.backlog; }
 
   /// Receives what is waiting (up to `rounds` batches) and gives each frame to the device.
   std::size_t receive_into(rnic::device& d, std::size_t port, rnic::time_ns now, int rounds = 4) {

@@ -65,6 +65,10 @@ struct udp_config {
   std::uint16_t port = ib::roce_port;
   /// Datagrams per sendmmsg / recvmmsg call: 1..1024.
   std::uint32_t batch = 64;
+  /// Frames the port's own queue holds (held back by a fault, refused by a full socket buffer)
+  /// before send_from() stops taking the device's: the rest stay in the device's transmit queue,
+  /// whose limit holds its requesters back (spec/net.md §1). 1..65536.
+  std::uint32_t backlog = 1024;
   /// Faults applied to what this side sends, and their seed.
   rnic::direction_faults faults{};
   std::uint64_t seed = 1;
@@ -107,6 +111,7 @@ class udp_port {
   /// Opens and binds the socket (non-blocking). On failure ok() is false and error() is errno.
   explicit udp_port(const udp_config& c) : cfg_(c), rng_(c.seed) {
     cfg_.batch = std::clamp<std::uint32_t>(cfg_.batch, 1, 1024);
+    cfg_.backlog = std::clamp<std::uint32_t>(cfg_.backlog, 1, 65536);
     fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd_ < 0) {
       err_ = errno;
@@ -173,14 +178,19 @@ class udp_port {
   bool gso() const { return gso_; }
   bool gro() const { return gro_; }
 
-  /// Sends every frame the device has for its port `port` (and held-back frames now due).
-  /// Returns the datagrams handed to the kernel. A frame leaves from the socket bound to its
-  /// UDP source port (the ICRC covers it): this one's, or another opened for it; a frame whose
-  /// port cannot be bound is not sent (not_sendable).
+  /// Sends the frames the device has for its port `port` (and held-back frames now due), taking
+  /// them while fewer than `backlog` wait here (full()). Returns the datagrams handed to the
+  /// kernel. A frame leaves from the socket bound to its UDP source port (the ICRC covers it):
+  /// this one's, or another opened for it; a frame whose port cannot be bound is not sent
+  /// (not_sendable).
   std::size_t send_from(rnic::device& d, std::size_t port, rnic::time_ns now) {
-    take_frames(d, port, [&](std::span<const std::byte> f) { queue(f, now); });
-    return flush(now);
+    const std::size_t sent = q_.empty() ? 0 : flush(now);
+    take_frames(d, port, [&](std::span<const std::byte> f) { queue(f, now); }, [&] { return !full(); });
+    return sent + flush(now);
   }
+  /// `backlog` frames wait here (held back, or refused by a full socket): a caller stops giving
+  /// more, and they wait in its own queue, where its limit holds the senders back.
+  bool full() const { return q_.size() >= cfg_.backlog; }
   /// Every socket this port reads, for a caller's poll(): fd() first, then the source ports'.
   std::vector<int> fds() const {
     std::vector<int> v{fd_};

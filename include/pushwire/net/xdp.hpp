@@ -420,9 +420,12 @@ class xdp_port {
   /// handed to the TX ring.
   std::size_t send_from(rnic::device& d, std::size_t port, rnic::time_ns now) {
     std::size_t sent = q_.empty() ? 0 : flush(now);
-    take_frames(d, port, [&](std::span<const std::byte> f) { queue(f, now); }, [&] { return q_.size() - resolving_ < cfg_.ring; });
+    take_frames(d, port, [&](std::span<const std::byte> f) { queue(f, now); }, [&] { return !full(); });
     return sent + flush(now);
   }
+  /// `ring` frames wait in the port's own queue (held back, or refused by a full TX ring; not
+  /// those waiting for a neighbour): a caller stops giving more.
+  bool full() const { return q_.size() - resolving_ >= cfg_.ring; }
   /// Receives what waits in the RX ring (up to `rounds` batches) and gives each frame to the
   /// device at time now. Returns the frames taken.
   std::size_t receive_into(rnic::device& d, std::size_t port, rnic::time_ns now, int rounds = 4) {

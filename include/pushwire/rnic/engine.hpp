@@ -691,10 +691,12 @@ class qp_engine {
   template <class F>
   void run_sender(qp_context& q, F&& f, const flow::packet* in = nullptr) {
     scratch a(*this);
-    // no more packets than the port still takes (the rest wait for the next pump)
-    const requester_t* r = q.sender();
+    // No more packets than the port still takes (the rest wait for the next pump), never below
+    // the machine's least room. (A failed DC initiator need not settle its waiting requests
+    // here: its first error completion moves the QP to ERR, which flushes every record.)
     std::size_t n = sink_size;
-    if (r && tx_room(q)) n = std::clamp(requester_t::timer_room + ports_[q.port()].request_room(r->config().mtu), requester_t::min_room, n);
+    if (q.sender() && tx_room(q))
+      n = std::clamp(requester_t::timer_room + packet_room(q), q.dci ? dci_t::min_room : requester_t::min_room, n);
     flow::qp_sink out{a.storage().first(n)};
     run_sender_into(q, out, f, in);
   }
@@ -786,8 +788,22 @@ class qp_engine {
     if (q.dct && q.dct->wants_to_send()) return true;
     return (!q.sends.empty() && q.sends.front().done) || (!q.recvs.empty() && q.recvs.front().done);
   }
+  /// The port q's next request packet leaves from: a DC initiator's, its next request's address
+  /// handle's (transmit() sends it there); any other QP's, q.port().
+  std::size_t tx_port(const qp_context& q) const {
+    if (q.is(qp_type::dci))
+      if (const address_vector* a = next_ah(q)) return a->port;
+    return q.port();
+  }
   bool tx_room(const qp_context& q) const {
-    return q.port() < ports_.size() && ports_[q.port()].room() && parked_.size() < cfg_.tx_queue;  // (frames on the bus count)
+    const std::size_t p = tx_port(q);
+    return p < ports_.size() && ports_[p].room() && parked_.size() < cfg_.tx_queue;  // (frames on the bus count)
+  }
+  /// Request packets one call of q's send-side machine may build: what its port still takes
+  /// (port::request_room), 0 without room.
+  std::size_t packet_room(const qp_context& q) const {
+    const requester_t* r = q.sender();
+    return r && tx_room(q) ? ports_[tx_port(q)].request_room(r->config().mtu) : 0;
   }
   /// Lets q's machines send while its port has room; then fetches and reports a drained SQD.
   void pump(qp_context& q) {
@@ -885,14 +901,18 @@ class qp_engine {
   std::uint8_t class_of(const qp_context& q) const {
     if (q.port() >= ports_.size()) return 0;
     const address_vector* av = &q.attr.av;
-    if (const requester_t* rq = q.is(qp_type::ud) || q.is(qp_type::dci) ? q.sender() : nullptr)
+    if (q.is(qp_type::ud) || q.is(qp_type::dci))
+      if (const address_vector* a = next_ah(q)) av = a;
+    return ports_[q.port()].model().class_of(av->sl, av->traffic_class);
+  }
+  /// The address handle of the work request q's next request packet belongs to (a DC
+  /// connect's: the request it connects for), or nullptr.
+  const address_vector* next_ah(const qp_context& q) const {
+    if (const requester_t* rq = q.sender())
       if (const auto i = rq->sending())
         for (std::size_t k = *i; k < rq->queued(); ++k)
-          if (const send_record* r = rq->at(k).wr.id < flow::dc_internal_id ? q.send_of(rq->at(k).wr.id) : nullptr) {
-            if (const address_vector* a = ah(r->wqe.ah)) av = a;
-            break;
-          }
-    return ports_[q.port()].model().class_of(av->sl, av->traffic_class);
+          if (const send_record* r = rq->at(k).wr.id < flow::dc_internal_id ? q.send_of(rq->at(k).wr.id) : nullptr) return ah(r->wqe.ah);
+    return nullptr;
   }
   /// With traffic classes and no request frame waiting for port `port`'s wire: the next packet
   /// of the QP the class scheduler chooses is built now (its payload gathered now).
@@ -946,7 +966,7 @@ class qp_engine {
   /// may send). A requester never builds a packet its port would drop: its timers, ACKs and posts
   /// wait for the wire as its pumps do, and none of what it counts as sent is lost in the device.
   void pace(qp_context& q) const {
-    const bool full = !tx_room(q);
+    const bool full = packet_room(q) == 0;
     if (q.req) q.req->hold(paced(q) || classed(q) || full);
     if (q.dci) q.dci->hold(classed(q) || full);
   }

@@ -84,11 +84,13 @@ class port {
   /// Whether a request (or a response) may still be queued: fewer than twice tx_queue frames of
   /// its kind wait. Beyond that the device drops what it would send (dropped_tx_full).
   bool accepts(bool request) const { return request ? tx_.size() < 2 * tx_queue_ : responses_.size() + responses_on_bus_ < 2 * tx_queue_; }
-  /// Request packets of up to `mtu` payload bytes that accepts(true) still takes: a frame each,
-  /// or (cells) a frame per cell_payload bytes and one more for the headers.
+  /// Request packets of up to `mtu` payload bytes that accepts(true) still takes, one after
+  /// another: a frame each, or (cells) at most a frame per cell_payload bytes and one more for
+  /// the headers (a packet is taken whole while fewer than twice tx_queue frames wait).
   std::size_t request_room(std::uint32_t mtu) const {
     const std::size_t left = 2 * tx_queue_ - std::min(tx_.size(), 2 * tx_queue_);
-    return cells() ? left / (mtu / std::max<std::size_t>(cfg_.cell_payload, 1) + 2) : left;
+    const std::size_t per = cells() ? mtu / std::max<std::size_t>(cfg_.cell_payload, 1) + 2 : 1;
+    return (left + per - 1) / per;
   }
   /// Frame buffers the pool holds.
   std::size_t pooled() const { return pool_.size(); }
