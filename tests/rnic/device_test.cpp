@@ -550,11 +550,8 @@ TEST_CASE("DC behind a small transmit queue: the initiator waits for the port it
       wr.rkey = t.mr.rkey;
       REQUIRE(a.dev->post_send(dci, wr) == errc{});
     }
-    std::vector<work_completion> sc;
-    REQUIRE(fab.run([&] {
-      for (auto& x : a.poll_send()) sc.push_back(x);
-      return sc.size() == writes;
-    }, fab.now() + 2'000'000'000));
+    const auto sc = run_until_sent(fab, a, writes, 2'000'000'000);
+    REQUIRE(sc.size() == writes);
     for (int k = 0; k < writes; ++k) {
       CHECK(sc[static_cast<std::size_t>(k)].wr_id == static_cast<std::uint64_t>(k));
       CHECK(sc[static_cast<std::size_t>(k)].status == wc_status::success);
@@ -592,11 +589,7 @@ TEST_CASE("a DC initiator that fails behind a small transmit queue completes eve
     wr.rkey = b.mr.rkey;
     REQUIRE(a.dev->post_send(dci, wr) == errc{});
   }
-  std::vector<work_completion> sc;
-  CHECK(fab.run([&] {
-    for (auto& x : a.poll_send()) sc.push_back(x);
-    return sc.size() == writes;
-  }, fab.now() + 1'000'000'000));
+  const auto sc = run_until_sent(fab, a, writes);
   REQUIRE(sc.size() == writes);
   CHECK(sc[0].status == wc_status::success);
   CHECK(sc[1].status == wc_status::retry_exceeded);

@@ -70,6 +70,17 @@ struct side {
   }
 };
 
+/// Runs `fab` until `n` completions are on s's send CQ, or for `limit` ns: those it polled, in
+/// order.
+inline std::vector<work_completion> run_until_sent(loopback_fabric& fab, side& s, std::size_t n, time_ns limit = 1'000'000'000) {
+  std::vector<work_completion> got;
+  (void)fab.run([&] {
+    for (auto& x : s.poll_send()) got.push_back(x);
+    return got.size() >= n;
+  }, fab.now() + limit);
+  return got;
+}
+
 /// rnic::bring_up with the harness's positional arguments (its defaults otherwise).
 inline errc bring_up(device& d, std::uint32_t qpn, qp_type t, std::uint32_t peer, const address_vector& av,
                      std::uint32_t mtu = 1024, std::uint32_t psn_out = 0, std::uint32_t psn_in = 0) {
