@@ -695,8 +695,7 @@ class qp_engine {
     // the machine's least room. (A failed DC initiator need not settle its waiting requests
     // here: its first error completion moves the QP to ERR, which flushes every record.)
     std::size_t n = sink_size;
-    if (q.sender() && tx_room(q))
-      n = std::clamp(requester_t::timer_room + packet_room(q), q.dci ? dci_t::min_room : requester_t::min_room, n);
+    if (const std::size_t room = packet_room(q)) n = std::clamp(requester_t::timer_room + room, q.dci ? dci_t::min_room : requester_t::min_room, n);
     flow::qp_sink out{a.storage().first(n)};
     run_sender_into(q, out, f, in);
   }
