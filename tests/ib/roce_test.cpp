@@ -192,6 +192,118 @@ TEST_CASE("roce: the ICRC continued from icrc_headers over payload and pad is th
   }
 }
 
+// A frame from a template (make_template, build_headers, then payload, pad and the ICRC from
+// icrc_headers) against the frame itself: the decoded frame's headers with given cleared.
+constexpr bool template_rebuilds(std::span<const std::byte> f) {
+  auto p = decode(f, {.crc = crc_check::require});
+  if (!p || !p->trailer.empty()) return false;
+  roce_packet b = *p;
+  b.given = {};
+  const auto t = make_template(b);
+  if (!t) return false;
+  std::array<std::byte, 256> out{};
+  const auto head = build_headers(*t, p->bth, p->ext, *p->op, p->payload.size(), out);
+  if (!head || *head != payload_offset(*p)) return false;
+  std::size_t at = *head;
+  for (std::byte x : p->payload) out[at++] = x;
+  while ((at - *head) % 4) out[at++] = std::byte{0};
+  const std::uint32_t crc = wire::crc::crc32(std::span<const std::byte>(out.data() + *head, at - *head),
+                                             icrc_headers(std::span<const std::byte>(out.data() + t->ip_offset, *head - t->ip_offset), false, t->ip_len));
+  wire::store_le32(out.data() + at, crc);
+  at += 4;
+  if (at != f.size()) return false;
+  for (std::size_t i = 0; i < at; ++i)
+    if (out[i] != f[i]) return false;
+  return true;
+}
+static_assert(template_rebuilds(v4_frame));  // scapy's
+static_assert(template_rebuilds(cx4_cnp));   // a ConnectX-4 Lx's CNP
+
+TEST_CASE("roce: a frame from a template is build()'s frame: every opcode, pad, VLAN, IPv4 options", "[ib][roce][template]") {
+  CHECK(template_rebuilds(v4_frame));
+  CHECK(template_rebuilds(cx4_cnp));
+  std::vector<std::byte> payload, want(2048), got(2048);
+  std::mt19937 rng(35);
+  const std::array<std::byte, 8> options{std::byte{0x94}, std::byte{4}, std::byte{0}, std::byte{0},
+                                         std::byte{1}, std::byte{1}, std::byte{1}, std::byte{0}};
+  std::size_t frames = 0;
+  for (const opcode_info& o : opcodes) {
+    for (std::size_t len : {0, 1, 2, 3, 4, 5, 8, 255, 1024}) {
+      if (!o.payload && len) continue;
+      if (o.fixed_payload && len != o.fixed_payload) continue;
+      for (bool vlan : {false, true})
+        for (std::size_t opt : {0, 4, 8}) {
+          roce_packet s = spec_for(o, len, payload, false, vlan);
+          s.ip_options = std::span<const std::byte>(options.data(), opt);
+          s.ip4.id = static_cast<std::uint16_t>(rng());
+          s.ip4.ttl = static_cast<std::uint8_t>(rng());
+          s.udp.srcport = static_cast<std::uint16_t>(rng());
+          INFO(o.name << " payload " << len << (vlan ? " vlan" : "") << " options " << opt);
+          const auto n = build(s, want);
+          REQUIRE(n.has_value());
+          const auto t = make_template(s);
+          REQUIRE(t.has_value());
+          CHECK(t->size == 14 + (vlan ? 4 : 0) + 20 + opt + 8);
+          std::fill(got.begin(), got.end(), std::byte{0xEE});
+          const auto head = build_headers(*t, s.bth, s.ext, o, payload.size(), got);
+          REQUIRE(head.has_value());
+          REQUIRE(*head == payload_offset(s));
+          std::size_t at = *head;
+          std::copy(payload.begin(), payload.end(), got.begin() + static_cast<std::ptrdiff_t>(at));
+          at += payload.size();
+          while ((at - *head) % 4) got[at++] = std::byte{0};
+          const std::uint32_t crc = wire::crc::crc32(std::span<const std::byte>(got.data() + *head, at - *head),
+                                                     icrc_headers(std::span<const std::byte>(got.data() + t->ip_offset, *head - t->ip_offset), false, t->ip_len));
+          wire::store_le32(got.data() + at, crc);
+          at += 4;
+          REQUIRE(at == *n);
+          CHECK(std::equal(got.begin(), got.begin() + static_cast<std::ptrdiff_t>(at), want.begin()));
+          CHECK(got[at] == std::byte{0xEE});  // nothing written past the frame
+          ++frames;
+        }
+    }
+  }
+  CHECK(frames > 1000);
+}
+
+TEST_CASE("roce: a template's errors", "[ib][roce][template][errors]") {
+  std::vector<std::byte> payload, out(2048);
+  const opcode_info& send = *find_opcode(0x04, rd_class::dc);  // RC SEND_ONLY
+  const opcode_info& ack = *find_opcode(0x11, rd_class::dc);   // RC ACKNOWLEDGE
+  const opcode_info& aw = *find_opcode(0x1D, rd_class::dc);    // RC ATOMIC_WRITE
+  roce_packet s = spec_for(send, 16, payload, false, false);
+  CHECK(make_template(spec_for(send, 16, payload, true, false)).error().field == "v6");
+  roce_packet g = s;
+  g.given.ip_checksum = true;
+  CHECK(make_template(g).error().field == "given");
+  roce_packet bad = s;
+  const std::array<std::byte, 3> odd{};
+  bad.ip_options = odd;
+  CHECK(make_template(bad).error().field == "ip.options");
+  const frame_template t = make_template(s).value();
+  // A payload where the opcode has none; ATOMIC_WRITE's must be 8 bytes.
+  ext_headers aeth;
+  aeth.set<ext::aeth>({});
+  CHECK(build_headers(t, {.opcode = 0x11}, aeth, ack, 1, out).error().field == "payload");
+  ext_headers reth;
+  reth.set<ext::reth>({});
+  CHECK(build_headers(t, {.opcode = 0x1D}, reth, aw, 7, out).error().code == errc::length_mismatch);
+  // The chain: a missing header, an extra one.
+  CHECK(build_headers(t, {.opcode = 0x11}, {}, ack, 0, out).error().field == "AETH");
+  CHECK(build_headers(t, {.opcode = 0x04}, aeth, send, 0, out).error().field == "AETH");
+  // Over 65535 bytes of IP; out too small for the whole frame (nothing written).
+  CHECK(build_headers(t, {.opcode = 0x04}, {}, send, 65536 - 20 - 8 - 12 - 4, out).error().code == errc::too_large);
+  std::vector<std::byte> small(42 + 12 + 16 + 4 - 1, std::byte{0xEE});
+  CHECK(build_headers(t, {.opcode = 0x04}, {}, send, 16, small).error().code == errc::no_space);
+  CHECK(std::ranges::all_of(small, [](std::byte x) { return x == std::byte{0xEE}; }));
+  std::vector<std::byte> exact(42 + 12 + 16 + 4);
+  CHECK(build_headers(t, {.opcode = 0x04}, {}, send, 16, exact).value() == 42 + 12);
+  // op not b.opcode's entry.
+  CHECK(build_headers(t, {.opcode = 0x11}, {}, send, 0, out).error().field == "bth.opcode");
+  // A value wider than its field.
+  CHECK(build_headers(t, {.opcode = 0x04, .destqp = 1u << 24}, {}, send, 0, out).error().field == "destqp");
+}
+
 TEST_CASE("roce: every error code of the frame layer, with its location", "[ib][roce][errors]") {
   const auto good = test::copy(v4_frame);
   auto mutate = [&](std::size_t at, std::uint8_t v) {

@@ -90,36 +90,43 @@ constexpr packet from_roce(const ib::roce_packet& f) {
   return detail::from_headers(*ib::find_opcode(f.bth.opcode, f.rd), f.bth, get, f.payload);
 }
 
-/// The RoCEv2 frame of `p`: `base` gives the addresses, VLAN, IP and UDP fields (its BTH,
-/// extended headers and payload are replaced); every extended header the opcode names is filled
-/// from `p` (a CNP's 16 reserved bytes are zero) and the payload is p.payload. ib::build() writes
-/// it. (p.known() must hold.)
-constexpr ib::roce_packet to_roce(const packet& p, ib::roce_packet base = {}) {
-  const ib::opcode_info& op = p.info();
-  base.rd = op.tp == ib::transport::rd ? ib::rd_class::ibta_rd : ib::rd_class::dc;
-  base.bth = {.opcode = op.code, .se = p.se, .m = p.mig_req, .p_key = p.p_key, .fecn = p.fecn, .becn = p.becn, .destqp = p.dest_qp,
-              .a = p.ack_req, .psn = p.psn};
-  base.ext.clear();
-  base.payload = p.payload;
-  for (ib::ext e : op.headers()) {
+/// The BTH of `p` (PadCnt and TVer left to the builder). (p.known() must hold.)
+constexpr ib::bth bth_of(const packet& p) {
+  return {.opcode = p.info().code, .se = p.se, .m = p.mig_req, .p_key = p.p_key, .fecn = p.fecn, .becn = p.becn, .destqp = p.dest_qp,
+          .a = p.ack_req, .psn = p.psn};
+}
+
+/// Sets in `h` every extended header p's opcode names, filled from `p` (a CNP's 16 reserved bytes
+/// are zero), and clears the others. (p.known() must hold.)
+constexpr void ext_of(const packet& p, ib::ext_headers& h) {
+  h.clear();
+  for (ib::ext e : p.info().headers()) {
     switch (e) {
-      case ib::ext::rdeth: base.ext.set<ib::ext::rdeth>({.eecnxt = p.eecnxt}); break;
-      case ib::ext::deth: base.ext.set<ib::ext::deth>({.q_key = p.q_key, .srcqp = p.src_qp}); break;
-      case ib::ext::dceth: base.ext.set<ib::ext::dceth>({.access_key = p.dc_key}); break;
-      case ib::ext::feth: base.ext.set<ib::ext::feth>(p.feth); break;
-      case ib::ext::reth: base.ext.set<ib::ext::reth>({.va = p.va, .r_key = p.rkey, .dmalen = p.dmalen}); break;
-      case ib::ext::atomiceth:
-        base.ext.set<ib::ext::atomiceth>({.va = p.va, .r_key = p.rkey, .swapdt = p.swap, .cmpdt = p.compare});
-        break;
-      case ib::ext::aeth: base.ext.set<ib::ext::aeth>(p.aeth); break;
-      case ib::ext::atomicacketh: base.ext.set<ib::ext::atomicacketh>({.origremdt = p.orig}); break;
-      case ib::ext::immdt: base.ext.set<ib::ext::immdt>({.value = p.imm}); break;
-      case ib::ext::ieth: base.ext.set<ib::ext::ieth>({.value = p.ieth}); break;
-      case ib::ext::dcceth: base.ext.set<ib::ext::dcceth>({.dct = p.dct, .dci = p.dci}); break;
-      case ib::ext::cnp_pad: base.ext.set<ib::ext::cnp_pad>({}); break;
-      case ib::ext::sinketh: base.ext.set<ib::ext::sinketh>({.va = p.sink_va, .r_key = p.sink_rkey}); break;
+      case ib::ext::rdeth: h.set<ib::ext::rdeth>({.eecnxt = p.eecnxt}); break;
+      case ib::ext::deth: h.set<ib::ext::deth>({.q_key = p.q_key, .srcqp = p.src_qp}); break;
+      case ib::ext::dceth: h.set<ib::ext::dceth>({.access_key = p.dc_key}); break;
+      case ib::ext::feth: h.set<ib::ext::feth>(p.feth); break;
+      case ib::ext::reth: h.set<ib::ext::reth>({.va = p.va, .r_key = p.rkey, .dmalen = p.dmalen}); break;
+      case ib::ext::atomiceth: h.set<ib::ext::atomiceth>({.va = p.va, .r_key = p.rkey, .swapdt = p.swap, .cmpdt = p.compare}); break;
+      case ib::ext::aeth: h.set<ib::ext::aeth>(p.aeth); break;
+      case ib::ext::atomicacketh: h.set<ib::ext::atomicacketh>({.origremdt = p.orig}); break;
+      case ib::ext::immdt: h.set<ib::ext::immdt>({.value = p.imm}); break;
+      case ib::ext::ieth: h.set<ib::ext::ieth>({.value = p.ieth}); break;
+      case ib::ext::dcceth: h.set<ib::ext::dcceth>({.dct = p.dct, .dci = p.dci}); break;
+      case ib::ext::cnp_pad: h.set<ib::ext::cnp_pad>({}); break;
+      case ib::ext::sinketh: h.set<ib::ext::sinketh>({.va = p.sink_va, .r_key = p.sink_rkey}); break;
     }
   }
+}
+
+/// The RoCEv2 frame of `p`: `base` gives the addresses, VLAN, IP and UDP fields (its BTH,
+/// extended headers and payload are replaced): bth_of(p), ext_of(p) and the payload p.payload.
+/// ib::build() writes it. (p.known() must hold.)
+constexpr ib::roce_packet to_roce(const packet& p, ib::roce_packet base = {}) {
+  base.rd = p.info().tp == ib::transport::rd ? ib::rd_class::ibta_rd : ib::rd_class::dc;
+  base.bth = bth_of(p);
+  ext_of(p, base.ext);
+  base.payload = p.payload;
   return base;
 }
 

@@ -499,9 +499,9 @@ constexpr result<roce_packet> decode(std::span<const std::byte> frame, const cod
 }
 
 namespace detail {
-constexpr std::size_t pad_of(const roce_packet& p) {
-  return p.given.pad ? p.pad.size() : (4 - p.payload.size() % 4) % 4;
-}
+/// The pad after a payload of n bytes: (-n) mod 4 zero bytes.
+constexpr std::size_t pad_for(std::size_t n) { return (4 - n % 4) % 4; }
+constexpr std::size_t pad_of(const roce_packet& p) { return p.given.pad ? p.pad.size() : pad_for(p.payload.size()); }
 constexpr std::size_t ip_header_of(const roce_packet& p) { return p.v6 ? 40 : 20 + p.ip_options.size(); }
 }  // namespace detail
 
@@ -524,6 +524,20 @@ constexpr std::size_t payload_offset(const roce_packet& p) {
          opcodes[static_cast<std::size_t>(oi)].header_len;
 }
 
+namespace detail {
+/// invalid_field (the header's name) when h does not hold exactly the extended headers op names.
+constexpr wire::error check_chain(const opcode_info& op, const ext_headers& h) {
+  wire::error e{};
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    ([&] {
+      constexpr ext E = static_cast<ext>(I);
+      if (e.code == errc{} && op.has(E) != h.get<E>().has_value()) e = {errc::invalid_field, 0, name(E)};
+    }(), ...);
+  }(std::make_index_sequence<ext_count>{});
+  return e;
+}
+}  // namespace detail
+
 /// Builds p into `out`: its headers, and what p.given leaves to compute (lengths, checksums,
 /// PadCnt and pad, the ICRC), then the trailer. Errors: reserved_opcode; invalid_field for a
 /// missing or extra extended header, a payload on an opcode without one, IPv4 options that are
@@ -540,15 +554,7 @@ constexpr result<std::size_t> build(const roce_packet& p, std::span<std::byte> o
   if (p.ip_options.size() % 4 || p.ip_options.size() > 40 || (p.v6 && !p.ip_options.empty()))
     return error{errc::invalid_field, 0, "ip.options"};
   if (p.given.pad && p.pad.size() > 3) return error{errc::invalid_field, 0, "pad"};
-  error chain_err{};
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
-    ([&] {
-      constexpr ext E = static_cast<ext>(I);
-      if (chain_err.code == errc{} && op.has(E) != p.ext.get<E>().has_value())
-        chain_err = {errc::invalid_field, 0, name(E)};
-    }(), ...);
-  }(std::make_index_sequence<ext_count>{});
-  if (chain_err.code != errc{}) return chain_err;
+  if (auto e = detail::check_chain(op, p.ext); e.code != errc{}) return e;
   if (out.size() < *total) return error{errc::no_space, out.size(), {}};
 
   const as_given& g = p.given;
@@ -629,6 +635,80 @@ constexpr result<std::size_t> build(const roce_packet& p, std::span<std::byte> o
   }
   wire::detail::copy_bytes(o + at, p.trailer.data(), p.trailer.size());
   return *total;
+}
+
+/// The Ethernet (and VLAN), IPv4 and UDP headers of RoCEv2 frames that differ only in their
+/// BTH, extended headers and payload: encoded once by make_template(), then copied into each
+/// frame by build_headers(), which writes the lengths and the IPv4 checksum. A sender's frames
+/// to one peer share them (spec/rnic.md §7). IPv4 only: an IPv6 frame's UDP checksum covers its
+/// payload, so build() writes those.
+struct frame_template {
+  static constexpr std::size_t max_size = wire::eth_header_size + wire::vlan_tag_size + detail::max_ip_header + 8;
+  std::array<std::byte, max_size> bytes{};  ///< the headers, total length, checksums and UDP length zero
+  std::uint8_t size = 0;                    ///< bytes of headers: 42 without VLAN or IP options, at most max_size
+  std::uint8_t ip_offset = 0;               ///< where the IPv4 header starts: 14, or 18 with a VLAN tag
+  std::uint8_t ip_len = 0;                  ///< the IPv4 header's bytes, 20-60
+  std::uint32_t ip_sum = 0;                 ///< inet_sum() of the IPv4 header as held (lengths and checksum zero)
+};
+
+/// The template of base's headers below the BTH (its BTH, extended headers, payload, pad and
+/// trailer are not read). base.given must be empty: the template computes lengths and
+/// checksums. Errors: invalid_field "v6" (IPv6), "given"; build()'s for the IPv4 options.
+constexpr result<frame_template> make_template(const roce_packet& base) {
+  if (base.v6) return wire::error{errc::invalid_field, 0, "v6"};
+  if (base.given != as_given{}) return wire::error{errc::invalid_field, 0, "given"};
+  roce_packet p = base;
+  p.rd = rd_class::dc;
+  p.bth = {.opcode = static_cast<std::uint8_t>(opcode::rc_send_only), .p_key = 0xFFFF};
+  p.ext.clear();
+  p.payload = p.pad = p.trailer = {};
+  p.given.icrc = true;  // not needed: no CRC is computed
+  std::array<std::byte, frame_template::max_size + 12 + detail::icrc_size> out{};
+  const auto n = build(p, out);
+  if (!n) return n.error();
+  frame_template t;
+  t.ip_offset = static_cast<std::uint8_t>(wire::eth_header_size + (p.vlan ? wire::vlan_tag_size : 0));
+  t.ip_len = static_cast<std::uint8_t>(detail::ip_header_of(p));
+  t.size = static_cast<std::uint8_t>(t.ip_offset + t.ip_len + 8);
+  for (std::size_t i = 0; i < t.size; ++i) t.bytes[i] = out[i];
+  const std::size_t ip = t.ip_offset, udp = t.ip_offset + t.ip_len;
+  wire::store_be16(t.bytes.data() + ip + 2, 0);    // total length
+  wire::store_be16(t.bytes.data() + ip + 10, 0);   // header checksum
+  wire::store_be16(t.bytes.data() + udp + 4, 0);   // UDP length
+  t.ip_sum = inet_sum(std::span<const std::byte>(t.bytes.data() + ip, t.ip_len));
+  return t;
+}
+
+/// Writes t's headers, then b and h (PadCnt from payload_len, TVer 0), into the front of out, as
+/// build() writes the frame of those headers with a payload of payload_len bytes: the same
+/// bytes up to the payload. op is b.opcode's entry. Returns the payload's offset (t.size +
+/// op.header_len); the caller writes the payload, its pad (detail::pad_for(payload_len) zero
+/// bytes) and the ICRC (icrc_headers() over the bytes from t.ip_offset, continued over payload
+/// and pad). Errors: invalid_field "bth.opcode" (op is another opcode's); as build()'s for the
+/// chain, the payload's size and too_large; no_space when out cannot hold the whole frame.
+constexpr result<std::size_t> build_headers(const frame_template& t, ib::bth b, const ext_headers& h, const opcode_info& op,
+                                            std::size_t payload_len, std::span<std::byte> out) {
+  using wire::error;
+  if (b.opcode != op.code) return error{errc::invalid_field, 0, "bth.opcode"};
+  if (!op.payload && payload_len) return error{errc::invalid_field, 0, "payload"};
+  if (op.fixed_payload && payload_len != op.fixed_payload) return error{errc::length_mismatch, 0, "payload"};
+  if (auto e = detail::check_chain(op, h); e.code != errc{}) return e;
+  const std::size_t pad = detail::pad_for(payload_len);
+  const std::size_t udp_len = 8 + op.header_len + payload_len + pad + detail::icrc_size;
+  if (t.ip_len + udp_len > 0xFFFF) return error{errc::too_large, 0, "payload"};
+  const std::size_t head = t.size + op.header_len;
+  if (out.size() < head + payload_len + pad + detail::icrc_size) return error{errc::no_space, out.size(), {}};
+  std::byte* const o = out.data();
+  wire::detail::copy_bytes(o, t.bytes.data(), t.size);
+  const std::size_t ip = t.ip_offset, udp = t.ip_offset + t.ip_len;
+  const auto total = static_cast<std::uint16_t>(t.ip_len + udp_len);
+  wire::store_be16(o + ip + 2, total);
+  wire::store_be16(o + ip + 10, inet_fold(t.ip_sum + total));
+  wire::store_be16(o + udp + 4, static_cast<std::uint16_t>(udp_len));
+  b.padcnt = static_cast<std::uint8_t>(pad);
+  b.tver = 0;
+  if (auto e = encode_headers(b, h, op, out.subspan(t.size)); e.code != errc{}) return e;
+  return head;
 }
 
 }  // namespace pushwire::ib

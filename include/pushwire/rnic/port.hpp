@@ -251,46 +251,81 @@ class port {
   template <class Payload>
   bool send_roce(const flow::packet& p, std::uint32_t qpn, const address_vector& to, std::uint32_t len,
                  std::optional<std::uint16_t> sport, device_counters& stats, time_ns now, std::uint8_t tc, Payload& payload) {
+    if (const ib::frame_template* t = template_for(qpn, to, p, sport)) return send_templated(*t, p, qpn, len, stats, now, tc, payload);
+    // IPv6: the UDP checksum covers the payload, so the payload goes in first and build()
+    // checksums the whole frame.
     ib::roce_packet r = flow::to_roce(p, frame_base(qpn, to, p));
     if (sport) r.udp.srcport = *sport;
     const std::size_t head = ib::payload_offset(r);
     frame_bytes f = buffer(head + len + 3 + ib::detail::icrc_size);  // pad at most 3
     r.payload = std::span<const std::byte>(f.data() + head, len);
-    // IPv4: the headers first (the payload is gathered in place afterwards), then one pass that
-    // copies the payload in and continues the ICRC over it. IPv6's UDP checksum covers the
-    // payload, so there the payload goes in first and build() checksums the whole frame.
-    const bool fused = !r.v6;
-    if (fused) r.given.icrc = true;  // written below
-    std::size_t n = 0;
-    const auto built = [&] {
-      const auto b = ib::build(r, f);
-      if (b) n = *b;
-      else recycle(std::move(f));
-      return b.has_value();
-    };
-    if (fused && !built()) return false;
-    constexpr std::size_t ip_at = wire::eth_header_size, ip_len = 20;  // frame_base: no VLAN, no options
-    std::uint32_t crc = fused ? ib::icrc_headers(std::span<const std::byte>(f.data() + ip_at, head - ip_at), false, ip_len) : 0;
     std::size_t at = head;
     if (len && !payload([&](std::byte* s, std::size_t k) {
-          if (fused) crc = wire::crc::crc32_copy(std::span<std::byte>(f.data() + at, k), std::span<const std::byte>(s, k), crc);
-          else std::memcpy(f.data() + at, s, k);
+          std::memcpy(f.data() + at, s, k);
           at += k;
         })) {
       recycle(std::move(f));
       return false;  // a local key was deregistered under a posted request: nothing is sent
     }
-    if (fused) {
-      const std::size_t pad = (4 - len % 4) % 4;
-      crc = wire::crc::crc32(std::span<const std::byte>(f.data() + head + len, pad), crc);
-      wire::store_le32(f.data() + head + len + pad, crc);
-    } else if (!built()) {
+    const auto n = ib::build(r, f);
+    if (!n) {
+      recycle(std::move(f));
       return false;
     }
-    f.resize(n);
+    f.resize(*n);
     stats.bytes_out += f.size();
     queue(p, std::move(f), now, tc, qpn, len);
     return true;
+  }
+  /// An IPv4 frame from its destination's template: the headers copied and completed, then one
+  /// pass that copies the payload in and continues the ICRC over it.
+  template <class Payload>
+  bool send_templated(const ib::frame_template& t, const flow::packet& p, std::uint32_t qpn, std::uint32_t len, device_counters& stats,
+                      time_ns now, std::uint8_t tc, Payload& payload) {
+    const ib::opcode_info& op = p.info();
+    const std::size_t pad = ib::detail::pad_for(len);
+    frame_bytes f = buffer(t.size + op.header_len + len + pad + ib::detail::icrc_size);
+    ib::ext_headers ext;
+    flow::ext_of(p, ext);
+    const auto head = ib::build_headers(t, flow::bth_of(p), ext, op, len, f);
+    if (!head) {
+      recycle(std::move(f));
+      return false;
+    }
+    std::uint32_t crc = ib::icrc_headers(std::span<const std::byte>(f.data() + t.ip_offset, *head - t.ip_offset), false, t.ip_len);
+    std::size_t at = *head;
+    if (len && !payload([&](std::byte* s, std::size_t k) {
+          crc = wire::crc::crc32_copy(std::span<std::byte>(f.data() + at, k), std::span<const std::byte>(s, k), crc);
+          at += k;
+        })) {
+      recycle(std::move(f));
+      return false;  // a local key was deregistered under a posted request: nothing is sent
+    }
+    std::byte* const end = f.data() + *head + len;
+    for (std::size_t i = 0; i < pad; ++i) end[i] = std::byte{0};
+    crc = wire::crc::crc32(std::span<const std::byte>(end, pad), crc);
+    wire::store_le32(end + pad, crc);
+    stats.bytes_out += f.size();
+    queue(p, std::move(f), now, tc, qpn, len);
+    return true;
+  }
+  /// The template of the frames qpn sends to `to` with p's destination QP and class (CNP or
+  /// not), made on first use and kept in a direct-mapped table; nullptr for an IPv6 destination.
+  const ib::frame_template* template_for(std::uint32_t qpn, const address_vector& to, const flow::packet& p,
+                                         std::optional<std::uint16_t> sport) {
+    const bool cnp = p.info().is(ib::op_class::cnp);
+    template_slot& s = templates_[(static_cast<std::uint32_t>(qpn ^ (p.dest_qp << 7)) * 0x9E3779B1u) >> (32 - template_bits)];
+    if (!(s.valid && s.qpn == qpn && s.dest_qp == p.dest_qp && s.cnp == cnp && s.sport == sport && s.to == to)) {
+      ib::roce_packet b = frame_base(qpn, to, p);
+      if (sport) b.udp.srcport = *sport;
+      s = {.valid = true, .no_template = b.v6, .cnp = cnp, .qpn = qpn, .dest_qp = p.dest_qp, .sport = sport, .to = to};
+      if (!b.v6) {
+        const auto t = ib::make_template(b);
+        if (t) s.t = *t;
+        else s.no_template = true;  // not expected (frame_base sets no VLAN, options or given fields): build() every time
+      }
+    }
+    return s.no_template ? nullptr : &s.t;
   }
   ib::roce_packet frame_base(std::uint32_t qpn, const address_vector& to, const flow::packet& p) const {
     ib::roce_packet b{};
@@ -527,6 +562,20 @@ class port {
   bool urgent_ = false;                  ///< `responses_` holds more than plain ACKs
   bool released_ = false;                ///< a request left since: the held ACKs go too
   std::vector<frame_bytes> pool_{};
+  /// The headers of recent destinations (template_for): 2^template_bits slots, each the key
+  /// frame_base() reads and the template it made. Valid for the port's life: its config is fixed.
+  struct template_slot {
+    bool valid = false;        ///< holds a destination
+    bool no_template = false;  ///< its frames are built by ib::build (IPv6)
+    // The key: what frame_base() reads, and the UDP source port given.
+    bool cnp = false;
+    std::uint32_t qpn = 0, dest_qp = 0;  ///< the sending QP, the destination QP (24 bits each)
+    std::optional<std::uint16_t> sport{};
+    address_vector to{};
+    ib::frame_template t{};    ///< when !no_template
+  };
+  static constexpr unsigned template_bits = 6;
+  std::vector<template_slot> templates_ = std::vector<template_slot>(std::size_t{1} << template_bits);
   std::deque<frame_bytes> rx_{};         ///< arrived frames waiting for the receive pipeline
   std::unique_ptr<cell::reassembler> reasm_{};
 };
