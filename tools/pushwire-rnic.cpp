@@ -492,16 +492,15 @@ class soak {
     ln.live.erase(f.id);
   }
   /// On stderr: the run stopped with messages in flight (`idle`: the medium had nothing left to
-  /// do); each device's drops, each lane's oldest message and its QPs' states. (The medium's own
+  /// do); each device's counters that are not zero, each lane's oldest message and its QPs' states. (The medium's own
   /// counters follow at the end.)
   void stalled(bool idle) const {
     for (const node* n : {&a_, &b_}) {
-      const device_counters& c = n->dev->counters();
-      std::fprintf(stderr,
-                   "pushwire-rnic: device %c: frames in %llu out %llu; dropped: bad %llu not mine %llu no QP %llu wrong source %llu by QP %llu "
-                   "TX full %llu RX full %llu\n",
-                   n == &a_ ? 'A' : 'B', ull(c.frames_in), ull(c.frames_out), ull(c.dropped_bad_frame), ull(c.dropped_not_mine),
-                   ull(c.dropped_no_qp), ull(c.dropped_wrong_source), ull(c.dropped_by_qp), ull(c.dropped_tx_full), ull(c.dropped_rx_full));
+      std::string line;
+      rnic::for_each_counter(n->dev->counters(), [&](std::string_view k, std::uint64_t v) {
+        if (v) line.append(" ").append(k).append("=").append(std::to_string(v));
+      });
+      std::fprintf(stderr, "pushwire-rnic: device %c counters:%s\n", n == &a_ ? 'A' : 'B', line.empty() ? " all zero" : line.c_str());
     }
     std::fprintf(stderr, "pushwire-rnic: %s at %.3f s; %llu of %llu messages done\n", idle ? "nothing left to do" : "no completion for 2 s",
                  static_cast<double>(med_->now()) / 1e9, static_cast<unsigned long long>(done_), static_cast<unsigned long long>(o_.messages));

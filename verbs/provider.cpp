@@ -187,6 +187,9 @@ struct registry {
   /// The progress threads' busy polling after traffic, ns (PUSHWIRE_VERBS_BUSY_POLL, in µs;
   /// default net::default_busy_poll(): off on 2 cores or fewer).
   rnic::time_ns busy_poll = net::default_busy_poll();
+  /// Where a device's counters go when its last context closes (PUSHWIRE_VERBS_STATS): empty,
+  /// nowhere; "-", stderr; else a file appended to.
+  std::string stats;
   std::mutex mu;
   std::vector<engine*> engines;  // by device index, while open
 };
@@ -239,6 +242,8 @@ registry& reg() {
       if (!p) warn("PUSHWIRE_VERBS_PLATFORM: %s: no cards", p.error.c_str());
       else x->platform = p.value;
     }
+    if (const char* st = std::getenv("PUSHWIRE_VERBS_STATS"); st && *st && std::strcmp(st, "0") != 0)
+      x->stats = std::strcmp(st, "1") == 0 ? "-" : st;
     x->devices = std::make_unique<pw_device[]>(x->specs.size());
     x->engines.assign(x->specs.size(), nullptr);
     for (std::size_t i = 0; i < x->specs.size(); ++i) {
@@ -489,10 +494,14 @@ struct engine {
   std::vector<context_impl*> contexts;
 
   ~engine() {
+    halt();
+    if (wake_fd >= 0) ::close(wake_fd);
+  }
+  /// Stops the progress thread and waits for it: nothing runs the device after.
+  void halt() {
     stop = true;
     wake();
     if (th.joinable()) th.join();
-    if (wake_fd >= 0) ::close(wake_fd);
   }
   void wake() const {
     const std::uint64_t one = 1;
@@ -941,9 +950,34 @@ engine* open_engine(std::uint32_t index) {
   }
   return start_engine(r, index, std::move(e));
 }
+/// One line: "pushwire-verbs[PID]: NAME counters: name=value ..." with every counter not zero
+/// (rnic::for_each_counter), to stderr ("-") or appended to the file `to`.
+void print_stats(const std::string& to, const std::string& name, const rnic::device_counters& c) {
+  std::string line = "pushwire-verbs[" + std::to_string(::getpid()) + "]: " + name + " counters:";
+  std::size_t shown = 0;
+  rnic::for_each_counter(c, [&](std::string_view k, std::uint64_t v) {
+    if (!v) return;
+    line.append(" ").append(k).append("=").append(std::to_string(v));
+    ++shown;
+  });
+  if (!shown) line += " all zero";
+  if (to == "-") {
+    std::fprintf(stderr, "%s\n", line.c_str());
+    return;
+  }
+  const int fd = ::open(to.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    warn("PUSHWIRE_VERBS_STATS=%s: cannot be opened (%s): %s", to.c_str(), std::strerror(errno), line.c_str());
+    return;
+  }
+  line += '\n';
+  (void)!::write(fd, line.data(), line.size());  // one write: lines of processes sharing the file do not interleave
+  ::close(fd);
+}
+
 void close_engine(engine* e) {
   registry& r = reg();
-  std::lock_guard g(r.mu);
+  std::unique_lock g(r.mu);
   if (--e->refs > 0) return;
   // Destroyed RC QPs may still owe their peers an ACK (device_config::linger), and what the
   // device sent may still wait to leave (in its port, or held back in the socket's queue by an
@@ -962,8 +996,14 @@ void close_engine(engine* e) {
     e->wake();
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
+  // The counters once nothing runs the device any more; printed with no lock held.
+  e->halt();
+  const rnic::device_counters counters = e->dev->counters();
+  const std::string name = r.specs[e->index].name;
   r.engines[e->index] = nullptr;
   delete e;
+  g.unlock();
+  if (!r.stats.empty()) print_stats(r.stats, name, counters);
 }
 
 /// After a post: run the device at once, so the frames leave from the caller's thread.

@@ -30,9 +30,25 @@ done
 # destroyed QP takes no new request, on hardware as here).
 [ $kind = srq ] && [ -n "${PUSHWIRE_VERBS_FAULTS:-}" ] && args+=(-q 1)
 args+=(-n $iters)
+# Each side's device counters, appended to one file when it closes the device (spec/verbs.md §2).
+export PUSHWIRE_VERBS_STATS="$pw_work/stats"
 pw_pair 60 ibv_${kind}_pingpong "${args[@]}" -- ibv_${kind}_pingpong "${args[@]}" 127.0.0.1
 # both sides report the iterations they made
 for f in server client; do
   grep -q "^$iters iters in" "$pw_work/$f.log" || { echo "FAIL: $f did not report $iters iterations"; exit 1; }
 done
-echo "PASS: ibv_${kind}_pingpong $* ($iters iterations, data checked)"
+# The counters: one line per side; each side completed a send and a receive per iteration at
+# least; under loss, some side resent.
+echo "--- counters"; cat "$pw_work/stats"
+[ "$(grep -c ': pw0 counters: ' "$pw_work/stats")" = 2 ] || { echo "FAIL: not one counters line per side"; exit 1; }
+counter() { { grep -o " $1=[0-9]*" <<<"$2" || true; } | cut -d= -f2; }  # nothing for a counter at 0
+resent=0
+while read -r line; do
+  c=$(counter completions "$line"); [ "${c:-0}" -ge $((2 * iters)) ] || { echo "FAIL: completions ${c:-0} < $((2 * iters))"; exit 1; }
+  o=$(counter frames_out "$line"); [ "${o:-0}" -ge "$iters" ] || { echo "FAIL: frames_out ${o:-0} < $iters"; exit 1; }
+  r=$(counter retransmits "$line"); resent=$((resent + ${r:-0}))
+done <"$pw_work/stats"
+case "${PUSHWIRE_VERBS_FAULTS:-}" in
+  *loss*) [ $resent -gt 0 ] || { echo "FAIL: frames were lost, and no side counted a retransmission"; exit 1; } ;;
+esac
+echo "PASS: ibv_${kind}_pingpong $* ($iters iterations, data checked, counters: $resent retransmits)"

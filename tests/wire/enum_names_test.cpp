@@ -109,6 +109,7 @@ static_assert(wire::names_match<flow::rule>());
 static_assert(wire::names_match<rnic::errc, true>());
 static_assert(wire::names_match<rnic::key_kind, true>());
 static_assert(wire::names_match<rnic::datapath, true>());
+static_assert(wire::names_match<rnic::data_direction, true>());
 static_assert(wire::names_match<rnic::bus_policy, true>());
 static_assert(wire::names_match<rnic::mig_state, true>());
 static_assert(wire::flag_names_match<rnic::access>());

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include <pushwire/flow/dcqcn.hpp>
@@ -190,6 +191,9 @@ struct path_counters {
 
 /// Per-device counters (spec/rnic.md §7, §9).
 struct device_counters {
+  /// Out: packets the device built to send (a cell packet once) and their frames' bytes (a cell
+  /// packet's cells), including plain ACKs a newer ACK of their QP replaced before they left
+  /// (port::acks_superseded). In: frames that arrived, and their bytes.
   std::uint64_t frames_out = 0, frames_in = 0, bytes_out = 0, bytes_in = 0;
   std::uint64_t dropped_bad_frame = 0;    ///< not RoCEv2 / not a cell, or a bad ICRC / cell CRC
   std::uint64_t dropped_not_mine = 0;     ///< another MAC or GID, another partition
@@ -229,6 +233,79 @@ struct device_counters {
   std::uint64_t context_hits = 0, context_misses = 0, out_of_order = 0;
   std::uint64_t path_migrations = 0;  ///< QPs moved to their alternate path (spec/qos.md §9)
 };
+
+/// A scalar counter of device_counters by its member's name.
+struct counter_field {
+  std::string_view name;
+  std::uint64_t device_counters::*member;
+};
+/// Every scalar counter of device_counters, in declaration order.
+inline constexpr std::array<counter_field, 32> device_counter_fields{{
+    {"frames_out", &device_counters::frames_out},
+    {"frames_in", &device_counters::frames_in},
+    {"bytes_out", &device_counters::bytes_out},
+    {"bytes_in", &device_counters::bytes_in},
+    {"dropped_bad_frame", &device_counters::dropped_bad_frame},
+    {"dropped_not_mine", &device_counters::dropped_not_mine},
+    {"dropped_no_qp", &device_counters::dropped_no_qp},
+    {"dropped_wrong_source", &device_counters::dropped_wrong_source},
+    {"dropped_by_qp", &device_counters::dropped_by_qp},
+    {"dropped_tx_full", &device_counters::dropped_tx_full},
+    {"dropped_rx_full", &device_counters::dropped_rx_full},
+    {"pipeline_rx_frames", &device_counters::pipeline_rx_frames},
+    {"pipeline_rx_bytes", &device_counters::pipeline_rx_bytes},
+    {"page_faults", &device_counters::page_faults},
+    {"faults_served", &device_counters::faults_served},
+    {"pauses", &device_counters::pauses},
+    {"retransmits", &device_counters::retransmits},
+    {"retransmits_avoided", &device_counters::retransmits_avoided},
+    {"cq_overflows", &device_counters::cq_overflows},
+    {"completions", &device_counters::completions},
+    {"session_unknown_tuple", &device_counters::session_unknown_tuple},
+    {"session_foreign", &device_counters::session_foreign},
+    {"session_duplicate", &device_counters::session_duplicate},
+    {"session_window_full", &device_counters::session_window_full},
+    {"session_not_sent", &device_counters::session_not_sent},
+    {"ce_received", &device_counters::ce_received},
+    {"cnps_sent", &device_counters::cnps_sent},
+    {"cnps_received", &device_counters::cnps_received},
+    {"context_hits", &device_counters::context_hits},
+    {"context_misses", &device_counters::context_misses},
+    {"out_of_order", &device_counters::out_of_order},
+    {"path_migrations", &device_counters::path_migrations},
+}};
+// A counter added to device_counters needs its row above; no two rows share a member or a name.
+static_assert(sizeof(device_counters) == device_counter_fields.size() * sizeof(std::uint64_t) + sizeof(device_counters::paths));
+static_assert([] {
+  for (std::size_t i = 0; i < device_counter_fields.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (device_counter_fields[i].member == device_counter_fields[j].member || device_counter_fields[i].name == device_counter_fields[j].name)
+        return false;
+  return true;
+}());
+
+/// Calls f(name, value) for each counter of c: the scalar ones (device_counter_fields), then for
+/// the datapaths p2p and proxied, inbound and outbound, "<path>_<direction>_transfers",
+/// "..._bytes" and "..._modelled_ns" (rounded down), named as datapath_names and
+/// data_direction_names. What programs print (PUSHWIRE_VERBS_STATS, spec/verbs.md).
+template <class F>
+void for_each_counter(const device_counters& c, F&& f) {
+  for (const counter_field& k : device_counter_fields) f(k.name, c.*k.member);
+  char name[64];
+  for (const datapath p : {datapath::p2p, datapath::proxied})
+    for (const data_direction d : {data_direction::inbound, data_direction::outbound}) {
+      const path_counters& x = c.paths[static_cast<std::size_t>(p)][static_cast<std::size_t>(d)];
+      const auto put = [&](std::string_view what, std::uint64_t v) {
+        std::size_t n = 0;
+        for (std::string_view part : {wire::enum_name(p), std::string_view("_"), wire::enum_name(d), std::string_view("_"), what})
+          for (char ch : part) name[n++] = ch;
+        f(std::string_view(name, n), v);
+      };
+      put("transfers", x.transfers);
+      put("bytes", x.bytes);
+      put("modelled_ns", static_cast<std::uint64_t>(x.modelled_ns));
+    }
+}
 
 /// One traffic class of a port (spec/qos.md §4), counted whether or not the port schedules by
 /// class (a frame's class is its address vector's, through the port's class model or, without

@@ -34,6 +34,9 @@ constexpr std::span<const wire::named_value> wire_enum_names(datapath) { return 
 /// Which way the data moves: inbound from the wire into memory (the HCA writes it), outbound
 /// from memory to the wire (the HCA reads it).
 enum class data_direction : std::uint8_t { inbound = 0, outbound = 1 };
+inline constexpr std::array<wire::named_value, 2> data_direction_names{{
+    {data_direction::inbound, "inbound"}, {data_direction::outbound, "outbound"}}};
+constexpr std::span<const wire::named_value> wire_enum_names(data_direction) { return data_direction_names; }
 
 /// A PCIe card with device memory (a GPU, an FPGA, an NVMe controller's memory buffer).
 struct card {
