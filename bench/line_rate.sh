@@ -7,8 +7,8 @@
 # Two namespaces joined by one veth (198.18.9.1 -> 198.18.9.2). For each of the provider's port
 # transports, on that veth at that transport's MTU:
 #   udp   UDP sockets (PUSHWIRE_VERBS=pw0:ADDR), veth MTU 9000: path MTU 4096
-#   xdp   AF_XDP (PUSHWIRE_VERBS=pw0:ADDR/xdp=IF), veth MTU 3000 (the most veth's native XDP
-#         takes, spec/net.md §6): path MTU 2048
+#   xdp   AF_XDP (PUSHWIRE_VERBS=pw0:ADDR/xdp=IF), veth MTU 9000: path MTU 4096 with multi-buffer
+#         AF_XDP (Linux 6.6, spec/net.md §6), else 2048 (and veth's generic XDP hook)
 # it measures, RUNS (3) times each, the median kept:
 #   iperf3        one TCP stream for SECONDS over the same veth at the same MTU (the peer)
 #   ib_write_bw   64 KiB, 5000 iterations, perftest's BW average
@@ -50,7 +50,7 @@ perftest() {  # TRANSPORT PROGRAM SIZE ITERS COLUMN -> the column's value, or no
 }
 
 for t in udp xdp; do
-  mtu=9000; [ $t = xdp ] && mtu=3000
+  mtu=9000
   ip -n $a link set $a mtu $mtu; ip -n $b link set $b mtu $mtu
   ip netns exec $a ping -c 2 -i 0.2 -w 5 198.18.9.2 >/dev/null
   : >"$work/$t.log"

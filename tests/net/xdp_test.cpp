@@ -9,12 +9,14 @@
 #include <catch2/catch.hpp>
 
 #include <sched.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <initializer_list>
+#include <string>
 #include <vector>
 
 #include <pushwire/net/xdp.hpp>
@@ -111,6 +113,14 @@ int steering() {
   return 0;
 }
 
+// The running kernel's release is older than major.minor.
+bool kernel_before(int major, int minor) {
+  utsname u{};
+  int ma = 0, mi = 0;
+  if (::uname(&u) != 0 || std::sscanf(u.release, "%d.%d", &ma, &mi) != 2) return true;
+  return ma < major || (ma == major && mi < minor);
+}
+
 struct xnode {
   net::xdp_port link;
   rnic::device dev;
@@ -133,15 +143,21 @@ struct xnode {
 };
 
 // Two devices on the ends of a veth pair: 0 on success, else the step that failed.
-int transfer(double loss) {
+// Link MTU 3000: one UMEM frame a packet, path MTU 2048. Link MTU 9000: multi-buffer, path MTU
+// 4096, every WRITE packet in two UMEM frames each way.
+int transfer(double loss, std::uint32_t link_mtu) {
   // One namespace holds both ends: each must take ARP from an address that is local here too.
-  if (std::system("ip link add pwxa type veth peer name pwxb && ip addr add 198.18.6.1/24 dev pwxa && ip addr add 198.18.6.2/24 dev pwxb &&"
-                  " sysctl -qw net.ipv4.conf.all.accept_local=1 net.ipv4.conf.pwxa.accept_local=1 net.ipv4.conf.pwxb.accept_local=1 &&"
-                  " sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.pwxa.rp_filter=0 net.ipv4.conf.pwxb.rp_filter=0 &&"
-                  " ip link set pwxa mtu 3000 up && ip link set pwxb mtu 3000 up") != 0)
+  if (std::system((std::string("ip link add pwxa type veth peer name pwxb && ip addr add 198.18.6.1/24 dev pwxa && ip addr add 198.18.6.2/24 dev pwxb &&"
+                              " sysctl -qw net.ipv4.conf.all.accept_local=1 net.ipv4.conf.pwxa.accept_local=1 net.ipv4.conf.pwxb.accept_local=1 &&"
+                              " sysctl -qw net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.pwxa.rp_filter=0 net.ipv4.conf.pwxb.rp_filter=0 &&"
+                              " ip link set pwxa mtu ") + std::to_string(link_mtu) + " up && ip link set pwxb mtu " + std::to_string(link_mtu) + " up").c_str()) != 0)
     return 101;
   xnode a("pwxa", 1, loss), b("pwxb", 2, loss);
   if (!a.link.ok() || !b.link.ok()) return a.link.error() == EPERM || a.link.error() == EACCES ? 101 : 11;
+  const bool jumbo = link_mtu > 4096;
+  if (jumbo && (!a.link.multi_buffer() || !b.link.multi_buffer())) return kernel_before(6, 6) ? 101 : 13;  // XDP_USE_SG: Linux 6.6
+  const std::uint32_t path = jumbo ? 4096 : 2048;
+  if (a.link.path_mtu() != path) return 12;
   // The address vectors name no MAC: the ports find each other's through the kernel.
   auto av_of = [](std::uint8_t n) {
     rnic::address_vector av{};
@@ -161,8 +177,13 @@ int transfer(double loss) {
     std::fflush(stderr);
     (void)std::system("ip -s link show pwxa; ip -s link show pwxb");
   };
-  if (const int failed = test::write_then_send(a, b, av_of(2), av_of(1), 2048, diagnose)) return failed;
-  if (a.link.stats().sent < 98) return 24;  // 200000 bytes in packets of 2048 bytes at most
+  if (const int failed = test::write_then_send(a, b, av_of(2), av_of(1), path, diagnose)) return failed;
+  if (a.link.stats().sent < 200000 / path) return 24;  // 200000 bytes in packets of `path` bytes at most
+  // Multi-buffer: the WRITE's packets left in two UMEM frames and arrived in two (3840 bytes a
+  // received one); never without it.
+  const auto as = a.link.stats(), bs = b.link.stats();
+  if (jumbo ? as.sent_multi < 200000 / path || bs.received_multi < 200000 / path : as.sent_multi + bs.received_multi != 0) return 30;
+  if (bs.too_long != 0) return 31;
   if (loss > 0 && a.link.stats().lost == 0) return 25;
   if (b.dev.counters().dropped_bad_frame != 0 || a.dev.counters().dropped_bad_frame != 0) return 26;  // every ICRC held
   // a asked the kernel for b's MAC (b's kernel learned a's from that ARP request)
@@ -170,7 +191,7 @@ int transfer(double loss) {
   if (a.link.stats().unresolved != 0 || a.link.stats().too_large != 0) return 28;
   // A frame over the interface's MTU is refused here, not lost in the kernel.
   net::xdp_port& l = a.link;
-  const std::vector<std::byte> big(3000 + 14 + 4 + 1, std::byte{0x5A});  // over the MTU even with a tag
+  const std::vector<std::byte> big(link_mtu + 14 + 4 + 1, std::byte{0x5A});  // over the MTU even with a tag
   l.send(big, net::monotonic_ns());
   if (l.stats().too_large != 1 || l.waiting() != 0) return 29;
   return 0;
@@ -207,9 +228,10 @@ TEST_CASE("xdp: the steering program sends RoCEv2 and cells to the socket and pa
   if (failed_case) CHECK(*failed_case == 0);
 }
 
-TEST_CASE("xdp: two devices on a veth pair move a 200 KB WRITE and a SEND over AF_XDP, with and without loss", "[net][xdp]") {
+TEST_CASE("xdp: two devices on a veth pair move a 200 KB WRITE and a SEND over AF_XDP, with and without loss, at MTU 3000 and 9000", "[net][xdp]") {
   const double loss = GENERATE(0.0, 0.03);
-  INFO("loss " << loss);
-  const auto failed_step = test::in_new_netns([&] { return transfer(loss); }, "no network namespace, veth or BPF here (needs root: CAP_NET_ADMIN and CAP_BPF)");
+  const std::uint32_t mtu = GENERATE(3000u, 9000u);
+  INFO("loss " << loss << " link MTU " << mtu);
+  const auto failed_step = test::in_new_netns([&] { return transfer(loss, mtu); }, "no network namespace, veth or BPF here (needs root: CAP_NET_ADMIN and CAP_BPF)");
   if (failed_step) CHECK(*failed_step == 0);
 }

@@ -228,6 +228,11 @@ class quiet_libraries {
   libbpf_print_fn_t bpf_;
 };
 
+/// Multi-buffer AF_XDP (Linux 6.6; absent from older uapi headers): the bind flag that lets a
+/// frame span several UMEM frames, and the descriptor option that says more of it follows.
+inline constexpr std::uint16_t use_sg = 1 << 4;   // XDP_USE_SG
+inline constexpr std::uint32_t pkt_contd = 1 << 0;  // XDP_PKT_CONTD
+
 }  // namespace xdp
 
 /// Where the steering program runs: the driver's own XDP hook, or the generic one after the
@@ -256,14 +261,21 @@ struct xdp_config {
   /// IP frames the device sends get the interface's MAC as source and their destination's
   /// neighbour as destination (false: they leave with the device's MACs).
   bool resolve = true;
+  /// Frames larger than one UMEM frame span several (multi-buffer: the program loaded with
+  /// BPF_F_XDP_HAS_FRAGS, the socket bound with XDP_USE_SG), up to xdp_port::max_buffers. Where
+  /// the kernel or driver refuses it, or false: a frame fits one UMEM frame.
+  bool multi_buffer = true;
   /// Faults applied to what this side sends, and their seed.
   rnic::direction_faults faults{};
   std::uint64_t seed = 1;
 };
 
 struct xdp_counters {
-  std::uint64_t sent = 0, received = 0, kicks = 0, send_errors = 0;
-  std::uint64_t too_large = 0;   ///< frames over frame_size bytes or the interface's MTU (with a tag), not sent
+  std::uint64_t sent = 0, received = 0;  ///< frames (sent: handed to the TX ring)
+  std::uint64_t kicks = 0, send_errors = 0;  ///< wake-ups of the kernel (sendto, recvfrom); failed ones
+  std::uint64_t sent_multi = 0, received_multi = 0;  ///< of those, frames in more than one UMEM frame
+  std::uint64_t too_long = 0;    ///< received frames over max_buffers UMEM frames, or with a part outside the UMEM: dropped
+  std::uint64_t too_large = 0;   ///< frames over max_frame() bytes or the interface's MTU (with a tag), not sent
   std::uint64_t not_sendable = 0;  ///< frames shorter than an Ethernet header, not sent
   std::uint64_t resolving = 0;   ///< neighbour resolutions asked of the kernel
   std::uint64_t looped = 0;      ///< frames for the interface's own addresses, given back to receive()
@@ -277,10 +289,13 @@ struct xdp_counters {
 
 class xdp_port {
  public:
-  /// Bytes of each UMEM frame: the largest frame sent; a received frame has 256 bytes less
+  /// Bytes of each UMEM frame: the largest frame sent in one; a received frame has 256 bytes less
   /// (XDP_PACKET_HEADROOM), so 3840 bytes (an interface MTU of 3826).
   static constexpr std::uint32_t frame_size = 4096;
   static constexpr std::uint32_t max_receive = frame_size - XDP_PACKET_HEADROOM;
+  /// With multi-buffer, the UMEM frames one frame may span: 4, so 15360 bytes received and
+  /// 16384 sent (an interface MTU of 9000 fits).
+  static constexpr std::uint32_t max_buffers = 4;
   /// How long a frame waits for its destination's neighbour before it is dropped, ns.
   static constexpr rnic::time_ns resolve_timeout = 3'000'000'000;
   /// How long opening retries a queue that is busy (EBUSY), ns.
@@ -321,7 +336,13 @@ class xdp_port {
     po.log_buf = log.data();
     po.log_size = static_cast<std::uint32_t>(log.size());
     po.log_level = 0;
-    prog_fd_ = ::bpf_prog_load(BPF_PROG_TYPE_XDP, "pushwire_steer", "GPL", prog.data(), prog.size(), &po);
+    if (cfg_.multi_buffer) {  // a kernel before 5.18 refuses the flag: loaded without it
+      po.prog_flags = BPF_F_XDP_HAS_FRAGS;
+      prog_fd_ = ::bpf_prog_load(BPF_PROG_TYPE_XDP, "pushwire_steer", "GPL", prog.data(), prog.size(), &po);
+      frags_ = prog_fd_ >= 0;
+      po.prog_flags = 0;
+    }
+    if (prog_fd_ < 0) prog_fd_ = ::bpf_prog_load(BPF_PROG_TYPE_XDP, "pushwire_steer", "GPL", prog.data(), prog.size(), &po);
     if (prog_fd_ < 0) {
       fail(errno, "program");
       return;
@@ -390,15 +411,23 @@ class xdp_port {
   /// The interface's MAC: the device port's MAC must be it.
   const wire::mac_address& mac() const { return mac_; }
   unsigned ifindex() const { return ifindex_; }
-  /// The interface's MTU (IP bytes), and the largest the port can receive: min(mtu(), 3826).
+  /// The interface's MTU (IP bytes), and the largest the port can receive: min(mtu(), 3826), or
+  /// with multi-buffer min(mtu(), 15346).
   std::uint32_t mtu() const { return mtu_; }
-  std::uint32_t usable_mtu() const { return std::min<std::uint32_t>(mtu_, max_receive - wire::eth_header_size); }
+  std::uint32_t usable_mtu() const {
+    return std::min<std::uint32_t>(mtu_, (sg_ ? max_buffers : 1) * max_receive - wire::eth_header_size);
+  }
+  /// The largest frame sent: frame_size, or with multi-buffer max_buffers of them.
+  std::uint32_t max_frame() const { return (sg_ ? max_buffers : 1) * frame_size; }
   /// The path MTU RoCE over this port can use, at most `at_most`: IPv4, UDP, BTH, RETH, ImmDt and
-  /// ICRC (64 bytes) around each packet's payload must fit usable_mtu() (2048 at most).
+  /// ICRC (64 bytes) around each packet's payload must fit usable_mtu() (2048 at most in one UMEM
+  /// frame; 4096 with multi-buffer and an interface MTU of 4160 or more).
   std::uint32_t path_mtu(std::uint32_t at_most = 4096) const { return std::min(at_most, path_mtu_for(usable_mtu(), 64)); }
   /// The program runs at the driver's hook (else the generic one); frames are not copied.
   bool native() const { return native_; }
   bool zero_copy() const { return zero_copy_; }
+  /// Frames may span several UMEM frames (xdp_config::multi_buffer, and the kernel took it).
+  bool multi_buffer() const { return sg_; }
   /// The steering program's descriptor (for BPF_PROG_TEST_RUN in tests).
   int program_fd() const { return prog_fd_; }
   xdp_counters stats() const {
@@ -450,14 +479,30 @@ class xdp_port {
       std::uint32_t idx = 0;
       const std::uint32_t n = ::xsk_ring_cons__peek(&rx_, cfg_.batch, &idx);
       if (n == 0) break;
+      std::size_t frames = 0;
       for (std::uint32_t i = 0; i < n; ++i) {
         const xdp_desc* d = ::xsk_ring_cons__rx_desc(&rx_, idx + i);
-        if (d->addr + d->len <= area_size_) sink(std::span<std::byte>(area_ + d->addr, d->len));
+        const bool valid = d->addr + d->len <= area_size_, more = d->options & xdp::pkt_contd;
+        if (more || parts_) {  // a frame in several UMEM frames: gathered (multi-buffer)
+          if (valid && parts_ < max_buffers && !part_bad_) gather_.insert(gather_.end(), area_ + d->addr, area_ + d->addr + d->len);
+          else part_bad_ = true;
+          ++parts_;
+          if (!more) {
+            if (part_bad_) ++stats_.too_long;
+            else sink(std::span<std::byte>(gather_.data(), gather_.size())), ++frames, ++stats_.received_multi;
+            gather_.clear();
+            parts_ = 0;
+            part_bad_ = false;
+          }
+        } else if (valid) {
+          sink(std::span<std::byte>(area_ + d->addr, d->len));
+          ++frames;
+        }
         rx_free_.push_back(d->addr & ~std::uint64_t{frame_size - 1});
       }
       ::xsk_ring_cons__release(&rx_, n);
-      total += n;
-      stats_.received += n;
+      total += frames;
+      stats_.received += frames;
       refill();
       if (n < cfg_.batch) break;
     }
@@ -497,11 +542,12 @@ class xdp_port {
       }
       retire(it++);
     }
-    const std::size_t sent = unsubmitted_;
+    const std::size_t sent = unsubmitted_frames_;
     if (unsubmitted_ > 0) {
       ::xsk_ring_prod__submit(&tx_, unsubmitted_);
-      stats_.sent += unsubmitted_;
+      stats_.sent += unsubmitted_frames_;
       unsubmitted_ = 0;
+      unsubmitted_frames_ = 0;
     }
     kick();
     reclaim();
@@ -562,9 +608,18 @@ class xdp_port {
     if (map_fd_ >= 0) ::close(map_fd_);
     map_fd_ = -1;
   }
-  // The UMEM (made again for a second attempt: its rings are set up once per socket) and the
-  // socket with `mode` (XDP_ZEROCOPY or XDP_COPY). 0, or an errno.
+  // The socket with `mode` (XDP_ZEROCOPY or XDP_COPY), multi-buffer where the kernel (6.6) and,
+  // for zero-copy, the driver take it (else without). 0, or an errno.
   int open_socket(std::uint16_t mode) {
+    if (frags_) {
+      const int e = open_socket(mode, true);
+      if (e != EINVAL && e != EOPNOTSUPP) return e;
+    }
+    return open_socket(mode, false);
+  }
+  // The UMEM (made again for each attempt: its rings are set up once per socket) and the socket
+  // with `mode`, and XDP_USE_SG if `sg`. 0, or an errno.
+  int open_socket(std::uint16_t mode, bool sg) {
     if (umem_) (void)::xsk_umem__delete(umem_);
     umem_ = nullptr;
     xsk_umem_config uc{};
@@ -582,11 +637,12 @@ class xdp_port {
     sc.tx_size = cfg_.ring;
     sc.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD;
     sc.xdp_flags = 0;
-    sc.bind_flags = static_cast<std::uint16_t>(XDP_USE_NEED_WAKEUP | mode);
+    sc.bind_flags = static_cast<std::uint16_t>(XDP_USE_NEED_WAKEUP | mode | (sg ? xdp::use_sg : 0));
     if (const int r = ::xsk_socket__create(&xsk_, cfg_.interface.c_str(), cfg_.queue, umem_, &rx_, &tx_, &sc); r != 0) {
       xsk_ = nullptr;
       return -r;
     }
+    sg_ = sg;
     return 0;
   }
   // Gives free receive frames to the fill ring.
@@ -631,7 +687,7 @@ class xdp_port {
       ++stats_.not_sendable;
       return;
     }
-    if (f.size() > std::min<std::size_t>(frame_size, std::size_t{mtu_} + wire::eth_header_size + 4)) {
+    if (f.size() > std::min<std::size_t>(max_frame(), std::size_t{mtu_} + wire::eth_header_size + 4)) {
       ++stats_.too_large;
       return;
     }
@@ -665,24 +721,31 @@ class xdp_port {
       return emit_result::sent;
     }
     const bool rewrite = found == neighbour_found::known;
-    if (tx_free_.empty()) reclaim();
-    if (tx_free_.empty()) return emit_result::no_room;
+    // One descriptor per UMEM frame the frame spans, each but the last marked to continue.
+    const std::uint32_t parts = static_cast<std::uint32_t>((f.size() + frame_size - 1) / frame_size);
+    if (tx_free_.size() < parts) reclaim();
+    if (tx_free_.size() < parts) return emit_result::no_room;
     std::uint32_t idx = 0;
-    if (::xsk_ring_prod__reserve(&tx_, 1, &idx) != 1) return emit_result::no_room;
-    const std::uint64_t addr = tx_free_.back();
-    tx_free_.pop_back();
-    std::byte* p = area_ + addr;
-    std::memcpy(p, f.data(), f.size());
-    if (rewrite) {
-      std::memcpy(p, dst.data(), 6);
-      std::memcpy(p + 6, mac_.data(), 6);
+    if (::xsk_ring_prod__reserve(&tx_, parts, &idx) != parts) return emit_result::no_room;
+    for (std::uint32_t k = 0; k < parts; ++k) {
+      const std::uint64_t addr = tx_free_.back();
+      tx_free_.pop_back();
+      const std::size_t at = std::size_t{k} * frame_size, len = std::min<std::size_t>(frame_size, f.size() - at);
+      std::byte* p = area_ + addr;
+      std::memcpy(p, f.data() + at, len);
+      if (rewrite && k == 0) {
+        std::memcpy(p, dst.data(), 6);
+        std::memcpy(p + 6, mac_.data(), 6);
+      }
+      xdp_desc* d = ::xsk_ring_prod__tx_desc(&tx_, idx + k);
+      d->addr = addr;
+      d->len = static_cast<std::uint32_t>(len);
+      d->options = k + 1 < parts ? xdp::pkt_contd : 0;
     }
-    xdp_desc* d = ::xsk_ring_prod__tx_desc(&tx_, idx);
-    d->addr = addr;
-    d->len = static_cast<std::uint32_t>(f.size());
-    d->options = 0;
-    ++unsubmitted_;
-    ++outstanding_;
+    unsubmitted_ += parts;
+    outstanding_ += parts;
+    ++unsubmitted_frames_;
+    stats_.sent_multi += parts > 1;
     return emit_result::sent;
   }
   enum class neighbour_found { not_ip, known, unknown, local };
@@ -754,6 +817,8 @@ class xdp_port {
   xdp_config cfg_;
   std::mt19937_64 rng_;
   bool faulty_ = false, native_ = false, zero_copy_ = false;
+  bool frags_ = false;  ///< the program was loaded with BPF_F_XDP_HAS_FRAGS
+  bool sg_ = false;     ///< the socket is bound with XDP_USE_SG
   unsigned ifindex_ = 0;
   std::uint32_t mtu_ = 1500;
   wire::mac_address mac_{};
@@ -768,7 +833,11 @@ class xdp_port {
   xsk_ring_cons comp_{}, rx_{};
   std::vector<std::uint64_t> rx_free_, tx_free_;  ///< UMEM frames not lent to the kernel
   std::uint32_t unsubmitted_ = 0;                  ///< TX descriptors written, not yet submitted
-  std::size_t outstanding_ = 0;                    ///< TX frames the kernel has not completed
+  std::uint32_t unsubmitted_frames_ = 0;           ///< the frames they hold
+  std::vector<std::byte> gather_;                  ///< a received frame's UMEM frames so far (multi-buffer)
+  std::uint32_t parts_ = 0;                        ///< how many
+  bool part_bad_ = false;                          ///< one was invalid, or too many: the frame is dropped
+  std::size_t outstanding_ = 0;                    ///< TX descriptors the kernel has not completed
   bool kick_again_ = false;                        ///< the last kick left descriptors the kernel asked to be woken for
   send_queue<pending> q_;
   std::size_t resolving_ = 0;  ///< frames of q_ waiting for a neighbour
