@@ -6,6 +6,11 @@
 # The caller removes them with pw_cleanup (from an EXIT trap).
 
 # Exits 0 with "SKIPPED: ..." unless root with network namespaces and the commands named.
+pw_kernel_at_least() {  # MAJOR MINOR: the running kernel is that release or a later one
+  local ma mi
+  read -r ma mi < <(uname -r | awk -F. '{print $1 + 0, $2 + 0}')
+  [ "$ma" -gt "$1" ] || { [ "$ma" = "$1" ] && [ "$mi" -ge "$2" ]; }
+}
 pw_require() {
   if [ "$(id -u)" != 0 ] || ! ip netns add pwcheck$$ 2>/dev/null; then
     echo "SKIPPED: needs root and network namespaces"; exit 0
