@@ -1,4 +1,4 @@
-// The shared machinery: static_vector, sink, step() over a table, and machines evaluated at
+// The shared machinery: static_vector, static_ring, sink, step() over a table, and machines evaluated at
 // compile time (each constexpr result is checked by static_assert and again at run time).
 #include <catch2/catch.hpp>
 
@@ -90,6 +90,58 @@ TEST_CASE("static_vector and sink never allocate and never overflow") {
   s.push(3);  // dropped by the sink, which is why machines check room() first
   CHECK(s.size() == 2);
   CHECK(s.room() == 0);
+}
+
+// A ring of 3 after 10 pushes, each full ring popped: it holds 8 and 9, oldest first.
+constexpr int ring_after_wraps() {
+  static_ring<int, 3> r;
+  int sum = 0;
+  for (int i = 0; i < 10; ++i) {
+    (void)r.push_back(i);
+    if (r.full()) r.pop_front();
+  }
+  for (const int x : r) sum = sum * 100 + x;  // oldest first: 8, 9
+  return sum * 10 + static_cast<int>(r.size());
+}
+static_assert(ring_after_wraps() == 8092);
+
+TEST_CASE("static_ring: a FIFO that never allocates, in order across wraps") {
+  CHECK(ring_after_wraps() == 8092);
+  // Random pushes and pops against a plain vector erased at its front (the oracle).
+  static_ring<int, 4> r;
+  std::vector<int> oracle;
+  std::uint32_t x = 12345;
+  for (int step = 0; step < 5000; ++step) {
+    x = x * 1103515245u + 12345u;
+    const unsigned what = (x >> 16) % 3;
+    if (what < 2) {
+      const bool took = r.push_back(step);
+      CHECK(took == (oracle.size() < 4));
+      if (took) oracle.push_back(step);
+    } else if (!oracle.empty()) {
+      CHECK(r.front() == oracle.front());
+      r.pop_front();
+      oracle.erase(oracle.begin());
+    }
+    REQUIRE(r.size() == oracle.size());
+    CHECK(r.full() == (oracle.size() == 4));
+    CHECK(r.empty() == oracle.empty());
+    for (std::size_t i = 0; i < oracle.size(); ++i) CHECK(r[i] == oracle[i]);
+    CHECK(std::vector<int>(r.begin(), r.end()) == oracle);
+    if (!oracle.empty()) CHECK(r.back() == oracle.back());
+  }
+  // Equal by contents, wherever each ring starts.
+  static_ring<int, 4> a, b;
+  (void)a.push_back(7), (void)a.push_back(1), a.pop_front(), (void)a.push_back(2);
+  (void)b.push_back(1), (void)b.push_back(2);
+  CHECK(a == b);
+  (void)b.push_back(3);
+  CHECK_FALSE(a == b);
+  for (int& v : a) v += 1;
+  CHECK(a[0] == 2);
+  CHECK(a[1] == 3);
+  a.clear();
+  CHECK(a.empty());
 }
 
 TEST_CASE("step: first matching row whose guard holds, no row means event_not_allowed and no change") {

@@ -11,6 +11,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <span>
 #include <string_view>
 #include <system_error>
@@ -69,6 +70,76 @@ class static_vector {
  private:
   std::array<T, N> a_{};
   std::size_t n_ = 0;
+};
+
+/// A FIFO with inline capacity N: never allocates; push_back on a full ring returns false;
+/// pop_front is O(1) (a queue of work requests completes from its front). Index 0 and begin()
+/// are the oldest element; iteration runs oldest to newest.
+template <class T, std::size_t N>
+class static_ring {
+  static_assert(N > 0);
+  template <bool Const>
+  class iter {
+    using ring = std::conditional_t<Const, const static_ring, static_ring>;
+    ring* r_ = nullptr;
+    std::size_t i_ = 0;
+
+   public:
+    using iterator_category = std::forward_iterator_tag;
+    using value_type = T;
+    using difference_type = std::ptrdiff_t;
+    using reference = std::conditional_t<Const, const T&, T&>;
+    using pointer = std::conditional_t<Const, const T*, T*>;
+    constexpr iter() = default;
+    constexpr iter(ring* r, std::size_t i) : r_(r), i_(i) {}
+    constexpr reference operator*() const { return (*r_)[i_]; }
+    constexpr pointer operator->() const { return &(*r_)[i_]; }
+    constexpr iter& operator++() { return ++i_, *this; }
+    constexpr iter operator++(int) { iter t = *this; ++i_; return t; }
+    friend constexpr bool operator==(const iter& a, const iter& b) { return a.i_ == b.i_; }
+  };
+
+ public:
+  static_assert(std::is_trivially_destructible_v<T>, "static_ring holds trivially destructible values");
+  using value_type = T;
+  using iterator = iter<false>;
+  using const_iterator = iter<true>;
+  constexpr std::size_t size() const { return n_; }
+  static constexpr std::size_t capacity() { return N; }
+  constexpr bool empty() const { return n_ == 0; }
+  constexpr bool full() const { return n_ == N; }
+  constexpr bool push_back(const T& v) {
+    if (n_ == N) return false;
+    a_[slot(n_++)] = v;
+    return true;
+  }
+  /// Removes the oldest element (the ring must not be empty).
+  constexpr void pop_front() {
+    head_ = head_ + 1 == N ? 0 : head_ + 1;
+    --n_;
+  }
+  constexpr void clear() { head_ = n_ = 0; }
+  constexpr T& operator[](std::size_t i) { return a_[slot(i)]; }
+  constexpr const T& operator[](std::size_t i) const { return a_[slot(i)]; }
+  constexpr T& front() { return a_[head_]; }
+  constexpr const T& front() const { return a_[head_]; }
+  constexpr T& back() { return a_[slot(n_ - 1)]; }
+  constexpr iterator begin() { return {this, 0}; }
+  constexpr iterator end() { return {this, n_}; }
+  constexpr const_iterator begin() const { return {this, 0}; }
+  constexpr const_iterator end() const { return {this, n_}; }
+  /// Equal when they hold the same elements in the same order, wherever the ring starts.
+  friend constexpr bool operator==(const static_ring& a, const static_ring& b) {
+    if (a.n_ != b.n_) return false;
+    for (std::size_t i = 0; i < a.n_; ++i)
+      if (!(a[i] == b[i])) return false;
+    return true;
+  }
+
+ private:
+  constexpr std::size_t slot(std::size_t i) const { return head_ + i < N ? head_ + i : head_ + i - N; }
+  std::array<T, N> a_{};
+  std::size_t head_ = 0, n_ = 0;
 };
 
 /// Where a machine writes its actions: a caller's fixed storage (any size). Every machine

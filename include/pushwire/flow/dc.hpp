@@ -212,7 +212,7 @@ class dc_initiator {
 
   config cfg_;
   requester<SQ> rq_;
-  static_vector<waiting, Pending> pending_{};
+  static_ring<waiting, Pending> pending_{};
   dc_address cur_{};
   bool disconnect_posted_ = false;
   std::uint64_t next_internal_ = 0;

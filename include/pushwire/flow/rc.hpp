@@ -715,7 +715,7 @@ class requester {
   }
 
   requester_config cfg_;
-  static_vector<wqe, SQ> q_{};
+  static_ring<wqe, SQ> q_{};
   std::size_t cur_ = 0;        ///< next WQE to send from
   std::uint32_t cur_pkt_ = 0;  ///< its next packet
   std::uint32_t next_psn_;     ///< PSN the next posted WQE gets
@@ -1266,8 +1266,8 @@ class responder {
   bool msg_is_send_ = false;
   std::uint64_t msg_va_ = 0;
   std::uint32_t msg_rkey_ = 0, msg_bytes_ = 0, msg_dmalen_ = 0;
-  static_vector<rd_resource, RD> rd_{};
-  static_vector<pending, response_queue> tx_{};
+  static_ring<rd_resource, RD> rd_{};
+  static_ring<pending, response_queue> tx_{};
   resp_state st_ = resp_state::ready;
   counters stats_{};
 };
