@@ -7,6 +7,8 @@
 # must pass as tests/verbs/pyverbs.sh requires (spec/verbs.md's minimums, no fallback to UDP).
 # Then WRITEs built by scapy arrive off the wire from the peer's namespace: an RC or UC QP takes
 # them from its peer's address only (tests/verbs/source_check.py).
+# The veth runs at MTU 9000 (path MTU 4096, multi-buffer AF_XDP) where the kernel has it (6.6),
+# else 3000.
 # usage: xdp_verbs.sh BUILD MODULE...   (root; skips, visibly, without namespaces or AF_XDP)
 set -euo pipefail
 build=$(cd "$1" && pwd); shift
@@ -17,7 +19,8 @@ pw_require tcpdump /usr/bin/python3
 s=xv$$; work=$(mktemp -d)
 trap 'pw_cleanup; rm -rf "$work"' EXIT
 pw_veth_pair $s "198.18.11.1/24" "198.18.11.2/24"
-for h in a b; do ip -n $s-$h link set $s-$h mtu 3000; done
+if pw_kernel_at_least 6 6; then mtu=9000; else mtu=3000; fi
+for h in a b; do ip -n $s-$h link set $s-$h mtu $mtu; done
 pw_wait_link $s-a $s-a
 # Can this machine give the port AF_XDP at all? (the provider says so on stderr when it cannot)
 probe=$(ip netns exec $s-a env PUSHWIRE_VERBS=pw0:198.18.11.1/xdp=$s-a "$build/verbs/pushwire-verbs" run -- ibv_devinfo -d pw0 2>&1 || true)
