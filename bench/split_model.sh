@@ -12,8 +12,9 @@
 #             the fabric sockets with UDP GRO (the default), then without (pushwire-nogro), then
 #             with GSO and GRO (pushwire-gso: pushwire peers only, spec/net.md)
 #   cells     the driver with cells over AF_PACKET on the veth (--framing cell), no UDP
-#   pushwire-xdp, cells-xdp   the driver's fabric over AF_XDP (--xdp), RoCEv2 and cells, with the
-#             veth at MTU 3000 (the most veth's native XDP takes) for these two
+#   pushwire-xdp, cells-xdp   the driver's fabric over AF_XDP (--xdp), RoCEv2 and cells: at MTU
+#             9000 where the kernel has multi-buffer AF_XDP (6.6, spec/net.md §6), else with the
+#             veth at MTU 3000 (the most veth's native XDP takes with one buffer a frame)
 # Then LAN -> host (iperf3 -R: B sends), B's stack handing its interface one TCP segment at a
 # time, as a wire carries them (gso_max_segs 1):
 #   vxlan-rx, pushwire-rx   VXLAN, and the driver without TCP aggregation (--no-tcp-aggregation)
@@ -44,7 +45,8 @@ ip -n $b addr add 198.18.3.2/24 dev vx0; ip -n $b link set vx0 mtu 8950 up
 start_pushwire() {  # [--cells] ARGS...
   local ci=() ch=()
   if [ "${1:-}" = --cells ]; then shift; ci=(--framing cell --interface $s-i); ch=(--framing cell --interface $s-h); fi
-  if [ "${3:-}" = --xdp ]; then ci+=("$1" "$2" --xdp $s-i); ch+=("$1" "$2" --xdp $s-h); shift 3; fi  # --fabric-mtu N --xdp
+  if [ "${3:-}" = --xdp ]; then ci+=("$1" "$2" --xdp $s-i); ch+=("$1" "$2" --xdp $s-h); shift 3  # --fabric-mtu N --xdp
+  elif [ ${#ci[@]} -gt 0 ]; then ci+=(--af-packet); ch+=(--af-packet); fi  # (cells' default is AF_XDP where it opens)
   # shellcheck disable=SC2086  # IOU_ARGS: the I/O unit's own flags, word-split
   ip netns exec $b "$build/tools/pushwire-iou" --local 198.18.0.2 --peer 198.18.0.1 --tap lan0 --fabric-mtu 9000 --mtu 8950 "${ci[@]}" ${IOU_ARGS:-} "$@" \
     >"$work/iou.log" 2>&1 &
@@ -83,10 +85,12 @@ start_pushwire; measure pushwire 198.18.1.2; stop_pushwire
 start_pushwire --no-gro; measure pushwire-nogro 198.18.1.2; stop_pushwire
 start_pushwire --gso; measure pushwire-gso 198.18.1.2; stop_pushwire
 start_pushwire --cells; measure cells 198.18.1.2; stop_pushwire
-# Over AF_XDP (spec/net.md §6): veth's native XDP takes an MTU up to about 3500 on both ends.
-ip -n $a link set $s-h mtu 3000; ip -n $b link set $s-i mtu 3000
-start_pushwire --fabric-mtu 3000 --xdp; measure pushwire-xdp 198.18.1.2; stop_pushwire
-start_pushwire --cells --fabric-mtu 3000 --xdp; measure cells-xdp 198.18.1.2; stop_pushwire
+# Over AF_XDP (spec/net.md §6): without multi-buffer XDP, veth's native XDP takes an MTU up to
+# about 3500 on both ends.
+if pw_kernel_at_least 6 6; then xmtu=9000; else xmtu=3000; fi
+ip -n $a link set $s-h mtu $xmtu; ip -n $b link set $s-i mtu $xmtu
+start_pushwire --fabric-mtu $xmtu --xdp; measure pushwire-xdp 198.18.1.2; stop_pushwire
+start_pushwire --cells --fabric-mtu $xmtu --xdp; measure cells-xdp 198.18.1.2; stop_pushwire
 ip -n $a link set $s-h mtu 9000; ip -n $b link set $s-i mtu 9000
 ip -n $b link set vx0 gso_max_segs 1; measure vxlan-rx 198.18.3.2 -R
 IOU_ARGS=--no-tcp-aggregation start_pushwire; ip -n $b link set lan0 gso_max_segs 1; measure pushwire-rx 198.18.1.2 -R; stop_pushwire

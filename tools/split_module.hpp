@@ -73,10 +73,13 @@ struct module_options {
   bool verbose = false;
   /// UDP offloads of the fabric socket (spec/net.md §1): GSO on request (pushwire peers only), GRO unless refused.
   bool gso = false, gro = true;
-  /// --framing cell --interface IF: the fabric is cells on IF over AF_PACKET instead of RoCEv2
-  /// over UDP (the CM's hellos still go over UDP on IF's address).
+  /// --framing cell --interface IF: the fabric is cells on IF instead of RoCEv2 over UDP (the
+  /// CM's hellos still go over UDP on IF's address): over AF_XDP where it opens on IF and takes
+  /// the fabric MTU (1.4x AF_PACKET's throughput through the driver: spec/net.md §6), else over
+  /// AF_PACKET; --af-packet: AF_PACKET always (frames over AF_XDP bypass captures on IF).
   bool cells = false;
   std::string interface{};
+  bool af_packet = false;
   /// --xdp IF: the fabric (RoCEv2, or cells) moves over AF_XDP on IF (spec/net.md §6); where
   /// AF_XDP cannot be had, one line on stderr and the socket above.
   std::string xdp{};
@@ -139,6 +142,7 @@ inline int parse_shared(std::string_view a, const char* v, module_options& o) {
   if (a == "--gso") return o.gso = true, 1;
   if (a == "--no-gro") return o.gro = false, 1;
   if (a == "--uc") return o.uc = true, 1;
+  if (a == "--af-packet") return o.af_packet = true, 1;
   if (!v) return 0;
   if (a == "--tap") return std::strlen(v) < 16 ? (o.tap = v, 2) : -1;
   if (a == "--busy-poll") {
@@ -227,7 +231,7 @@ inline int module_usage(const char* prog, const char* why) {
   std::fprintf(stderr,
                "usage: %s --local IP --peer IP [--tap NAME] [--mtu N] [--fabric-mtu N]%s\n"
                "       [--loss P] [--dup P] [--reorder P] [--corrupt P] [--seed S] [--gso] [--no-gro]\n"
-               "       [--framing roce|cell --interface IF] [--xdp IF] [--busy-poll US] [--pool-ref N] [--uc] [-v]\n"
+               "       [--framing roce|cell --interface IF [--af-packet]] [--xdp IF] [--busy-poll US] [--pool-ref N] [--uc] [-v]\n"
                "  --local IP   this module's fabric address (RoCEv2 on UDP 4791, CM on UDP %u)\n"
                "  --peer IP    the other module's fabric address; an I/O unit takes one per host it serves (at most %zu),\n"
                "               the k-th host's LAN MAC is --mac with k added to its last octet\n"
@@ -237,7 +241,9 @@ inline int module_usage(const char* prog, const char* why) {
                "  --loss P ...    faults injected into what this module sends (fractions: 0.05 = 5%%), seeded\n"
                "  --gso        UDP GSO on the fabric socket (pushwire peers only: segments carry IP ids 1, 2, ...)\n"
                "  --no-gro     no UDP GRO on the fabric socket\n"
-               "  --framing cell --interface IF  the fabric is cells on IF over AF_PACKET (the hellos stay on UDP)\n"
+               "  --framing cell --interface IF  the fabric is cells on IF (the hellos stay on UDP): over AF_XDP where\n"
+               "               it opens on IF and takes --fabric-mtu, else AF_PACKET\n"
+               "  --af-packet  cells over AF_PACKET always (captures on IF then see them; AF_XDP's bypass them)\n"
                "  --xdp IF     the fabric (RoCEv2 or cells) over AF_XDP on IF, which has --local (the UDP socket or\n"
                "               AF_PACKET when AF_XDP cannot be had; spec/net.md)\n"
                "  --busy-poll US  after traffic, poll without sleeping for US microseconds (default 50 on more than\n"
@@ -301,8 +307,8 @@ inline std::optional<module_options> parse_module(int argc, char** argv, pp::rol
   return o;
 }
 
-/// A module's fabric: RoCEv2 on a UDP socket (net/udp.hpp), cells on an interface over AF_PACKET
-/// (net/packet.hpp), or either over AF_XDP (net/xdp.hpp, --xdp IF).
+/// A module's fabric: RoCEv2 on a UDP socket (net/udp.hpp), cells on an interface over AF_XDP
+/// (net/xdp.hpp) or AF_PACKET (net/packet.hpp), or RoCEv2 over AF_XDP (--xdp IF).
 class fabric_link {
   // f(the transport in use); defined before the members that use it (deduced return types).
   template <class Self, class F>
@@ -323,18 +329,31 @@ class fabric_link {
   }
  public:
   explicit fabric_link(const module_options& o) : cells_(o.cells) {
+    const char* who = o.role == pp::role::iou ? "pushwire-iou" : "pushwire-host";
+    // Cells on an interface go over AF_XDP unless --af-packet, and only where it takes the
+    // fabric MTU (a smaller cell would cost more than AF_XDP saves); --xdp IF asks for it.
+    const bool automatic = o.cells && o.xdp.empty() && !o.af_packet && !o.interface.empty();
 #ifdef PUSHWIRE_HAVE_XDP
-    if (!o.xdp.empty()) {
-      xdp_.emplace(net::xdp_config{.interface = o.xdp, .faults = o.faults, .seed = o.seed});
-      if (xdp_->ok()) return;
-      std::fprintf(stderr, "%s: AF_XDP on %s unavailable (%s: %s); using %s\n", o.role == pp::role::iou ? "pushwire-iou" : "pushwire-host",
-                   o.xdp.c_str(), xdp_->why().c_str(), std::strerror(xdp_->error()), o.cells ? "AF_PACKET" : "the UDP socket");
+    if (!o.xdp.empty() || automatic) {
+      const std::string& ifname = o.xdp.empty() ? o.interface : o.xdp;
+      xdp_.emplace(net::xdp_config{.interface = ifname, .faults = o.faults, .seed = o.seed});
+      if (xdp_->ok() && (!automatic || xdp_->usable_mtu() >= o.fabric_mtu)) {
+        if (automatic)
+          std::fprintf(stderr, "%s: cells over AF_XDP on %s (%s XDP, %s mode; --af-packet for AF_PACKET)\n", who, ifname.c_str(),
+                       xdp_->native() ? "native" : "generic", xdp_->zero_copy() ? "zero-copy" : "copy");
+        return;
+      }
+      if (xdp_->ok())
+        std::fprintf(stderr, "%s: AF_XDP on %s takes an MTU of %u, below --fabric-mtu %u; using AF_PACKET\n", who, ifname.c_str(),
+                     xdp_->usable_mtu(), o.fabric_mtu);
+      else
+        std::fprintf(stderr, "%s: AF_XDP on %s unavailable (%s: %s); using %s\n", who, ifname.c_str(), xdp_->why().c_str(),
+                     std::strerror(xdp_->error()), o.cells ? "AF_PACKET" : "the UDP socket");
       xdp_.reset();
     }
 #else
-    if (!o.xdp.empty())
-      std::fprintf(stderr, "%s: AF_XDP unavailable (built without libxdp); using %s\n", o.role == pp::role::iou ? "pushwire-iou" : "pushwire-host",
-                   o.cells ? "AF_PACKET" : "the UDP socket");
+    if (!o.xdp.empty() || automatic)
+      std::fprintf(stderr, "%s: AF_XDP unavailable (built without libxdp); using %s\n", who, o.cells ? "AF_PACKET" : "the UDP socket");
 #endif
     if (o.cells) pkt_.emplace(net::packet_config{.interface = o.interface.empty() ? o.xdp : o.interface, .faults = o.faults, .seed = o.seed});
     else udp_.emplace(net::udp_config{.address = o.local, .faults = o.faults, .seed = o.seed, .gso = o.gso, .gro = o.gro});
