@@ -152,13 +152,10 @@ constexpr std::uint32_t compute_icrc(std::span<const std::byte> ip, bool ipv6, s
 /// the first byte of the IP header to the first byte of the payload. Continue it over the
 /// payload and pad (wire::crc::crc32, or crc32_copy while gathering the payload into the frame)
 /// and the result is the ICRC: crc32(payload || pad, icrc_headers(...)) == compute_icrc(...).
+/// (compute_icrc over the headers alone: its result continues as any zlib-convention CRC does.)
+/// `headers` holds at least the IP, UDP and BTH headers.
 constexpr std::uint32_t icrc_headers(std::span<const std::byte> headers, bool ipv6, std::size_t ip_header_len) {
-  const std::size_t masked = 8 + ip_header_len + 20;
-  const auto& mask = detail::icrc_masks[ipv6 ? 11 : ip_header_len / 4 - 5];
-  std::array<std::byte, detail::icrc_head_max> h{};
-  for (std::size_t i = 0; i < 8; ++i) h[i] = mask[i];
-  for (std::size_t i = 8; i < masked; ++i) h[i] = headers[i - 8] | mask[i];
-  return wire::crc::crc32(headers.subspan(masked - 8), wire::crc::crc32(std::span<const std::byte>(h.data(), masked)));
+  return compute_icrc(headers, ipv6, ip_header_len);
 }
 
 /// The ICRC as Wireshark's "Invariant CRC" line shows it, and as pushwire prints and reads it
