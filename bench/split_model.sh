@@ -11,7 +11,7 @@
 #             UDP 4791 on the veth, pw0 198.18.1.1 -> lan0 198.18.1.2, MTU 8950 like VXLAN's;
 #             the fabric sockets with UDP GRO (the default), then without (pushwire-nogro), then
 #             with GSO and GRO (pushwire-gso: pushwire peers only, spec/net.md)
-#   cells     the driver with cells over AF_PACKET on the veth (--framing cell), no UDP
+#   cells     the driver with cells over AF_PACKET on the veth (--framing cell --af-packet), no UDP
 #   pushwire-xdp, cells-xdp   the driver's fabric over AF_XDP (--xdp), RoCEv2 and cells: at MTU
 #             9000 where the kernel has multi-buffer AF_XDP (6.6, spec/net.md §6), else with the
 #             veth at MTU 3000 (the most veth's native XDP takes with one buffer a frame)
@@ -87,7 +87,7 @@ start_pushwire --gso; measure pushwire-gso 198.18.1.2; stop_pushwire
 start_pushwire --cells; measure cells 198.18.1.2; stop_pushwire
 # Over AF_XDP (spec/net.md §6): without multi-buffer XDP, veth's native XDP takes an MTU up to
 # about 3500 on both ends.
-if pw_kernel_at_least 6 6; then xmtu=9000; else xmtu=3000; fi
+xmtu=$(pw_xdp_mtu)
 ip -n $a link set $s-h mtu $xmtu; ip -n $b link set $s-i mtu $xmtu
 start_pushwire --fabric-mtu $xmtu --xdp; measure pushwire-xdp 198.18.1.2; stop_pushwire
 start_pushwire --cells --fabric-mtu $xmtu --xdp; measure cells-xdp 198.18.1.2; stop_pushwire

@@ -299,6 +299,7 @@ inline std::optional<module_options> parse_module(int argc, char** argv, pp::rol
     }
   }
   if (!have_local || o.peers.empty() || (o.cells && o.interface.empty() && o.xdp.empty())) return std::nullopt;
+  if (o.af_packet && (!o.cells || o.interface.empty() || !o.xdp.empty())) return std::nullopt;  // --af-packet: cells on --interface only
   if (o.peers.size() > (role == pp::role::iou ? max_hosts : 1)) return std::nullopt;
   for (std::size_t k = 0; k < o.peers.size(); ++k)
     if (std::find(o.peers.begin(), o.peers.begin() + static_cast<std::ptrdiff_t>(k), o.peers[k]) != o.peers.begin() + static_cast<std::ptrdiff_t>(k))

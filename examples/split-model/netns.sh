@@ -5,12 +5,18 @@
 #   LAN emulation: PREFIX-m1..mN (fabric 198.18.0.i on a bridge in PREFIX-fab, pw0 198.18.2.i/24)
 # The caller removes them with pw_cleanup (from an EXIT trap).
 
-# Exits 0 with "SKIPPED: ..." unless root with network namespaces and the commands named.
 pw_kernel_at_least() {  # MAJOR MINOR: the running kernel is that release or a later one
   local ma mi
   read -r ma mi < <(uname -r | awk -F. '{print $1 + 0, $2 + 0}')
   [ "$ma" -gt "$1" ] || { [ "$ma" = "$1" ] && [ "$mi" -ge "$2" ]; }
 }
+# The interface MTU for AF_XDP on veth: 9000 where the kernel has multi-buffer AF_XDP (6.6; path
+# MTU 4096, spec/net.md §6), else 3000 (veth's native XDP takes up to about 3500 with one buffer
+# a frame; path MTU 2048).
+pw_xdp_mtu() {
+  if pw_kernel_at_least 6 6; then echo 9000; else echo 3000; fi
+}
+# Exits 0 with "SKIPPED: ..." unless root with network namespaces and the commands named.
 pw_require() {
   if [ "$(id -u)" != 0 ] || ! ip netns add pwcheck$$ 2>/dev/null; then
     echo "SKIPPED: needs root and network namespaces"; exit 0

@@ -81,8 +81,8 @@ TEST_CASE("static_vector and sink never allocate and never overflow") {
   CHECK(v.push_back(3));
   CHECK_FALSE(v.push_back(4));
   CHECK(v.size() == 3);
-  v.pop_front();
-  CHECK(v.front() == 2);
+  CHECK(v.front() == 1);
+  CHECK(v.back() == 3);
   std::array<int, 2> st{};
   sink<int> s{std::span<int>(st)};
   s.push(1);
@@ -100,7 +100,8 @@ constexpr int ring_after_wraps() {
     (void)r.push_back(i);
     if (r.full()) r.pop_front();
   }
-  for (const int x : r) sum = sum * 100 + x;  // oldest first: 8, 9
+  const auto& cr = r;
+  for (const int x : cr) sum = sum * 100 + x;  // oldest first: 8, 9
   return sum * 10 + static_cast<int>(r.size());
 }
 static_assert(ring_after_wraps() == 8092);
@@ -128,6 +129,14 @@ TEST_CASE("static_ring: a FIFO that never allocates, in order across wraps") {
     CHECK(r.empty() == oracle.empty());
     for (std::size_t i = 0; i < oracle.size(); ++i) CHECK(r[i] == oracle[i]);
     CHECK(std::vector<int>(r.begin(), r.end()) == oracle);
+    const auto& cr = r;
+    CHECK(std::vector<int>(cr.begin(), cr.end()) == oracle);
+    if (!oracle.empty()) {
+      auto it = cr.begin();
+      CHECK(*it++ == oracle.front());
+      CHECK(it == std::next(cr.begin()));
+      CHECK(cr.begin().operator->() == &cr.front());
+    }
     if (!oracle.empty()) CHECK(r.back() == oracle.back());
   }
   // Equal by contents, wherever each ring starts.

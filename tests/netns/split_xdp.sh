@@ -6,10 +6,11 @@
 #   r  RoCEv2 over AF_XDP (--xdp IF), the CM's hellos (UDP 18515) passing the steering program
 #      to the kernel;
 #   c  cells, --framing cell --interface IF: over AF_XDP by default, each module saying so on
-#      stderr; a capture on the host's fabric interface sees none of them (reported);
+#      stderr; a capture on the host's fabric interface sees none of them;
 #   p  the same with --af-packet: AF_PACKET, no XDP program on the interfaces, and the capture
 #      sees the cells (EtherType 0x88B5).
-# Then cells on an interface whose MTU is below --fabric-mtu go over AF_PACKET, saying why.
+# Then cells on an interface whose MTU is below --fabric-mtu go over AF_PACKET, saying why; and
+# --af-packet anywhere but beside --framing cell --interface IF is a usage error.
 # usage: split_xdp.sh BUILD_DIR      (root; skips, visibly, without namespaces or AF_XDP)
 set -euo pipefail
 build=$(cd "$1" && pwd)
@@ -18,7 +19,7 @@ pw_require ping python3 tcpdump
 work=$(mktemp -d)
 trap 'pw_cleanup; rm -rf "$work"' EXIT
 head -c 3000000 /dev/urandom >"$work/up.bin"; head -c 3000000 /dev/urandom >"$work/down.bin"
-if pw_kernel_at_least 6 6; then mtu=9000; else mtu=3000; fi
+mtu=$(pw_xdp_mtu)
 round() {  # NAME xdp|cells|packet [module ARGS...]
   local name=$1 how=$2; shift 2
   local s=px$$$name hi=() ii=()
@@ -31,6 +32,7 @@ round() {  # NAME xdp|cells|packet [module ARGS...]
   esac
   ip netns exec $s-host tcpdump -q -n -i $s-h -w "$work/$name.pcap" ether proto 0x88b5 2>/dev/null & local td=$!; pw_pids+=($td)
   sleep 0.3
+  kill -0 $td 2>/dev/null || { echo "FAIL: $name: tcpdump did not start"; exit 1; }
   pw_start_iou "$build" $s "$work/$name-iou.log" --fabric-mtu $mtu "${ii[@]}" "$@"
   pw_start_host "$build" $s "$work/$name-host.log" --fabric-mtu $mtu "${hi[@]}" "$@"
   show() { echo "--- host"; cat "$work/$name-host.log"; echo "--- iou"; cat "$work/$name-iou.log"; }
@@ -46,7 +48,8 @@ round() {  # NAME xdp|cells|packet [module ARGS...]
   # cells are addressed by MAC: each module found its peer's in the kernel's neighbour table
   if grep -q 'no neighbour entry' "$work/$name-host.log" "$work/$name-iou.log"; then show; echo "FAIL: $name: a module sent cells to the broadcast MAC"; exit 1; fi
   kill -TERM $pw_host $pw_iou; wait $pw_host $pw_iou 2>/dev/null || true
-  sleep 0.2; kill -INT $td; wait $td 2>/dev/null || true
+  sleep 0.2; kill -INT $td 2>/dev/null || true; wait $td 2>/dev/null || true
+  [ -s "$work/$name.pcap" ] || { echo "FAIL: $name: the capture on the interface wrote nothing"; exit 1; }
   local cells; cells=$(tcpdump -n -r "$work/$name.pcap" 2>/dev/null | grep -c "^[0-9]" || true)
   case $how in
     xdp|cells)
@@ -54,6 +57,8 @@ round() {  # NAME xdp|cells|packet [module ARGS...]
       if [ $how = cells ]; then
         grep -q "cells over AF_XDP on $s-h" "$work/$name-host.log" && grep -q "cells over AF_XDP on $s-i" "$work/$name-iou.log" ||
           { show; echo "FAIL: $name: cells did not go over AF_XDP by default"; exit 1; }
+        # frames over AF_XDP pass neither way through the interface's packet taps (spec/net.md §6)
+        [ "$cells" = 0 ] || { echo "FAIL: $name: a capture on the interface saw $cells cells over AF_XDP"; exit 1; }
       fi
       local seen=""; [ $how = cells ] && seen="; a capture on the interface saw $cells cells"
       echo "ok: $name over AF_XDP at MTU $mtu: $(grep -E 'rtt' "$work/$name-ping.log"); 3000000 bytes each way over TCP intact$seen" ;;
@@ -64,6 +69,14 @@ round() {  # NAME xdp|cells|packet [module ARGS...]
       echo "ok: $name over AF_PACKET at MTU $mtu: $(grep -E 'rtt' "$work/$name-ping.log"); 3000000 bytes each way over TCP intact; a capture on the interface saw $cells cells" ;;
   esac
 }
+# --af-packet is for cells on an interface only: refused (usage, exit 2) without them or beside --xdp
+for args in "--af-packet" "--framing cell --interface lo --xdp lo --af-packet" "--xdp lo --af-packet"; do
+  rc=0
+  # shellcheck disable=SC2086  # the flags, word-split
+  "$build/tools/pushwire-host" --local 198.18.0.1 --peer 198.18.0.2 $args >/dev/null 2>&1 || rc=$?
+  [ $rc = 2 ] || { echo "FAIL: pushwire-host $args exited $rc, not 2"; exit 1; }
+done
+echo "ok: --af-packet without cells on an interface, or beside --xdp: usage, exit 2"
 round r xdp
 round c cells
 round p packet

@@ -20,7 +20,7 @@ trap 'pw_cleanup; rm -rf "$work"' EXIT
 pw_bridge $s a=198.18.7.1/24 b=198.18.7.2/24
 # Multi-buffer AF_XDP (Linux 6.6): MTU 9000, a path MTU of 4096, frames over one UMEM frame. Before
 # it, veth's native XDP takes an MTU up to about 3500: 3000, a path MTU of 2048 (spec/net.md §6).
-if pw_kernel_at_least 6 6; then mtu=9000 path=4096; else mtu=3000 path=2048; fi
+mtu=$(pw_xdp_mtu); if [ $mtu = 9000 ]; then path=4096; else path=2048; fi
 for h in a b; do ip -n $s-br link set $h-port mtu $mtu; ip -n $s-$h link set $s-$h mtu $mtu; done
 ip netns exec $s-br dumpcap -q -i br0 -f "udp port 4791" -w "$work/xdp.pcapng" 2>/dev/null & cap=$!; pw_pids+=($cap)
 sleep 0.5

@@ -17,7 +17,7 @@ rnic=$build/tools/pushwire-rnic
 s=pr$$; work=$(mktemp -d)
 trap 'pw_cleanup; rm -rf "$work"' EXIT
 A=198.18.60.1 RA=198.18.60.254 B=198.18.61.1 RB=198.18.61.254
-if pw_kernel_at_least 6 6; then mtu=9000 size=4096; else mtu=3000 size=2048; fi
+mtu=$(pw_xdp_mtu); if [ $mtu = 9000 ]; then size=4096; else size=2048; fi
 pw_netns $s-a; pw_netns $s-b; pw_netns $s-r
 for h in a b; do
   ip link add $s-$h type veth peer name r-$h

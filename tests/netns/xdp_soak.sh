@@ -21,7 +21,7 @@ trap 'pw_cleanup; [ -n "${KEEP:-}" ] && cp -r "$work" "$KEEP"; rm -rf "$work"' E
 pw_bridge $s a=198.18.9.1/24 b=198.18.9.2/24
 # Multi-buffer AF_XDP (Linux 6.6): MTU 9000, a path MTU of 4096, frames over one UMEM frame. Before
 # it, veth's native XDP takes an MTU up to about 3500: 3000, a path MTU of 2048 (spec/net.md §6).
-if pw_kernel_at_least 6 6; then mtu=9000; else mtu=3000; fi
+mtu=$(pw_xdp_mtu)
 for h in a b; do ip -n $s-br link set $h-port mtu $mtu; ip -n $s-$h link set $s-$h mtu $mtu; done
 pw_wait_link $s-a $s-a; pw_wait_link $s-b $s-b
 faults="--loss 0.05 --dup 0.05 --reorder 0.05 --corrupt 0.05"

@@ -19,7 +19,7 @@ pw_require tcpdump /usr/bin/python3
 s=xv$$; work=$(mktemp -d)
 trap 'pw_cleanup; rm -rf "$work"' EXIT
 pw_veth_pair $s "198.18.11.1/24" "198.18.11.2/24"
-if pw_kernel_at_least 6 6; then mtu=9000; else mtu=3000; fi
+mtu=$(pw_xdp_mtu)
 for h in a b; do ip -n $s-$h link set $s-$h mtu $mtu; done
 pw_wait_link $s-a $s-a
 # Can this machine give the port AF_XDP at all? (the provider says so on stderr when it cannot)

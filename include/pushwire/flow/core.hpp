@@ -31,6 +31,7 @@ struct access;
 }  // namespace testing
 
 /// A vector with inline capacity N: never allocates; push_back on a full vector returns false.
+/// (A FIFO is a static_ring.)
 template <class T, std::size_t N>
 class static_vector {
  public:
@@ -44,11 +45,6 @@ class static_vector {
     if (n_ == N) return false;
     a_[n_++] = v;
     return true;
-  }
-  constexpr void pop_front() { erase(0); }
-  constexpr void erase(std::size_t i) {
-    for (std::size_t k = i + 1; k < n_; ++k) a_[k - 1] = a_[k];
-    --n_;
   }
   constexpr void clear() { n_ = 0; }
   constexpr T& operator[](std::size_t i) { return a_[i]; }
